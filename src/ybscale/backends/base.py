@@ -1,0 +1,84 @@
+"""The backend interface: how a design row's levels become a running cluster to measure."""
+
+from __future__ import annotations
+
+import abc
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class BackendError(RuntimeError):
+    """A cluster could not be provided or failed while measuring; the message says which."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One SQL endpoint a pgbench client can connect to."""
+
+    host: str
+    port: int
+    dbname: str = "postgres"
+    user: str = "postgres"
+    password_env: str | None = None  # name of the environment variable holding the password
+    role: str = "primary"  # primary | standby | shard
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a share of the clients goes, and the pgbench -D variables of its key space."""
+
+    endpoint: Endpoint
+    variables: Mapping[str, int] = field(default_factory=dict)
+
+
+class Cluster(abc.ABC):
+    """A running cluster for one row. Everything that talks to the servers goes through here."""
+
+    @abc.abstractmethod
+    def targets(self, workload: str) -> list[Target]:
+        """Endpoints that can serve `workload` ("read" | "write"), with their key-space variables."""
+
+    @abc.abstractmethod
+    def run(
+        self, argv: Sequence[str], env: Mapping[str, str], timeout: float, cwd: Path
+    ) -> subprocess.Popen:
+        """Start a command (pgbench) where the load is generated; the caller waits on it."""
+
+    def fetch(self, remote: Path, local: Path) -> None:
+        """Copy a file the load generator wrote back into results (no-op when it is local)."""
+
+    @abc.abstractmethod
+    def reset(self, workload: str) -> None:
+        """Bring the dataset back to its starting state before a client count."""
+
+    @abc.abstractmethod
+    def check(self) -> None:
+        """Raise BackendError unless every node is up (and, with replication, the quorum is met)."""
+
+    @abc.abstractmethod
+    def applied(self) -> dict:
+        """What was actually applied (isolation read back, CPU limits, storage), for measurement.json."""
+
+
+class Backend(abc.ABC):
+    """Turns a row's levels into a cluster."""
+
+    name: str
+
+    def __init__(self, config: Mapping):
+        self.config = config
+
+    @staticmethod
+    def infra_key(levels: Mapping[str, object]) -> str:
+        """Identifier of the infrastructure combination (rows with equal keys share a cluster)."""
+        return "nodes{}-{}-repl{}".format(
+            levels["nodes"], levels["node_size"], levels["replication"]
+        ).replace(" ", "_")
+
+    @abc.abstractmethod
+    @contextmanager
+    def cluster(self, levels: Mapping[str, object], rows: int, workdir: Path) -> Iterator[Cluster]:
+        """Yield a ready cluster with `rows` loaded for these levels; stop what was started on exit."""
