@@ -39,7 +39,7 @@ class Cluster(abc.ABC):
 
     @abc.abstractmethod
     def targets(self, workload: str) -> list[Target]:
-        """Endpoints that can serve `workload` ("read" | "write"), with their key-space variables."""
+        """Endpoints that can serve `workload` (read | write), with their key-space variables."""
 
     @abc.abstractmethod
     def run(
@@ -47,7 +47,7 @@ class Cluster(abc.ABC):
     ) -> subprocess.Popen:
         """Start a command (pgbench) where the load is generated; the caller waits on it."""
 
-    def fetch(self, remote: Path, local: Path) -> None:
+    def fetch(self, remote: Path, local: Path) -> None:  # noqa: B027 - optional hook
         """Copy a file the load generator wrote back into results (no-op when it is local)."""
 
     @abc.abstractmethod
@@ -60,7 +60,7 @@ class Cluster(abc.ABC):
 
     @abc.abstractmethod
     def applied(self) -> dict:
-        """What was actually applied (isolation read back, CPU limits, storage), for measurement.json."""
+        """What was applied (isolation read back, CPU limits, storage), for measurement.json."""
 
 
 class Backend(abc.ABC):
@@ -81,4 +81,4 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     @contextmanager
     def cluster(self, levels: Mapping[str, object], rows: int, workdir: Path) -> Iterator[Cluster]:
-        """Yield a ready cluster with `rows` loaded for these levels; stop what was started on exit."""
+        """Yield a ready cluster with `rows` loaded; stop whatever was started on exit."""

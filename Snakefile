@@ -1,0 +1,25 @@
+# ybscale: a designed scalability study, from config/design.yaml to effects and a report.
+
+
+configfile: "config/config.yaml"
+
+
+report: "report/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/design.smk"
+include: "rules/measure.smk"
+include: "rules/analysis.smk"
+
+
+if BACKEND == "gcp":
+
+    include: "rules/cloud.smk"
+
+
+rule all:
+    input:
+        "results/effects.csv",
+        "results/charts/throughput.html",
+    default_target: True

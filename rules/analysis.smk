@@ -1,0 +1,82 @@
+rule ceilings:
+    """One line per row: signs, both ceilings and the response the effects use."""
+    input:
+        design=config["design"],
+        ceilings=expand("results/runs/{run}/ceiling.json", run=RUNS),
+    output:
+        report(
+            "results/ceilings.csv",
+            caption="../report/ceilings.rst",
+            category="2. Measurements",
+        ),
+    params:
+        ceiling=ANALYSIS["ceiling"],
+    log:
+        "results/logs/ceilings.log",
+    shell:
+        "python -m ybscale.ceiling collect --design {input.design} --ceiling {params.ceiling}"
+        " --out {output} {input.ceilings} > {log} 2>&1"
+
+
+rule effects:
+    """Effects, allocation of variation, significance, ANOVA and diagnostics charts."""
+    input:
+        design=config["design"],
+        ceilings="results/ceilings.csv",
+        clusters=cluster_teardowns,
+    output:
+        effects=report(
+            "results/effects.csv", caption="../report/effects.rst", category="3. Effects"
+        ),
+        anova=report("results/anova.csv", caption="../report/anova.rst", category="3. Effects"),
+        residuals="results/residuals.csv",
+        outliers=report(
+            "results/outliers.csv", caption="../report/outliers.rst", category="4. Diagnostics"
+        ),
+        pareto=report(
+            "results/charts/pareto.html", caption="../report/pareto.rst", category="3. Effects"
+        ),
+        half_normal=report(
+            "results/charts/half_normal.html",
+            caption="../report/half_normal.rst",
+            category="3. Effects",
+        ),
+        interactions=report(
+            directory("results/charts/interactions"),
+            patterns=["{name}.html"],
+            caption="../report/interactions.rst",
+            category="3. Effects",
+        ),
+        residual_charts=report(
+            directory("results/charts/residuals"),
+            patterns=["{name}.html"],
+            caption="../report/residuals.rst",
+            category="4. Diagnostics",
+        ),
+    params:
+        alpha=ANALYSIS["alpha"],
+        model=ANALYSIS["model"],
+    log:
+        "results/logs/effects.log",
+    shell:
+        "python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
+        " --response response --alpha {params.alpha} --model {params.model} --out results"
+        " > {log} 2>&1"
+
+
+rule throughput_chart:
+    """Throughput against clients for every row, with its USL curve and ceiling."""
+    input:
+        ceilings="results/ceilings.csv",
+        curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
+    output:
+        report(
+            "results/charts/throughput.html",
+            caption="../report/throughput.rst",
+            category="2. Measurements",
+        ),
+    log:
+        "results/logs/throughput_chart.log",
+    shell:
+        "python -m ybscale.charts throughput --ceilings {input.ceilings} --runs results/runs"
+        " --out results/charts > {log} 2>&1"

@@ -1,0 +1,20 @@
+rule design:
+    """Sign table, defining relation, aliases and resolution of the design."""
+    input:
+        config["design"],
+    output:
+        sign_table=report(
+            "results/design/sign_table.csv",
+            caption="../report/design.rst",
+            category="1. Design",
+        ),
+        aliases=report(
+            "results/design/aliases.csv",
+            caption="../report/design.rst",
+            category="1. Design",
+        ),
+        summary="results/design/design.json",
+    log:
+        "results/logs/design.log",
+    shell:
+        "python -m ybscale.design {input} results/design > {log} 2>&1"

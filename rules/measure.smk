@@ -1,0 +1,33 @@
+rule measure:
+    """Measure one design row on its own cluster: pgbench at every client count."""
+    input:
+        script=workload_script,
+        code=MEASURE_CODE,
+        cluster=cluster_endpoints,
+    output:
+        throughput="results/runs/{run}/throughput.csv",
+        repetitions="results/runs/{run}/repetitions.csv",
+        measurement="results/runs/{run}/measurement.json",
+    params:
+        levels=lambda wildcards: row_levels(wildcards.run),
+        measurement=config["measurement"],
+        backend=backend_settings(),
+    log:
+        "results/logs/measure/{run}.log",
+    resources:
+        bench=1,
+    script:
+        "scripts/measure.py"
+
+
+rule ceiling:
+    """Empirical ceiling and Universal Scalability Law fit of one row."""
+    input:
+        "results/runs/{run}/throughput.csv",
+    output:
+        "results/runs/{run}/ceiling.json",
+    log:
+        "results/logs/ceiling/{run}.log",
+    shell:
+        "python -m ybscale.ceiling fit --run {wildcards.run} --throughput {input}"
+        " --out {output} > {log} 2>&1"

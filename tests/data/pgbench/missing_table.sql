@@ -1,0 +1,1 @@
+SELECT v FROM no_such_table WHERE k = 1;
