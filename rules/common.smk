@@ -1,5 +1,6 @@
 # Shared state and input functions: the design, its rows and what each row needs.
-import json
+import os
+import sys
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
@@ -8,6 +9,9 @@ from ybscale.backends.base import Backend
 from ybscale.design import load_design
 
 min_version("9.0")
+
+# rules call `python -m ybscale...`: use this interpreter's environment even when not activated
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
 
 
 validate(config, "../config/schemas/config.schema.yaml")

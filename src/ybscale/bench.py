@@ -146,7 +146,7 @@ def measure(run: str, levels: Mapping, config: Mapping, outdir: Path, progress=p
     script = workload.script(levels, config.get("workloads", "workloads")).resolve()
     env = workload.session_env(levels)
     outdir.mkdir(parents=True, exist_ok=True)
-    logs = outdir / "pgbench-logs"
+    logs = outdir.resolve() / "pgbench-logs"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir()
     backend = get_backend(config)

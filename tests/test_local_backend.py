@@ -1,0 +1,98 @@
+"""The local backend on real PostgreSQL servers: topology, isolation, CPU limits, clean-up."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import servers_under
+from ybscale.backends.base import BackendError
+from ybscale.backends.local import LocalBackend
+
+LEVELS = {
+    "operation_size": 1,
+    "workload": "write",
+    "isolation": "repeatable read",
+    "node_size": "small",
+}
+
+
+def backend(data_root, **local):
+    return LocalBackend({"local": {"data_root": str(data_root), **local}})
+
+
+def test_replicated_cluster_has_a_quorum_and_reads_back_isolation(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 3, "replication": "on"}
+    with backend(data_root).cluster(levels, 1000, tmp_path) as cluster:
+        assert len(servers_under(data_root)) == 3
+        cluster.check()
+        primary = cluster.nodes[0]
+        names = primary.psql("SHOW synchronous_standby_names")
+        assert names == "ANY 1 (node2, node3)"
+        states = primary.psql("SELECT string_agg(sync_state, ',') FROM pg_stat_replication")
+        assert states == "quorum,quorum"
+        applied = cluster.applied()
+        assert set(applied["isolation_in_effect"].values()) == {"repeatable read"}
+        # writes go to the primary only, reads to every node, all over the whole key space
+        assert [t.endpoint.port for t in cluster.targets("write")] == [primary.port]
+        assert len(cluster.targets("read")) == 3
+        primary.psql("INSERT INTO kv VALUES (999999, 'x')")
+        cluster.wait_replayed()
+        assert cluster.nodes[2].psql("SELECT count(*) FROM kv") == "1001"
+        cluster.reset("write")  # back to the starting state, on every node
+        assert cluster.nodes[1].psql("SELECT count(*) FROM kv") == "1000"
+    assert servers_under(data_root) == []
+    assert not list(data_root.glob("ybscale-*/node*"))
+
+
+def test_sharded_cluster_holds_each_key_once(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 3, "replication": "off", "isolation": "read committed"}
+    with backend(data_root).cluster(levels, 3000, tmp_path) as cluster:
+        counts = []
+        for i, node in enumerate(cluster.nodes):
+            assert node.psql(f"SELECT count(*) FROM kv WHERE k % 3 <> {i}") == "0"
+            counts.append(int(node.psql("SELECT count(*) FROM kv")))
+        assert counts == [1000, 1000, 1000]
+        targets = cluster.targets("read")
+        assert [t.variables["shard"] for t in targets] == [0, 1, 2]
+        assert {t.variables["nshards"] for t in targets} == {3}
+        assert cluster.applied()["isolation_in_effect"]["node2"] == "read committed"
+    assert servers_under(data_root) == []
+
+
+def test_node_size_sets_different_cpu_limits(data_root, tmp_path):
+    records = {}
+    for size in ("small", "large"):
+        levels = {**LEVELS, "nodes": 3, "replication": "off", "node_size": size}
+        with backend(data_root).cluster(levels, 1000, tmp_path) as cluster:
+            records[size] = cluster.applied()["cpu"]["node1"]
+    assert records["small"]["mechanism"] == records["large"]["mechanism"]
+    if records["small"]["mechanism"] == "none":
+        pytest.fail(f"no CPU limit mechanism works on this machine: {records}")
+    assert records["small"]["cpus"] < records["large"]["cpus"]
+
+
+def test_servers_are_stopped_when_the_body_fails(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 5, "replication": "on"}
+    with pytest.raises(RuntimeError, match="boom"):
+        with backend(data_root).cluster(levels, 1000, tmp_path):
+            assert len(servers_under(data_root)) == 5
+            raise RuntimeError("boom")
+    assert servers_under(data_root) == []
+    assert (tmp_path / "node1.log").exists()  # server logs are kept with the row
+
+
+def test_a_dead_node_fails_the_check(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 3, "replication": "off"}
+    with backend(data_root).cluster(levels, 1000, tmp_path) as cluster:
+        cluster.nodes[1].stop()
+        with pytest.raises(BackendError, match="node2"):
+            cluster.check()
+    assert servers_under(data_root) == []
+
+
+def test_unknown_server_user_is_a_clear_error(data_root, tmp_path, monkeypatch):
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    levels = {**LEVELS, "nodes": 3, "replication": "off"}
+    with pytest.raises(BackendError, match="local.user"):
+        with backend(data_root, user="no-such-user-here").cluster(levels, 1000, tmp_path):
+            pass
