@@ -1,0 +1,178 @@
+"""The whole study through Snakemake on real PostgreSQL: results, staleness, clean-up."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, servers_under
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles"]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """A copy of the workflow running the tiny config on its own RAM data root."""
+    work = tmp_path_factory.mktemp("study")
+    for name in COPY:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    root = Path("/dev/shm") / f"ybscale-test-{work.name}"
+    root.mkdir(exist_ok=True)
+    with open(work / "config" / "test.yaml") as fh:
+        test_cfg = yaml.safe_load(fh)
+    test_cfg["local"] = {**_local_defaults(), "data_root": str(root)}
+    (work / "config" / "test.yaml").write_text(yaml.safe_dump(test_cfg))
+    yield work, root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _local_defaults():
+    with open(REPO / "config" / "config.yaml") as fh:
+        return yaml.safe_load(fh)["local"]
+
+
+def snakemake(work, *args, check=True, timeout=600):
+    out = subprocess.run(
+        [*SNAKEMAKE, "--cores", "2", *args, "--configfile", "config/test.yaml"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(out.stdout[-3000:] + out.stderr[-3000:])
+    return out
+
+
+def planned(work, *args) -> dict[str, set[str]]:
+    """rule -> run ids of the jobs a dry run would execute."""
+    out = snakemake(work, "-n", *args).stdout
+    jobs: dict[str, set[str]] = {}
+    for block in re.split(r"\n(?=rule )", out):
+        head = re.match(r"rule (\w+):", block)
+        if head:
+            run = re.search(r"wildcards: run=(run\d+)", block)
+            jobs.setdefault(head.group(1), set()).add(run.group(1) if run else "")
+    return jobs
+
+
+def test_tiny_study_end_to_end(study):
+    work, root = study
+    snakemake(work, "results/effects.csv")
+    ceilings = pd.read_csv(work / "results/ceilings.csv")
+    assert len(ceilings) == 16
+    assert (ceilings["empirical_tps"] > 0).all()
+    assert set(ceilings["empirical_clients"]) <= {1, 2}
+    effects = pd.read_csv(work / "results/effects.csv")
+    assert len(effects) == 15
+    assert {"term", "alias", "effect", "coefficient", "sum_sq", "variation_pct"} <= set(effects)
+    assert effects["variation_pct"].sum() == pytest.approx(100, abs=1e-6)
+    # each effect is arithmetic on the measured responses: recompute one from ceilings.csv
+    a = effects.set_index("term").loc["A", "effect"]
+    means = ceilings.groupby("A")["response"].mean()
+    assert a == pytest.approx(means[1] - means[-1])
+    run07 = pd.read_csv(work / "results/runs/run07/throughput.csv")
+    assert list(run07["clients"]) == [1, 2]
+    assert (run07["transactions"] > 0).all()
+    assert (work / "results/runs/run07/pgbench-logs").is_dir()
+    assert servers_under(root) == []
+
+
+def test_nothing_changed_nothing_runs(study):
+    work, _ = study
+    out = snakemake(work, "-n", "results/effects.csv")
+    assert "Nothing to be done" in out.stdout + out.stderr
+
+
+def test_changing_a_level_reruns_exactly_its_rows(study):
+    work, _ = study
+    design = work / "config" / "design.yaml"
+    original = design.read_text()
+    try:
+        changed = original.replace('["read committed", "repeatable read"]',
+                                   '["read committed", "serializable"]')
+        assert changed != original
+        design.write_text(changed)
+        jobs = planned(work, "results/effects.csv")
+        sign_table = pd.read_csv(work / "results/design/sign_table.csv")
+        expected = set(sign_table.loc[sign_table["D"] == 1, "run"])
+        assert jobs["measure"] == expected
+        assert len(expected) == 8
+    finally:
+        design.write_text(original)
+
+
+def test_workload_change_reruns_its_rows_and_force_one_row(study):
+    work, _ = study
+    jobs = planned(work, "-f", "results/runs/run07/throughput.csv")
+    assert jobs["measure"] == {"run07"}
+    script = work / "workloads" / "read_1.sql"
+    os.utime(script, (time.time() + 5, time.time() + 5))
+    jobs = planned(work, "results/effects.csv")
+    sign_table = pd.read_csv(work / "results/design/sign_table.csv")
+    expected = set(sign_table.loc[(sign_table["A"] == -1) & (sign_table["B"] == -1), "run"])
+    assert jobs["measure"] == expected
+
+
+def test_unknown_row_is_a_clear_error(study):
+    work, _ = study
+    out = snakemake(work, "-n", "results/runs/run99/throughput.csv", check=False)
+    assert out.returncode != 0
+    assert "no design row 'run99'" in out.stdout + out.stderr
+
+
+def test_failing_row_stops_its_servers(study):
+    work, root = study
+    broken = work / "broken-workloads"
+    shutil.copytree(work / "workloads", broken, dirs_exist_ok=True)
+    (broken / "read_1.sql").write_text("SELECT * FROM no_such_table;\n")
+    out = snakemake(
+        work, "-f", "results/runs/run01/throughput.csv", "--config", f"workloads={broken}",
+        check=False,
+    )
+    assert out.returncode != 0
+    log = (work / "results/logs/measure/run01.log").read_text()
+    assert "FAILED" in log and "no_such_table" in log
+    assert not (work / "results/runs/run01/throughput.csv").exists()
+    assert servers_under(root) == []
+
+
+def test_interrupted_run_stops_its_servers(study):
+    work, root = study
+    proc = subprocess.Popen(
+        [*SNAKEMAKE, "--cores", "2", "-f", "results/runs/run05/throughput.csv",
+         "--configfile", "config/test.yaml", "--config", "measurement={'clients': [1, 2, 4],"
+         " 'repetitions': 5, 'seconds': 2, 'warmup': 0, 'rows': 2000}"],
+        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not servers_under(root):
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "no server started"
+            time.sleep(0.2)
+        time.sleep(2)  # inside the measurement
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    deadline = time.monotonic() + 30
+    while servers_under(root) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert servers_under(root) == []
+    assert not list(root.glob("ybscale-*/node*"))
