@@ -19,7 +19,7 @@ if BACKEND == "gcp":
 
 
 rule all:
+    default_target: True
     input:
         "results/effects.csv",
         "results/charts/throughput.html",
-    default_target: True

@@ -9,10 +9,12 @@ rule ceilings:
             caption="../report/ceilings.rst",
             category="2. Measurements",
         ),
-    params:
-        ceiling=ANALYSIS["ceiling"],
     log:
         "results/logs/ceilings.log",
+    conda:
+        "../envs/ybscale.yaml"
+    params:
+        ceiling=ANALYSIS["ceiling"],
     shell:
         "python -m ybscale.ceiling collect --design {input.design} --ceiling {params.ceiling}"
         " --out {output} {input.ceilings} > {log} 2>&1"
@@ -26,15 +28,23 @@ rule effects:
         clusters=cluster_teardowns,
     output:
         effects=report(
-            "results/effects.csv", caption="../report/effects.rst", category="3. Effects"
+            "results/effects.csv",
+            caption="../report/effects.rst",
+            category="3. Effects",
         ),
-        anova=report("results/anova.csv", caption="../report/anova.rst", category="3. Effects"),
+        anova=report(
+            "results/anova.csv", caption="../report/anova.rst", category="3. Effects"
+        ),
         residuals="results/residuals.csv",
         outliers=report(
-            "results/outliers.csv", caption="../report/outliers.rst", category="4. Diagnostics"
+            "results/outliers.csv",
+            caption="../report/outliers.rst",
+            category="4. Diagnostics",
         ),
         pareto=report(
-            "results/charts/pareto.html", caption="../report/pareto.rst", category="3. Effects"
+            "results/charts/pareto.html",
+            caption="../report/pareto.rst",
+            category="3. Effects",
         ),
         half_normal=report(
             "results/charts/half_normal.html",
@@ -53,11 +63,13 @@ rule effects:
             caption="../report/residuals.rst",
             category="4. Diagnostics",
         ),
+    log:
+        "results/logs/effects.log",
+    conda:
+        "../envs/ybscale.yaml"
     params:
         alpha=ANALYSIS["alpha"],
         model=ANALYSIS["model"],
-    log:
-        "results/logs/effects.log",
     shell:
         "python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
         " --response response --alpha {params.alpha} --model {params.model} --out results"
@@ -77,6 +89,8 @@ rule throughput_chart:
         ),
     log:
         "results/logs/throughput_chart.log",
+    conda:
+        "../envs/ybscale.yaml"
     shell:
         "python -m ybscale.charts throughput --ceilings {input.ceilings} --runs results/runs"
         " --out results/charts > {log} 2>&1"

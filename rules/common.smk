@@ -11,7 +11,8 @@ from ybscale.design import load_design
 min_version("9.0")
 
 # rules call `python -m ybscale...`: use this interpreter's environment even when not activated
-os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+_bin = os.path.dirname(sys.executable)
+os.environ.update(PATH=_bin + os.pathsep + os.environ.get("PATH", ""))
 
 
 validate(config, "../config/schemas/config.schema.yaml")
@@ -19,7 +20,12 @@ validate(config, "../config/schemas/config.schema.yaml")
 DESIGN = load_design(config["design"])
 RUNS = DESIGN.run_ids
 BACKEND = config["backend"]
-ANALYSIS = {"ceiling": "empirical", "model": "additive", "alpha": 0.05, **config.get("analysis", {})}
+ANALYSIS = {
+    "ceiling": "empirical",
+    "model": "additive",
+    "alpha": 0.05,
+    **config.get("analysis", {}),
+}
 # the code that measures a row: a change here re-measures every row
 MEASURE_CODE = sorted(
     str(p)

@@ -16,5 +16,7 @@ rule design:
         summary="results/design/design.json",
     log:
         "results/logs/design.log",
+    conda:
+        "../envs/ybscale.yaml"
     shell:
         "python -m ybscale.design {input} results/design > {log} 2>&1"

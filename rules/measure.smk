@@ -8,14 +8,16 @@ rule measure:
         throughput="results/runs/{run}/throughput.csv",
         repetitions="results/runs/{run}/repetitions.csv",
         measurement="results/runs/{run}/measurement.json",
+    log:
+        "results/logs/measure/{run}.log",
+    conda:
+        "../envs/ybscale.yaml"
+    resources:
+        bench=1,
     params:
         levels=lambda wildcards: row_levels(wildcards.run),
         measurement=config["measurement"],
         backend=backend_settings(),
-    log:
-        "results/logs/measure/{run}.log",
-    resources:
-        bench=1,
     script:
         "scripts/measure.py"
 
@@ -28,6 +30,8 @@ rule ceiling:
         "results/runs/{run}/ceiling.json",
     log:
         "results/logs/ceiling/{run}.log",
+    conda:
+        "../envs/ybscale.yaml"
     shell:
         "python -m ybscale.ceiling fit --run {wildcards.run} --throughput {input}"
         " --out {output} > {log} 2>&1"
