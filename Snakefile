@@ -22,4 +22,5 @@ rule all:
     default_target: True
     input:
         "results/effects.csv",
-        "results/charts/throughput.html",
+        "results/design/sign_table.csv",
+        "results/charts/throughput.svg",

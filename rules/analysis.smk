@@ -42,24 +42,24 @@ rule effects:
             category="4. Diagnostics",
         ),
         pareto=report(
-            "results/charts/pareto.html",
+            "results/charts/pareto.svg",
             caption="../report/pareto.rst",
             category="3. Effects",
         ),
         half_normal=report(
-            "results/charts/half_normal.html",
+            "results/charts/half_normal.svg",
             caption="../report/half_normal.rst",
             category="3. Effects",
         ),
         interactions=report(
             directory("results/charts/interactions"),
-            patterns=["{name}.html"],
+            patterns=["{name}.svg"],
             caption="../report/interactions.rst",
             category="3. Effects",
         ),
         residual_charts=report(
             directory("results/charts/residuals"),
-            patterns=["{name}.html"],
+            patterns=["{name}.svg"],
             caption="../report/residuals.rst",
             category="4. Diagnostics",
         ),
@@ -83,7 +83,7 @@ rule throughput_chart:
         curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
     output:
         report(
-            "results/charts/throughput.html",
+            "results/charts/throughput.svg",
             caption="../report/throughput.rst",
             category="2. Measurements",
         ),

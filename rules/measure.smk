@@ -5,9 +5,19 @@ rule measure:
         code=MEASURE_CODE,
         cluster=cluster_endpoints,
     output:
-        throughput="results/runs/{run}/throughput.csv",
+        throughput=report(
+            "results/runs/{run}/throughput.csv",
+            caption="../report/measurement.rst",
+            category="2. Measurements",
+            subcategory="{run}",
+        ),
         repetitions="results/runs/{run}/repetitions.csv",
-        measurement="results/runs/{run}/measurement.json",
+        measurement=report(
+            "results/runs/{run}/measurement.json",
+            caption="../report/measurement.rst",
+            category="2. Measurements",
+            subcategory="{run}",
+        ),
     log:
         "results/logs/measure/{run}.log",
     conda:
