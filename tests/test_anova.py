@@ -1,0 +1,124 @@
+"""ANOVA with pooling, residual diagnostics and outliers against published / hand numbers."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ybscale.analysis import read_responses
+from ybscale.anova import ANOVA_COLUMNS, RESIDUAL_COLUMNS, fit_anova, outliers
+from ybscale.design import design_from_dict, load_design
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "stats"
+FACTORS = {x: {"name": f"f{x}", "levels": ["-", "+"]} for x in "ABCD"}
+
+
+def _fit(spec: dict, csv: str, response=None, **kwargs):
+    design = design_from_dict(spec, csv)
+    responses = read_responses(DATA / csv, design, response)
+    return design, fit_anova(design, responses[responses.attrs["response"]], **kwargs)
+
+
+def test_montgomery_example_6_2_pooled_anova():
+    """Lenth keeps A, C, D, AC, AD: Montgomery's reduced-model ANOVA (Example 6.2)."""
+    _, result = _fit({"factors": FACTORS}, "montgomery_ex6_2.csv")
+    table = result.table.set_index("term")
+    assert list(result.table.columns) == ANOVA_COLUMNS
+    assert set(result.pooled) == {"B", "AB", "BC", "ABC", "BD", "ABD", "CD", "ACD", "BCD", "ABCD"}
+    published = {"A": 1870.56, "C": 390.06, "D": 855.56, "AC": 1314.06, "AD": 1105.56}
+    for term, ss in published.items():
+        assert table.loc[term, "sum_sq"] == pytest.approx(ss, abs=0.01)
+        assert not table.loc[term, "pooled"]
+        assert table.loc[term, "F"] == pytest.approx(ss / (195.13 / 10), rel=1e-3)
+    assert table.loc["residual", "df"] == 10
+    assert table.loc["residual", "sum_sq"] == pytest.approx(195.13, abs=0.01)
+    assert table.loc["B", "pooled"] and math.isnan(table.loc["B", "F"])
+    assert table.loc["B", "sum_sq"] == pytest.approx(16 * (3.125 / 2) ** 2)
+    kept = table[~table["pooled"]]
+    assert kept["sum_sq"].sum() == pytest.approx(5730.94, abs=0.01)  # published SS total
+
+
+def test_jain_replicated_anova_has_pure_error():
+    spec = {
+        "factors": {
+            "A": {"name": "memory", "levels": [4, 16]},
+            "B": {"name": "cache", "levels": [1, 2]},
+        },
+        "replications": 3,
+    }
+    _, result = _fit(spec, "jain_ch18_memory_cache.csv")
+    table = result.table.set_index("term")
+    assert result.pooled == []
+    assert table.loc["residual", "df"] == 8
+    assert table.loc["residual", "mean_sq"] == pytest.approx(102 / 8)
+    for term, ss in {"A": 5547, "B": 1083, "AB": 300}.items():
+        assert table.loc[term, "F"] == pytest.approx(ss / 12.75)
+    # F(1, 8) = 23.53 for AB: p = 0.00127 (F tables: F[0.99; 1, 8] = 11.26, F[0.999; 1, 8] = 25.4)
+    assert 0.001 < table.loc["AB", "p_value"] < 0.01
+    res = result.residuals
+    assert list(res.columns) == RESIDUAL_COLUMNS
+    # residuals = y - row mean: row 3 (A-, B+; mean 24) replicate 3 is 19 -> -5
+    row3 = res[(res["row"] == 3) & (res["replicate"] == 3)].iloc[0]
+    assert row3["run"] == "run11" and row3["residual"] == pytest.approx(-5)
+    # internally studentized: e / sqrt(MSE (1 - h)), h = 1/3
+    assert row3["standardized"] == pytest.approx(-5 / math.sqrt(12.75 * (2 / 3)))
+    assert list(res["order"]) == list(range(1, 13))
+    assert outliers(res).empty
+
+
+def test_nothing_active_pools_everything():
+    """Montgomery Problem 8.1: no effect beyond Lenth's ME (22.59): all 7 terms pooled."""
+    spec = {"factors": FACTORS, "generators": {"D": "ABC"}}
+    _, result = _fit(spec, "montgomery_prob8_1.csv")
+    table = result.table.set_index("term")
+    assert table.loc[result.pooled, "pooled"].all() and len(result.pooled) == 7
+    assert table["F"].isna().all()
+    assert table.loc["residual", "df"] == 7
+    assert table.loc["residual", "sum_sq"] == pytest.approx(448.0)  # published Cor Total
+
+
+def test_seed_run13_is_flagged_as_outlier():
+    """Seed Table 5 run 13 (2931 with A+ B+ C- D-; runs 14-16 are ~1000) -> Yates run04."""
+    design = load_design(ROOT / "config" / "design.yaml")
+    responses = read_responses(DATA / "seed_table5.csv", design, "throughput_ceiling")
+    result = fit_anova(design, responses["throughput_ceiling"])
+    assert sorted(result.pooled) == sorted(set(design.terms) - {"A", "B"})
+    flagged = outliers(result.residuals)
+    assert list(flagged["run"]) == ["run04"]
+    row = flagged.iloc[0]
+    assert row["observed"] == 2931
+    assert design.signs("run04") == {"A": 1, "B": 1, "C": -1, "D": -1, "E": -1, "F": 1}
+    # fitted = mean + (A + B) / 2 with A = -963.125, B = -1102.125;
+    # mean = (A- sum 25332 + A+ sum 17627) / 16 = 2684.9375 -> fitted 1652.3125
+    fitted = (25332 + 17627) / 16 + (-963.125 - 1102.125) / 2
+    assert row["fitted"] == pytest.approx(fitted)
+    assert row["bonferroni_p"] < 0.05
+
+
+def test_spike_is_flagged_and_clean_runs_are_not():
+    design = design_from_dict({"factors": FACTORS})
+    signs = design.sign_table()
+    rng = np.random.default_rng(7)
+    y = 100 + 20 * signs["A"] + 10 * signs["B"] + rng.normal(0, 1, 16)
+    y.iloc[9] += 25
+    flagged = outliers(fit_anova(design, y).residuals)
+    assert list(flagged["run"]) == ["run10"]
+
+
+def test_saturated_without_pooling_has_nan_tests():
+    """Every term active (pooling impossible): F and p are NaN, residual df 0."""
+    design = design_from_dict({"factors": {"A": FACTORS["A"], "B": FACTORS["B"]}})
+    # effects A = 40, B = 20, AB = 10: |c| 10 20 40, s0 = 30, PSE = 1.5 * 20 = 30, ME > 40
+    y = pd.Series([15.0, 45.0, 25.0, 75.0], index=design.run_ids)
+    result = fit_anova(design, y)
+    assert set(result.pooled) == {"A", "B", "AB"}
+    # force the no-pooling path through a replicated design with zero pure error
+    rep = design_from_dict({"factors": {"A": FACTORS["A"], "B": FACTORS["B"]}, "replications": 2})
+    result = fit_anova(rep, pd.Series([15.0, 45.0, 25.0, 75.0] * 2, index=rep.run_ids))
+    table = result.table.set_index("term")
+    assert table.loc["residual", "sum_sq"] == pytest.approx(0.0, abs=1e-9)
+    assert table.loc["residual", "df"] == 4
+    assert not result.residuals["outlier"].any()
