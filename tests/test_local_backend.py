@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import servers_under
+
 from ybscale.backends.base import BackendError
 from ybscale.backends.local import LocalBackend
 

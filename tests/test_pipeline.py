@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import REPO, servers_under
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -101,8 +100,9 @@ def test_changing_a_level_reruns_exactly_its_rows(study):
     design = work / "config" / "design.yaml"
     original = design.read_text()
     try:
-        changed = original.replace('["read committed", "repeatable read"]',
-                                   '["read committed", "serializable"]')
+        changed = original.replace(
+            '["read committed", "repeatable read"]', '["read committed", "serializable"]'
+        )
         assert changed != original
         design.write_text(changed)
         jobs = planned(work, "results/effects.csv")
@@ -139,7 +139,11 @@ def test_failing_row_stops_its_servers(study):
     shutil.copytree(work / "workloads", broken, dirs_exist_ok=True)
     (broken / "read_1.sql").write_text("SELECT * FROM no_such_table;\n")
     out = snakemake(
-        work, "-f", "results/runs/run01/throughput.csv", "--config", f"workloads={broken}",
+        work,
+        "-f",
+        "results/runs/run01/throughput.csv",
+        "--config",
+        f"workloads={broken}",
         check=False,
     )
     assert out.returncode != 0
@@ -152,10 +156,22 @@ def test_failing_row_stops_its_servers(study):
 def test_interrupted_run_stops_its_servers(study):
     work, root = study
     proc = subprocess.Popen(
-        [*SNAKEMAKE, "--cores", "2", "-f", "results/runs/run05/throughput.csv",
-         "--configfile", "config/test.yaml", "--config", "measurement={'clients': [1, 2, 4],"
-         " 'repetitions': 5, 'seconds': 2, 'warmup': 0, 'rows': 2000}"],
-        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            *SNAKEMAKE,
+            "--cores",
+            "2",
+            "-f",
+            "results/runs/run05/throughput.csv",
+            "--configfile",
+            "config/test.yaml",
+            "--config",
+            "measurement={'clients': [1, 2, 4],"
+            " 'repetitions': 5, 'seconds': 2, 'warmup': 0, 'rows': 2000}",
+        ],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
     try:

@@ -1,0 +1,264 @@
+"""The Pulumi program under pulumi.runtime.set_mocks: what one cluster is made of."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from pathlib import Path
+
+import pulumi
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra"))
+
+from ybscale_infra import (  # noqa: E402
+    IAP_RANGE,
+    ClusterArgs,
+    YugabyteCluster,
+    label_value,
+    startup,  # noqa: E402
+)
+
+LABELABLE = {"gcp:compute/instance:Instance", "gcp:compute/address:Address"}
+DB_PORTS = {"5433", "7000", "7100", "9000", "9100", "12000", "13000", "15433"}
+LABELS = {"project": "ybscale", "stack": "ybscale-x", "owner": "Ada.L", "expiry": "20261122t2300z"}
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Records every resource; instances get their NIC back, with a NAT IP if asked for."""
+
+    def __init__(self):
+        self.resources: list[tuple[str, str, dict]] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        self.resources.append((args.typ, args.name, args.inputs))
+        state = dict(args.inputs)
+        if args.typ == "gcp:compute/instance:Instance":
+            nics = []
+            for nic in args.inputs.get("networkInterfaces", []):
+                nic = dict(nic)
+                nic["accessConfigs"] = [
+                    {**ac, "natIp": "203.0.113.9"} for ac in nic.get("accessConfigs", [])
+                ]
+                nics.append(nic)
+            state["networkInterfaces"] = nics
+            state["name"] = args.inputs.get("name", args.name)
+        return f"{args.name}_id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}, None
+
+    def of_type(self, suffix: str) -> list[tuple[str, dict]]:
+        return [(n, i) for t, n, i in self.resources if t.endswith(suffix)]
+
+
+@pytest.fixture
+def mocks():
+    m = RecordingMocks()
+    pulumi.runtime.set_mocks(m, project="ybscale", stack="test", preview=False)
+    return m
+
+
+def make_args(nodes=3, replication=False, machine="n1-standard-2", **kw) -> ClusterArgs:
+    kw.setdefault("zone", "us-central1-a")
+    return ClusterArgs(
+        nodes=nodes,
+        replication_factor=nodes if replication else 1,
+        machine_type=machine,
+        ssh_user="ybscale",
+        ssh_public_key="ssh-ed25519 AAAAC3Nza test@host",
+        labels=LABELS,
+        **kw,
+    )
+
+
+def settle(cluster: YugabyteCluster, check):
+    """Run `check(outputs)` once every resource of the cluster is registered."""
+    urns = [r.urn for r in cluster.resources]
+    return pulumi.Output.all(*urns, pulumi.Output.from_input(cluster.outputs)).apply(
+        lambda values: check(values[-1])
+    )
+
+
+def instances(mocks, role):
+    return [i for _, i in mocks.of_type("Instance") if i["labels"]["role"] == role]
+
+
+def flags_of(script: str) -> str:
+    return script
+
+
+@pytest.mark.parametrize(
+    "nodes,replication,machine,masters",
+    [
+        (3, False, "n1-standard-2", 1),
+        (3, True, "n2-standard-4", 3),
+        (5, False, "n1-standard-2", 1),
+        (5, True, "n2-standard-4", 5),
+    ],
+)
+@pulumi.runtime.test
+def test_resource_counts_and_types(mocks, nodes, replication, machine, masters):
+    cluster = YugabyteCluster("ybscale-c", make_args(nodes, replication, machine))
+
+    def check(outputs):
+        types = sorted(t.rsplit(":", 1)[-1] for t, _, _ in mocks.resources)
+        assert types.count("Network") == 1 and types.count("Subnetwork") == 1
+        assert types.count("Router") == 1 and types.count("RouterNat") == 1
+        assert types.count("Instance") == masters + nodes + 1
+        assert len(instances(mocks, "master")) == masters
+        assert len(instances(mocks, "tserver")) == nodes
+        assert len(instances(mocks, "loadgen")) == 1
+        assert {i["machineType"] for i in instances(mocks, "tserver")} == {machine}
+        assert len(outputs["tserver_ips"]) == nodes
+        assert outputs["master_addresses"].count(":7100") == masters
+        assert outputs["replication_factor"] == masters
+        assert outputs["ysql_port"] == 5433
+
+    return settle(cluster, check)
+
+
+@pulumi.runtime.test
+def test_network_is_private_with_nat(mocks):
+    cluster = YugabyteCluster("ybscale-c", make_args())
+
+    def check(_):
+        [(_, net)] = mocks.of_type("compute/network:Network")
+        assert net["autoCreateSubnetworks"] is False
+        [(_, sub)] = mocks.of_type("Subnetwork")
+        assert sub["ipCidrRange"] == "10.42.0.0/24" and sub["region"] == "us-central1"
+        [(_, nat)] = mocks.of_type("RouterNat")
+        assert nat["sourceSubnetworkIpRangesToNat"] == "ALL_SUBNETWORKS_ALL_IP_RANGES"
+        for _, vm in mocks.of_type("Instance"):
+            for nic in vm["networkInterfaces"]:
+                assert not nic.get("accessConfigs"), "iap mode: no VM has a public IP"
+                assert ipaddress.ip_address(nic["networkIp"]) in ipaddress.ip_network(
+                    "10.42.0.0/24"
+                )
+            assert vm["zone"] == "us-central1-a"
+            assert vm["bootDisk"]["initializeParams"]["image"] == "ubuntu-os-cloud/ubuntu-2204-lts"
+
+    return settle(cluster, check)
+
+
+@pulumi.runtime.test
+def test_startup_flags(mocks):
+    cluster = YugabyteCluster("ybscale-c", make_args(5, True, "n2-standard-4"))
+
+    def check(outputs):
+        addrs = outputs["master_addresses"]
+        assert len(addrs.split(",")) == 5
+        for vm in instances(mocks, "master"):
+            script = vm["metadataStartupScript"]
+            ip = vm["networkInterfaces"][0]["networkIp"]
+            assert f"--master_addresses={addrs}" in script
+            assert f"--rpc_bind_addresses={ip}:7100" in script
+            assert "--replication_factor=5" in script
+            assert "--enable_ysql=true" in script and "--fs_data_dirs=/mnt/d0" in script
+            assert "yugabyte-2024.2.1.0-b185-linux-x86_64.tar.gz" in script
+        for vm in instances(mocks, "tserver"):
+            script = vm["metadataStartupScript"]
+            ip = vm["networkInterfaces"][0]["networkIp"]
+            assert f"--tserver_master_addrs={addrs}" in script
+            assert f"--rpc_bind_addresses={ip}:9100" in script
+            assert "--yb_enable_read_committed_isolation=true" in script
+            assert "--enable_ysql=true" in script
+        [loadgen] = instances(mocks, "loadgen")
+        assert "postgresql-client-16" in loadgen["metadataStartupScript"]
+        assert "ln -sf /usr/lib/postgresql/16/bin/pgbench" in loadgen["metadataStartupScript"]
+
+    return settle(cluster, check)
+
+
+@pulumi.runtime.test
+def test_replication_off_has_one_master_with_rf1(mocks):
+    cluster = YugabyteCluster("ybscale-c", make_args(5, False))
+
+    def check(outputs):
+        [master] = instances(mocks, "master")
+        assert "--replication_factor=1" in master["metadataStartupScript"]
+        assert outputs["master_addresses"] == master["networkInterfaces"][0]["networkIp"] + ":7100"
+
+    return settle(cluster, check)
+
+
+def _check_firewalls(mocks, ssh_sources):
+    rules = {n: i for n, i in mocks.of_type("Firewall")}
+    assert set(rules) == {"ybscale-c-fw-db", "ybscale-c-fw-ssh", "ybscale-c-fw-ssh-db"}
+    for name, rule in rules.items():
+        assert rule["sourceRanges"], f"{name} has no source range"
+        assert "0.0.0.0/0" not in rule["sourceRanges"], name
+        ports = {p for allow in rule["allows"] for p in allow["ports"]}
+        if ports & DB_PORTS:
+            assert rule["sourceRanges"] == ["10.42.0.0/24"], name
+            assert rule["targetTags"] == ["ybscale-db"]
+    assert {p for a in rules["ybscale-c-fw-db"]["allows"] for p in a["ports"]} >= {
+        "5433",
+        "7100",
+        "9100",
+    }
+    assert rules["ybscale-c-fw-ssh"]["sourceRanges"] == ssh_sources
+    assert rules["ybscale-c-fw-ssh"]["targetTags"] == ["ybscale-loadgen"]
+    assert rules["ybscale-c-fw-ssh-db"]["sourceRanges"] == [IAP_RANGE]
+
+
+@pulumi.runtime.test
+def test_firewall_iap(mocks):
+    cluster = YugabyteCluster("ybscale-c", make_args())
+    return settle(cluster, lambda _: _check_firewalls(mocks, [IAP_RANGE]))
+
+
+@pulumi.runtime.test
+def test_firewall_public_loadgen(mocks):
+    args = make_args(ssh_access="public", ssh_source_cidr="198.51.100.7/32")
+    cluster = YugabyteCluster("ybscale-c", args)
+
+    def check(outputs):
+        _check_firewalls(mocks, ["198.51.100.7/32"])
+        [loadgen] = instances(mocks, "loadgen")
+        assert loadgen["networkInterfaces"][0]["accessConfigs"], "loadgen has a public IP"
+        for vm in instances(mocks, "master") + instances(mocks, "tserver"):
+            assert not vm["networkInterfaces"][0].get("accessConfigs")
+        assert outputs["loadgen_ip"] == "203.0.113.9"
+
+    return settle(cluster, check)
+
+
+@pulumi.runtime.test
+def test_labels_and_ssh_key_on_every_vm(mocks):
+    cluster = YugabyteCluster("ybscale-c", make_args())
+
+    def check(_):
+        labelled = [(t, n, i) for t, n, i in mocks.resources if t in LABELABLE]
+        assert labelled
+        for typ, name, inputs in labelled:
+            labels = inputs["labels"]
+            assert {"project", "stack", "owner", "expiry"} <= set(labels), name
+            assert labels["owner"] == "ada-l" and labels["expiry"] == "20261122t2300z"
+            for value in labels.values():
+                assert value == label_value(value)
+            if typ.endswith("Instance"):
+                assert inputs["bootDisk"]["initializeParams"]["labels"] == labels
+                assert inputs["metadata"]["ssh-keys"].startswith("ybscale:ssh-ed25519 ")
+        # Resources GCP cannot label carry the same facts in their description.
+        for typ, name, inputs in mocks.resources:
+            if typ not in LABELABLE and "description" in inputs:
+                assert "expiry=20261122t2300z" in inputs["description"], name
+
+    return settle(cluster, check)
+
+
+def test_args_refuse_unsafe_or_inconsistent_settings():
+    with pytest.raises(ValueError, match="opens SSH to everyone"):
+        make_args(ssh_access="public", ssh_source_cidr="0.0.0.0/0")
+    with pytest.raises(ValueError, match="needs ssh_source_cidr"):
+        make_args(ssh_access="public")
+    with pytest.raises(ValueError, match="replication_factor"):
+        ClusterArgs(3, 2, "n1-standard-2", "us-central1-a", "u", "k")
+    with pytest.raises(ValueError, match="too small"):
+        make_args(5, True, subnet_cidr="10.0.0.0/29")
+
+
+def test_loadgen_refuses_old_pgbench():
+    with pytest.raises(ValueError, match=">= 15"):
+        startup.loadgen_script(14)

@@ -1,0 +1,222 @@
+"""The SSH runner against a real sshd on 127.0.0.1 (started and stopped by the fixture)."""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from ybscale.backends import ssh
+from ybscale.backends.base import BackendError
+
+SSHD = Path("/usr/sbin/sshd")
+SFTP_SERVER = next(
+    (
+        p
+        for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server")
+        if Path(p).exists()
+    ),
+    "internal-sftp",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"sshd exited {proc.returncode}: {proc.stderr.read()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("sshd did not listen")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """An sshd on 127.0.0.1:<free port> with its own host key and authorized_keys."""
+    if not SSHD.exists():
+        pytest.skip("/usr/sbin/sshd missing (apt-get install openssh-server)")
+    tmp = tmp_path_factory.mktemp("sshd")
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / "host_key")], check=True
+    )
+    client_key = tmp / "client" / "id_ed25519"
+    pub = ssh.ensure_keypair(client_key)
+    (tmp / "authorized_keys").write_text(pub.read_text())
+    port = _free_port()
+    cfg = tmp / "sshd_config"
+    cfg.write_text(
+        f"ListenAddress 127.0.0.1\nHostKey {tmp / 'host_key'}\n"
+        f"AuthorizedKeysFile {tmp / 'authorized_keys'}\nPidFile {tmp / 'sshd.pid'}\n"
+        "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\n"
+        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
+    proc = subprocess.Popen(
+        [str(SSHD), "-D", "-e", "-f", str(cfg), "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        try:
+            _wait_port(port, proc)
+        except RuntimeError as exc:
+            pytest.skip(f"sshd cannot run here: {exc}")
+        yield ssh.SshHost(
+            host="127.0.0.1",
+            user=getpass.getuser(),
+            key=client_key,
+            port=port,
+            known_hosts=tmp / "results" / "ssh" / "known_hosts",
+        )
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_run_returns_remote_output_and_status(sshd):
+    proc = ssh.run(
+        sshd,
+        ["sh", "-c", 'echo "$GREETING" in $(pwd); echo oops >&2; exit 3'],
+        env={"GREETING": "hello world"},
+        cwd="/tmp",
+        timeout=20,
+    )
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3
+    assert out.strip() == "hello world in /tmp"
+    assert err.strip() == "oops"  # LogLevel=ERROR: no "Permanently added" notice
+    assert sshd.known_hosts.exists(), "host key recorded under results/"
+
+
+def test_remote_timeout_kills_the_command(sshd):
+    started = time.monotonic()
+    proc = ssh.run(sshd, ["sleep", "30"], timeout=1)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 124
+    assert time.monotonic() - started < 15
+
+
+def test_check_output_and_copies(sshd, tmp_path):
+    assert ssh.check_output(sshd, ["cat"], input="via stdin", timeout=20) == "via stdin"
+    with pytest.raises(BackendError, match="exited 1"):
+        ssh.check_output(sshd, ["false"], timeout=20)
+    src = tmp_path / "script.sql"
+    src.write_text("SELECT 1;\n")
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    ssh.copy_to(sshd, src, str(remote_dir / "script.sql"))
+    (remote_dir / "log.1").write_text("a")
+    (remote_dir / "log.2").write_text("b")
+    back = tmp_path / "back"
+    back.mkdir()
+    ssh.copy_back(sshd, str(remote_dir / "log.*"), back)
+    assert sorted(p.name for p in back.iterdir()) == ["log.1", "log.2"]
+    ssh.copy_back(sshd, str(remote_dir / "script.sql"), tmp_path / "again" / "s.sql")
+    assert (tmp_path / "again" / "s.sql").read_text() == "SELECT 1;\n"
+    with pytest.raises(BackendError, match="scp"):
+        ssh.copy_back(sshd, str(remote_dir / "missing"), tmp_path / "x")
+
+
+def test_unreachable_host_fails_fast(tmp_path):
+    key = tmp_path / "k"
+    ssh.ensure_keypair(key)
+    host = ssh.SshHost(
+        "127.0.0.1",
+        "nobody",
+        key,
+        port=_free_port(),
+        connect_timeout=3,
+        known_hosts=tmp_path / "kh",
+    )
+    proc = ssh.run(host, ["true"], timeout=5)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 255
+
+
+def test_command_construction(tmp_path):
+    host = ssh.SshHost(
+        "ybscale-c-loadgen",
+        "ybscale",
+        tmp_path / "id",
+        known_hosts=tmp_path / "kh",
+        proxy_command="gcloud compute start-iap-tunnel %h %p --listen-on-stdin --zone=z",
+    )
+    line = ssh.remote_command(
+        ["pgbench", "-f", "my script.sql"],
+        env={"PGOPTIONS": r"-c a=read\ committed"},
+        cwd="ybscale/run 1",
+        timeout=12.2,
+    )
+    assert line == (
+        "mkdir -p 'ybscale/run 1' && cd 'ybscale/run 1' && env "
+        "'PGOPTIONS=-c a=read\\ committed' timeout --kill-after=10 13s pgbench -f 'my script.sql'"
+    )
+    argv = ssh.ssh_argv(host, "true")
+    assert argv[0] == "ssh" and argv[-2:] == ["ybscale@ybscale-c-loadgen", "true"]
+    opts = set(argv)
+    for opt in (
+        "BatchMode=yes",
+        "StrictHostKeyChecking=accept-new",
+        "ConnectTimeout=15",
+        f"UserKnownHostsFile={(tmp_path / 'kh').resolve()}",
+        "ProxyCommand=gcloud compute start-iap-tunnel %h %p --listen-on-stdin --zone=z",
+    ):
+        assert opt in opts
+    assert argv[argv.index("-i") + 1] == str(tmp_path / "id")
+
+
+def test_ensure_keypair_is_idempotent(tmp_path):
+    if not shutil.which("ssh-keygen"):
+        pytest.skip("ssh-keygen missing")
+    key = tmp_path / "ssh" / "id_ed25519"
+    pub = ssh.ensure_keypair(key)
+    first = pub.read_text()
+    assert first.startswith("ssh-ed25519 ")
+    assert ssh.ensure_keypair(key).read_text() == first
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+
+
+def test_master_connection_is_shared_and_closed(sshd):
+    # unix socket paths are limited to ~100 characters: a short folder, not tmp_path
+    with tempfile.TemporaryDirectory(prefix="cm", dir="/tmp") as short:
+        _master_connection(sshd, Path(short))
+
+
+def _master_connection(sshd, tmp_path):
+    host = dataclasses.replace(sshd, control_path=str(tmp_path / "cm-%C"))
+    assert ssh.start_master(host)
+    sockets = list(tmp_path.glob("cm-*"))
+    assert len(sockets) == 1
+    proc = ssh.run(host, ["echo", "shared"], timeout=10)
+    assert proc.communicate(timeout=30)[0] == "shared\n"
+    ssh.stop_master(host)
+    deadline = time.monotonic() + 5
+    while list(tmp_path.glob("cm-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not list(tmp_path.glob("cm-*"))
+    proc = ssh.run(host, ["echo", "direct"], timeout=10)  # no master: connects by itself
+    assert proc.communicate(timeout=30)[0] == "direct\n"

@@ -1,0 +1,241 @@
+"""The Automation-API driver with a fake `pulumi.automation` (no Pulumi CLI, no cloud)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import types
+
+import pulumi.automation as real_auto
+import pytest
+
+from ybscale import stacks
+from ybscale.backends import gcp
+from ybscale.backends.base import BackendError
+
+NOW = dt.datetime(2026, 11, 22, 15, 0, tzinfo=dt.UTC)
+
+
+class FakeStack:
+    def __init__(self, auto, name, program):
+        self.auto, self.name, self.program = auto, name, program
+        self.config = {}
+        self.workspace = types.SimpleNamespace(
+            install_plugin=lambda name, version: auto.calls.append(("plugin", name, version)),
+            remove_stack=lambda name: auto.calls.append(("remove", name)) or auto.stacks.pop(name),
+        )
+
+    def set_all_config(self, values):
+        self.config.update(values)
+
+    def up(self, on_output=None):
+        self.auto.calls.append(("up", self.name))
+        if self.auto.fail_up:
+            raise RuntimeError("quota exceeded")
+        outputs = {
+            "tserver_ips": ["10.42.0.11", "10.42.0.12", "10.42.0.13"],
+            "master_addresses": "10.42.0.10:7100",
+            "loadgen_ip": "10.42.0.14",
+            "loadgen_name": f"{self.name}-loadgen",
+            "ysql_port": 5433,
+            "zone": "us-central1-a",
+            "ssh_access": "iap",
+            "ssh_user": "ybscale",
+            "replication_factor": 1,
+        }
+        return types.SimpleNamespace(
+            outputs={k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
+        )
+
+    def destroy(self, on_output=None):
+        self.auto.calls.append(("destroy", self.name))
+
+
+class FakeAuto:
+    """Just enough of pulumi.automation: stacks live in a dict."""
+
+    StackNotFoundError = real_auto.StackNotFoundError
+    ConfigValue = real_auto.ConfigValue
+    ProjectSettings = real_auto.ProjectSettings
+    ProjectBackend = real_auto.ProjectBackend
+    LocalWorkspaceOptions = real_auto.LocalWorkspaceOptions
+
+    def __init__(self, fail_up=False):
+        self.fail_up = fail_up
+        self.stacks: dict[str, FakeStack] = {}
+        self.calls: list[tuple] = []
+        self.options = []
+
+    def create_or_select_stack(self, stack_name, project_name, program, opts):
+        self.options.append(opts)
+        return self.stacks.setdefault(stack_name, FakeStack(self, stack_name, program))
+
+    def select_stack(self, stack_name, project_name, program, opts):
+        if stack_name not in self.stacks:
+            raise real_auto.StackNotFoundError(
+                types.SimpleNamespace(stdout="", stderr="", code=1, args=[])
+            )
+        return self.stacks[stack_name]
+
+    def LocalWorkspace(self, **kwargs):  # noqa: N802 (mirrors the real class name)
+        auto = self
+
+        class Workspace:
+            def list_stacks(self):
+                return [
+                    real_auto.StackSummary(name=f"organization/ybscale/{n}", current=False)
+                    for n in auto.stacks
+                ] + [real_auto.StackSummary(name="other-project-stack", current=False)]
+
+            def get_config(self, name, key):
+                return auto.stacks[name].config[key]
+
+        return Workspace()
+
+
+@pytest.fixture
+def settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = gcp.validate_section({"gcp": {"project": "my-proj", "owner": "ada"}})
+    return cfg
+
+
+def test_settings_defaults(settings, tmp_path):
+    assert settings["state_url"] == f"file://{tmp_path}/results/pulumi-state"
+    assert settings["machine_types"] == {
+        "small": "n1-standard-2", "large": "n2-standard-4",
+        "master": "n1-standard-2", "loadgen": "e2-standard-4",
+    }  # fmt: skip
+    assert settings["ssh_access"] == "iap" and settings["ttl_hours"] == 8
+
+
+def test_up_writes_endpoints_and_stack_config(settings, tmp_path):
+    auto = FakeAuto()
+    out = tmp_path / "results/clusters/nodes3-small-reploff/endpoints.json"
+    ready = []
+    endpoints = stacks.up(
+        "nodes3-small-reploff", settings, out=out, auto=auto, now=NOW,
+        ready=lambda e, s: ready.append(e["stack"]), log=lambda m: None,
+    )  # fmt: skip
+    assert json.loads(out.read_text()) == json.loads(json.dumps(endpoints))
+    assert endpoints["tserver_ips"] == ["10.42.0.11", "10.42.0.12", "10.42.0.13"]
+    assert endpoints["stack"] == "ybscale-nodes3-small-reploff" and ready == [endpoints["stack"]]
+    assert endpoints["expiry"] == "20261122t2300z"
+    stack = auto.stacks["ybscale-nodes3-small-reploff"]
+    cluster = json.loads(stack.config["ybscale:cluster"].value)
+    assert cluster["nodes"] == 3 and cluster["replication_factor"] == 1
+    assert cluster["machine_type"] == "n1-standard-2"
+    assert cluster["labels"] == {
+        "project": "ybscale", "stack": "ybscale-nodes3-small-reploff",
+        "owner": "ada", "expiry": "20261122t2300z",
+    }  # fmt: skip
+    assert cluster["ssh_public_key"].startswith("ssh-ed25519 ")
+    assert (tmp_path / "results/ssh/id_ed25519").exists()
+    assert stack.config["gcp:project"].value == "my-proj"
+    opts = auto.options[0]
+    assert opts.project_settings.backend.url == settings["state_url"]
+    assert (
+        opts.env_vars["PULUMI_CONFIG_PASSPHRASE"] == ""
+        or "PULUMI_CONFIG_PASSPHRASE" in __import__("os").environ
+    )
+    assert ("plugin", "gcp", "v9.23.0") in auto.calls
+    # the inline program is the one infra/__main__.py runs
+    assert stack.program.__module__ == "ybscale_infra.cluster"
+
+
+def test_up_replicated_large(settings):
+    auto = FakeAuto()
+    stacks.up("nodes5-large-replon", settings, auto=auto, now=NOW, log=lambda m: None)
+    cluster = json.loads(auto.stacks["ybscale-nodes5-large-replon"].config["ybscale:cluster"].value)
+    assert cluster["replication_factor"] == 5 and cluster["machine_type"] == "n2-standard-4"
+
+
+def test_failed_up_destroys(settings, tmp_path):
+    auto = FakeAuto(fail_up=True)
+    out = tmp_path / "endpoints.json"
+    with pytest.raises(BackendError, match="quota exceeded"):
+        stacks.up("nodes3-small-reploff", settings, out=out, auto=auto, now=NOW, log=lambda m: None)
+    assert ("destroy", "ybscale-nodes3-small-reploff") in auto.calls
+    assert not out.exists()
+
+
+def test_not_ready_destroys(settings, tmp_path):
+    auto = FakeAuto()
+
+    def never_ready(endpoints, settings):
+        raise BackendError("tserver-2 does not answer")
+
+    with pytest.raises(BackendError, match="does not answer"):
+        stacks.up("nodes3-small-reploff", settings, auto=auto, now=NOW, ready=never_ready,
+                  log=lambda m: None)  # fmt: skip
+    assert auto.calls[-1] == ("destroy", "ybscale-nodes3-small-reploff")
+
+
+def test_up_needs_a_project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="gcp.project"):
+        stacks.up("nodes3-small-reploff", gcp.validate_section({}), auto=FakeAuto())
+
+
+def test_destroy_writes_marker_and_removes_stack(settings, tmp_path):
+    auto = FakeAuto()
+    stacks.up("nodes3-small-reploff", settings, auto=auto, now=NOW, log=lambda m: None)
+    out = tmp_path / "destroyed.json"
+    assert stacks.destroy("nodes3-small-reploff", settings, out=out, auto=auto, log=lambda m: None)
+    assert not auto.stacks
+    assert json.loads(out.read_text())["existed"] is True
+    assert not stacks.destroy("nodes3-small-reploff", settings, auto=auto, log=lambda m: None)
+
+
+def test_sweep_destroys_only_expired(settings):
+    auto = FakeAuto()
+    quiet = lambda m: None  # noqa: E731
+    stacks.up(
+        "nodes3-small-reploff", settings, auto=auto, now=NOW - dt.timedelta(hours=9), log=quiet
+    )
+    stacks.up("nodes5-large-replon", settings, auto=auto, now=NOW, log=quiet)
+    listed = {s["name"]: s for s in stacks.list_stacks(settings, auto=auto)}
+    assert set(listed) == {"ybscale-nodes3-small-reploff", "ybscale-nodes5-large-replon"}
+    assert listed["ybscale-nodes5-large-replon"]["expiry"] == NOW + dt.timedelta(hours=8)
+    assert stacks.sweep(settings, NOW, auto=auto, dry_run=True, log=quiet) == [
+        "ybscale-nodes3-small-reploff"
+    ]
+    assert len(auto.stacks) == 2
+    assert stacks.sweep(settings, NOW, auto=auto, log=quiet) == ["ybscale-nodes3-small-reploff"]
+    assert set(auto.stacks) == {"ybscale-nodes5-large-replon"}
+
+
+def test_destroy_all(settings):
+    auto = FakeAuto()
+    quiet = lambda m: None  # noqa: E731
+    for combo in ("nodes3-small-reploff", "nodes5-large-replon"):
+        stacks.up(combo, settings, auto=auto, now=NOW, log=quiet)
+    config = {"gcp": {"project": "my-proj"}}
+    assert sorted(stacks.destroy_all(config, auto=auto, log=quiet)) == [
+        "ybscale-nodes3-small-reploff", "ybscale-nodes5-large-replon",
+    ]  # fmt: skip
+    assert not auto.stacks
+
+
+def test_expiry_labels_round_trip():
+    assert stacks.expiry_label(NOW) == "20261122t1500z"
+    assert stacks.parse_expiry("20261122t1500z") == NOW
+    assert stacks.parse_expiry(str(int(NOW.timestamp()))) == NOW
+
+
+def test_bad_combination():
+    with pytest.raises(ValueError, match="not a combination id"):
+        stacks.cluster_args("three-nodes", {}, NOW, "key")
+
+
+def test_section_errors_name_the_field():
+    with pytest.raises(
+        ValueError, match=r"config/config.yaml: gcp.ssh_access: 'ssh' is not one of"
+    ):
+        gcp.validate_section({"gcp": {"ssh_access": "ssh"}})
+    with pytest.raises(ValueError, match="gcp.ssh_source_cidr: required"):
+        gcp.validate_section({"gcp": {"ssh_access": "public"}})
+    with pytest.raises(ValueError, match=r"gcp.ssh_source_cidr: '0.0.0.0/0' does not match"):
+        gcp.validate_section({"gcp": {"ssh_access": "public", "ssh_source_cidr": "0.0.0.0/0"}})
+    with pytest.raises(ValueError, match="gcp.colour: .*unexpected|gcp: Additional"):
+        gcp.validate_section({"gcp": {"colour": "blue"}})
