@@ -69,7 +69,7 @@ def planned(work, *args) -> dict[str, set[str]]:
 
 def test_tiny_study_end_to_end(study):
     work, root = study
-    snakemake(work, "results/effects.csv")
+    snakemake(work)  # the default target: design, effects, charts
     ceilings = pd.read_csv(work / "results/ceilings.csv")
     assert len(ceilings) == 16
     assert (ceilings["empirical_tps"] > 0).all()
@@ -87,6 +87,21 @@ def test_tiny_study_end_to_end(study):
     assert (run07["transactions"] > 0).all()
     assert (work / "results/runs/run07/pgbench-logs").is_dir()
     assert servers_under(root) == []
+
+
+def test_report_is_one_offline_file_with_every_chart_and_caption(study):
+    work, _ = study
+    snakemake(work, "--report", "report.html")
+    html = (work / "report.html").read_text()
+    for chart in ["pareto.svg", "half_normal.svg", "throughput.svg", "interaction_AB.svg",
+                  "residuals_qq.svg", "effects.csv", "anova.csv", "sign_table.csv"]:
+        assert chart in html, chart
+    for caption in sorted((REPO / "report").glob("*.rst")):
+        if caption.name == "workflow.rst":
+            continue
+        first_line = caption.read_text().strip().splitlines()[0]
+        assert first_line[:40] in html or caption.stem in html, caption.name
+    assert not re.search(r"<script[^>]+src=[\"']https?://", html)
 
 
 def test_nothing_changed_nothing_runs(study):

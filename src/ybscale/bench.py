@@ -156,6 +156,8 @@ def measure(run: str, levels: Mapping, config: Mapping, outdir: Path, progress=p
     with backend.cluster(levels, settings["rows"], outdir) as cluster:
         applied = cluster.applied()
         _check_isolation(run, levels, applied)
+        for warning in applied.get("warnings", []):
+            progress(f"{run}: WARNING: {warning}")
         for clients in settings["clients"]:
             cluster.reset(kind)
             cluster.check()
