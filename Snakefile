@@ -24,3 +24,10 @@ rule all:
         "results/effects.csv",
         "results/design/sign_table.csv",
         "results/charts/throughput.svg",
+
+
+onerror:
+    if BACKEND == "gcp":
+        from ybscale.stacks import destroy_all
+
+        destroy_all(config)

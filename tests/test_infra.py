@@ -262,3 +262,31 @@ def test_args_refuse_unsafe_or_inconsistent_settings():
 def test_loadgen_refuses_old_pgbench():
     with pytest.raises(ValueError, match=">= 15"):
         startup.loadgen_script(14)
+
+
+@pulumi.runtime.test
+def test_program_builds_from_stack_config(mocks):
+    """What stacks.up stores in `ybscale:cluster` is what the program builds."""
+    import dataclasses
+    import datetime as dt
+    import json
+
+    from ybscale import stacks
+    from ybscale.backends.gcp import validate_section
+
+    settings = validate_section({"gcp": {"project": "p", "owner": "ada"}})
+    now = dt.datetime(2026, 11, 22, 15, tzinfo=dt.UTC)
+    args = stacks.cluster_args("nodes5-large-replon", settings, now, "ssh-ed25519 AAAA k")
+    pulumi.runtime.set_config("ybscale:cluster", json.dumps(dataclasses.asdict(args)))
+    pulumi.runtime.set_config("ybscale:name", "ybscale-nodes5-large-replon")
+    from ybscale_infra import program
+
+    cluster = program()
+
+    def check(_):
+        names = sorted(n for n, _ in mocks.of_type("Instance"))
+        assert len(names) == 11 and names[0] == "ybscale-nodes5-large-replon-loadgen"
+        assert {i["labels"]["expiry"] for i in instances(mocks, "tserver")} == {"20261122t2300z"}
+        assert {i["machineType"] for i in instances(mocks, "tserver")} == {"n2-standard-4"}
+
+    return settle(cluster, check)

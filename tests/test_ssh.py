@@ -220,3 +220,43 @@ def _master_connection(sshd, tmp_path):
     assert not list(tmp_path.glob("cm-*"))
     proc = ssh.run(host, ["echo", "direct"], timeout=10)  # no master: connects by itself
     assert proc.communicate(timeout=30)[0] == "direct\n"
+
+
+def test_loadgen_runner_maps_paths_and_fetches_logs(sshd, tmp_path):
+    """gcp: a pgbench-like command on the 'load generator' (here sshd on 127.0.0.1)."""
+    from ybscale.backends.gcp import LoadgenRunner
+
+    runner = LoadgenRunner(sshd, remote_root=str(tmp_path / "remote"))
+    workdir = tmp_path / "results" / "runs" / "run01" / "pgbench-logs"
+    workdir.mkdir(parents=True)
+    script = tmp_path / "workloads" / "read_1.sql"
+    script.parent.mkdir()
+    script.write_text("SELECT 1;\n")
+    body = 'p="${1#--log-prefix=}"; cat "$3" > "$p.77"; echo t2 > "$p.77.1"; echo "$PGOPTIONS"; pwd'
+    argv = ["sh", "-c", body, "sh", f"--log-prefix={workdir / 'c001_r1_tserver0'}", "-f", script]
+    env = {"PGOPTIONS": r"-c default_transaction_isolation=read\ committed", "HOME": "/nope"}
+    proc = runner.popen(argv, env, 20, workdir)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[0] == r"-c default_transaction_isolation=read\ committed"
+    assert lines[1] == runner.remote_dir(workdir)
+    assert (workdir / "c001_r1_tserver0.77").read_text() == "SELECT 1;\n"
+    assert (workdir / "c001_r1_tserver0.77.1").read_text() == "t2\n"
+    # explicit fetch of a single file, named by its local-style path
+    (workdir / "c001_r1_tserver0.77").unlink()
+    runner.fetch(workdir / "c001_r1_tserver0.77", workdir / "again.77")
+    assert (workdir / "again.77").read_text() == "SELECT 1;\n"
+
+
+def test_loadgen_runner_command_rewrites(tmp_path):
+    from ybscale.backends.gcp import LoadgenRunner
+
+    runner = LoadgenRunner(ssh.SshHost("lg", "u", tmp_path / "k"), table="kv")
+    runner._uploaded[(tmp_path / "w.sql").resolve()] = "ybscale/x/scripts/w.sql"
+    argv = ["/usr/lib/postgresql/15/bin/pgbench", "-c", "4", "-f", str(tmp_path / "w.sql"),
+            f"--log-prefix={tmp_path / 'logs' / 'c004_r1_tserver1'}", "yugabyte"]  # fmt: skip
+    remote, rlog, llog = runner.command(argv, tmp_path)
+    assert remote[0] == "pgbench" and remote[3:5] == ["-f", "ybscale/x/scripts/w.sql"]
+    assert rlog == f"{runner.remote_dir(tmp_path)}/logs/c004_r1_tserver1"
+    assert remote[5] == f"--log-prefix={rlog}" and llog == tmp_path / "logs" / "c004_r1_tserver1"

@@ -96,6 +96,7 @@ class FakeAuto:
 @pytest.fixture
 def settings(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
     cfg = gcp.validate_section({"gcp": {"project": "my-proj", "owner": "ada"}})
     return cfg
 
@@ -239,3 +240,60 @@ def test_section_errors_name_the_field():
         gcp.validate_section({"gcp": {"ssh_access": "public", "ssh_source_cidr": "0.0.0.0/0"}})
     with pytest.raises(ValueError, match="gcp.colour: .*unexpected|gcp: Additional"):
         gcp.validate_section({"gcp": {"colour": "blue"}})
+
+
+LEVELS = {
+    "isolation": "repeatable read", "node_size": "small", "nodes": 3,
+    "operation_size": 1, "replication": "off", "workload": "read",
+}  # fmt: skip
+
+
+def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, monkeypatch):
+    monkeypatch.setattr(gcp.ssh, "start_master", lambda host: False)
+    monkeypatch.setattr(gcp.ssh, "stop_master", lambda host, started=True: None)
+    backend = gcp.GcpBackend({"gcp": {"project": "my-proj"}})
+    with pytest.raises(BackendError, match="missing; the cluster_up rule"):
+        with backend.cluster(LEVELS, 1000, tmp_path):
+            pass
+    combo = "nodes3-small-reploff"
+    stacks.up(combo, settings, out=gcp.endpoints_path(combo), auto=FakeAuto(), now=NOW,
+              log=lambda m: None)  # fmt: skip
+    with backend.cluster(LEVELS, 1000, tmp_path) as cluster:
+        assert [t.endpoint.host for t in cluster.targets("read")] == [
+            "10.42.0.11", "10.42.0.12", "10.42.0.13",
+        ]  # fmt: skip
+        assert {t.endpoint.port for t in cluster.targets("read")} == {5433}
+        assert cluster.record["masters"] == 1 and cluster.record["machine_type"] == "n1-standard-2"
+        host = cluster.runner.host
+        assert host.host == "ybscale-nodes3-small-reploff-loadgen"  # IAP: by instance name
+        assert "start-iap-tunnel %h %p" in host.proxy_command
+        assert "--project=my-proj --zone=us-central1-a" in host.proxy_command
+        assert host.known_hosts == gcp.known_hosts_path(combo)
+    stacks.destroy(combo, settings, out=gcp.destroyed_path(combo), auto=FakeAuto(),
+                   now=NOW + dt.timedelta(hours=1), log=lambda m: None)  # fmt: skip
+    with pytest.raises(BackendError, match="destroyed since"):
+        with backend.cluster(LEVELS, 1000, tmp_path):
+            pass
+
+
+def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(stacks, "up", lambda combo, s, out, ready: calls.append((combo, out)))
+    monkeypatch.setattr(stacks, "destroy", lambda combo, s, out: calls.append(("down", out)))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        json.dumps({
+            "design": str(gcp.Path(__file__).resolve().parents[1] / "config" / "design.yaml"),
+            "measurement": {"clients": [1, 2]}, "gcp": {"project": "p"},
+        })
+    )  # fmt: skip
+    out = tmp_path / "e.json"
+    assert gcp.main(["up", "--combo", "nodes5-large-replon", "--config", str(cfg),
+                     "--out", str(out)]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "Plan: 1 clusters for 2 rows" in printed and "nodes5-large-replon" in printed
+    assert calls == [("nodes5-large-replon", out)]
+    assert gcp.main(["down", "--combo", "c", "--config", str(cfg), "--out", str(out)]) == 0
+    assert gcp.main(["up", "--combo", "c", "--config", str(cfg), "--out", str(out),
+                     "--set", "gcp.ssh_access=telnet"]) == 1  # fmt: skip
+    assert "gcp.ssh_access" in capsys.readouterr().err

@@ -1,0 +1,187 @@
+"""Startup scripts (GCE `metadata_startup_script`) for YugabyteDB and load-generator VMs.
+
+Pure string rendering: no Pulumi, so the flags can be tested directly. Every script is
+idempotent (GCE re-runs startup scripts on every boot) and ends by touching READY_MARKER.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+YB_HOME = "/opt/yugabyte"
+DATA_DIR = "/mnt/d0"
+READY_MARKER = "/var/lib/ybscale/ready"
+MASTER_RPC_PORT = 7100
+TSERVER_RPC_PORT = 9100
+YSQL_PORT = 5433
+
+_ULIMITS = """LimitNOFILE=1048576
+LimitNPROC=12000
+LimitCORE=infinity"""
+
+
+def release_of(version: str) -> str:
+    """ "2024.2.1.0-b185" -> "2024.2.1.0" (the folder of the release on the download site)."""
+    return version.split("-", 1)[0]
+
+
+def download_url(url_template: str, version: str) -> str:
+    """The tarball URL: `{version}` and `{release}` in the template are filled in."""
+    return url_template.format(version=version, release=release_of(version))
+
+
+def master_addresses(master_ips: Sequence[str]) -> str:
+    """`ip:7100,ip:7100,...` for --master_addresses / --tserver_master_addrs."""
+    return ",".join(f"{ip}:{MASTER_RPC_PORT}" for ip in master_ips)
+
+
+def _install_yugabyte(version: str, url: str) -> str:
+    q = shlex.quote
+    return f"""
+YB_VERSION={q(version)}
+YB_URL={q(url)}
+if [ "$(cat {YB_HOME}/.ybscale-version 2>/dev/null)" != "$YB_VERSION" ]; then
+  apt-get update -y
+  DEBIAN_FRONTEND=noninteractive apt-get install -y curl python3 chrony
+  rm -rf {YB_HOME} && mkdir -p {YB_HOME}
+  curl -fsSL --retry 5 "$YB_URL" | tar xz -C {YB_HOME} --strip-components=1
+  {YB_HOME}/bin/post_install.sh
+  echo "$YB_VERSION" > {YB_HOME}/.ybscale-version
+fi
+mkdir -p {DATA_DIR} /var/lib/ybscale
+"""
+
+
+def _service(name: str, argv: Sequence[str]) -> str:
+    exec_start = " ".join(shlex.quote(a) for a in argv)
+    return f"""
+cat > /etc/systemd/system/{name}.service <<'UNIT'
+[Unit]
+Description=YugabyteDB {name} (ybscale)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+ExecStart={exec_start}
+Restart=always
+RestartSec=5
+{_ULIMITS}
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable --now {name}
+"""
+
+
+def _header(role: str) -> str:
+    return (
+        f"#!/bin/bash\n# ybscale {role} startup script (infra/ybscale_infra/startup.py)\n"
+        "set -euxo pipefail\n"
+    )
+
+
+def _placement(cloud_zone: str) -> list[str]:
+    region = cloud_zone.rsplit("-", 1)[0]
+    return [
+        "--placement_cloud=gcp",
+        f"--placement_region={region}",
+        f"--placement_zone={cloud_zone}",
+    ]
+
+
+def master_flags(
+    ip: str, master_ips: Sequence[str], replication_factor: int, zone: str
+) -> list[str]:
+    """yb-master argv for the master at `ip`."""
+    return [
+        f"{YB_HOME}/bin/yb-master",
+        f"--master_addresses={master_addresses(master_ips)}",
+        f"--rpc_bind_addresses={ip}:{MASTER_RPC_PORT}",
+        f"--fs_data_dirs={DATA_DIR}",
+        f"--replication_factor={replication_factor}",
+        "--enable_ysql=true",
+        *_placement(zone),
+    ]
+
+
+def tserver_flags(ip: str, master_ips: Sequence[str], zone: str) -> list[str]:
+    """yb-tserver argv for the tserver at `ip` (YSQL on, real READ COMMITTED)."""
+    return [
+        f"{YB_HOME}/bin/yb-tserver",
+        f"--tserver_master_addrs={master_addresses(master_ips)}",
+        f"--rpc_bind_addresses={ip}:{TSERVER_RPC_PORT}",
+        f"--fs_data_dirs={DATA_DIR}",
+        "--enable_ysql=true",
+        f"--pgsql_proxy_bind_address={ip}:{YSQL_PORT}",
+        # Without this flag YugabyteDB silently runs READ COMMITTED as snapshot isolation.
+        "--yb_enable_read_committed_isolation=true",
+        "--start_cql_proxy=false",
+        *_placement(zone),
+    ]
+
+
+def master_script(
+    *,
+    ip: str,
+    master_ips: Sequence[str],
+    replication_factor: int,
+    zone: str,
+    version: str,
+    url: str,
+) -> str:
+    """Startup script of a yb-master VM."""
+    flags = master_flags(ip, master_ips, replication_factor, zone)
+    return (
+        _header("yb-master")
+        + _install_yugabyte(version, url)
+        + _service("yb-master", flags)
+        + f"touch {READY_MARKER}\n"
+    )
+
+
+def tserver_script(*, ip: str, master_ips: Sequence[str], zone: str, version: str, url: str) -> str:
+    """Startup script of a yb-tserver VM."""
+    return (
+        _header("yb-tserver")
+        + _install_yugabyte(version, url)
+        + _service("yb-tserver", tserver_flags(ip, master_ips, zone))
+        + f"touch {READY_MARKER}\n"
+    )
+
+
+def loadgen_script(pg_version: int = 16) -> str:
+    """Startup script of the load generator: PGDG PostgreSQL client + pgbench (>= 15).
+
+    pgbench ships in the server package on Debian/Ubuntu; no cluster is created
+    (create_main_cluster = false) and /usr/local/bin/pgbench points at the pinned major version.
+    """
+    if pg_version < 15:
+        raise ValueError(f"pgbench >= 15 is needed for --max-tries, got {pg_version}")
+    bindir = f"/usr/lib/postgresql/{pg_version}/bin"
+    return (
+        _header("load generator")
+        + f"""
+if [ ! -x {bindir}/pgbench ]; then
+  apt-get update -y
+  DEBIAN_FRONTEND=noninteractive apt-get install -y curl ca-certificates gnupg lsb-release
+  install -d /usr/share/postgresql-common/pgdg
+  curl -fsSL --retry 5 -o /usr/share/postgresql-common/pgdg/apt.postgresql.org.asc \\
+    https://www.postgresql.org/media/keys/ACCC4CF8.asc
+  echo "deb [signed-by=/usr/share/postgresql-common/pgdg/apt.postgresql.org.asc] \\
+https://apt.postgresql.org/pub/repos/apt $(lsb_release -cs)-pgdg main" \\
+    > /etc/apt/sources.list.d/pgdg.list
+  mkdir -p /etc/postgresql-common/createcluster.d
+  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/ybscale.conf
+  apt-get update -y
+  DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql-client-{pg_version} \\
+    postgresql-{pg_version}
+fi
+ln -sf {bindir}/pgbench /usr/local/bin/pgbench
+ln -sf {bindir}/psql /usr/local/bin/psql
+mkdir -p /var/lib/ybscale
+touch {READY_MARKER}
+"""
+    )

@@ -1,0 +1,98 @@
+"""`ybscale plan` on the seed design: clusters, VMs, VM-hours, cost and wall time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ybscale import plan as plan_mod
+from ybscale import sweep
+from ybscale.design import load_design
+
+ROOT = Path(__file__).resolve().parents[1]
+MEASUREMENT = {"clients": [1, 2, 4, 8], "repetitions": 2, "seconds": 10, "warmup": 5, "rows": 20000}
+CONFIG = {
+    "measurement": MEASUREMENT,
+    "gcp": {
+        "provisioning_minutes": 12,
+        "prices": {"n1-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return load_design(ROOT / "config" / "design.yaml")
+
+
+def test_seed_design_needs_eight_clusters(seed):
+    p = plan_mod.plan(seed, CONFIG)
+    assert len(p.clusters) == 8 and all(len(c.runs) == 2 for c in p.clusters)
+    by = {c.combination: c for c in p.clusters}
+    small = by["nodes3-small-reploff"]
+    assert (small.masters, small.tservers, small.vms) == (1, 3, 5)
+    assert small.machine_types == {"n1-standard-2": 4, "e2-standard-4": 1}
+    big = by["nodes5-large-replon"]
+    assert (big.masters, big.tservers, big.vms) == (5, 5, 11)
+    assert big.machine_types == {"n2-standard-4": 5, "n1-standard-2": 5, "e2-standard-4": 1}
+    assert sum(c.vms for c in p.clusters) == 60
+
+
+def test_times_and_cost(seed):
+    p = plan_mod.plan(seed, CONFIG)
+    # per client count: 5 warm-up + 2 x 10 s + 15 s overhead = 40 s; 4 counts = 160 s;
+    # loading 20000 rows takes 1 s: once for read rows, before every count for write rows
+    read = seed.run_ids[0]
+    assert seed.levels(read)["workload"] == "read"
+    assert p.row_seconds[read] == 161
+    assert set(p.row_seconds.values()) == {161, 164}
+    assert p.wall_seconds == 12 * 60 + 8 * 161 + 8 * 164
+    for c in p.clusters:
+        assert c.hours_min == pytest.approx(0.2 + c.measure_seconds / 3600)
+        assert c.hours_min <= c.hours_max <= 0.2 + sum(p.row_seconds.values()) / 3600
+    expected = sum(
+        n * CONFIG["gcp"]["prices"][mt] * c.hours_max
+        for c in p.clusters
+        for mt, n in c.machine_types.items()
+    )
+    assert p.cost() == pytest.approx(expected)
+    assert p.vm_hours(False) < p.vm_hours()
+    text = plan_mod.format_plan(p)
+    assert "8 clusters for 16 rows" in text and "ESTIMATE" in text and "gcp.prices" in text
+    assert "nodes5-large-replon" in text and "WARNING" not in text
+
+
+def test_missing_price_is_flagged(seed):
+    config = {"measurement": MEASUREMENT, "gcp": {"prices": {"n1-standard-2": 0.1}}}
+    p = plan_mod.plan(seed, config)
+    assert p.missing_prices == ["e2-standard-4", "n2-standard-4"]
+    assert "WARNING: no price for e2-standard-4, n2-standard-4" in plan_mod.format_plan(p)
+
+
+def test_one_combination(seed):
+    p = plan_mod.plan(seed, CONFIG, ["nodes3-small-reploff"])
+    assert [c.combination for c in p.clusters] == ["nodes3-small-reploff"]
+    assert len(p.row_seconds) == 2
+
+
+def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({**CONFIG, "design": str(ROOT / "config" / "design.yaml")}))
+    assert plan_mod.main(["--config", str(cfg)]) == 0
+    assert "Plan: 8 clusters for 16 rows (60 VMs in all)" in capsys.readouterr().out
+    cfg.write_text(yaml.safe_dump({**CONFIG, "gcp": {"zone": 3}, "design": "x"}))
+    assert plan_mod.main(["--config", str(cfg)]) == 1
+    assert "config/config.yaml: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err
+
+
+def test_sweep_main_dry_run(tmp_path, capsys, monkeypatch):
+    from test_stacks import FakeAuto
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({"gcp": {"project": "p"}}))
+    assert sweep.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 0
+    assert "would destroy 0 expired stack(s)" in capsys.readouterr().out
