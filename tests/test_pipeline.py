@@ -93,8 +93,16 @@ def test_report_is_one_offline_file_with_every_chart_and_caption(study):
     work, _ = study
     snakemake(work, "--report", "report.html")
     html = (work / "report.html").read_text()
-    for chart in ["pareto.svg", "half_normal.svg", "throughput.svg", "interaction_AB.svg",
-                  "residuals_qq.svg", "effects.csv", "anova.csv", "sign_table.csv"]:
+    for chart in [
+        "pareto.svg",
+        "half_normal.svg",
+        "throughput.svg",
+        "interaction_AB.svg",
+        "residuals_qq.svg",
+        "effects.csv",
+        "anova.csv",
+        "sign_table.csv",
+    ]:
         assert chart in html, chart
     for caption in sorted((REPO / "report").glob("*.rst")):
         if caption.name == "workflow.rst":
