@@ -17,7 +17,7 @@ import yaml
 from conftest import REPO, servers_under
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles"]
+COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs", "src"]
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +142,12 @@ def test_workload_change_reruns_its_rows_and_force_one_row(study):
     jobs = planned(work, "-f", "results/runs/run07/throughput.csv")
     assert jobs["measure"] == {"run07"}
     script = work / "workloads" / "read_1.sql"
-    os.utime(script, (time.time() + 5, time.time() + 5))
-    jobs = planned(work, "results/effects.csv")
+    original = script.read_text()
+    try:
+        script.write_text(original + "-- edited\n")
+        jobs = planned(work, "results/effects.csv")
+    finally:
+        script.write_text(original)
     sign_table = pd.read_csv(work / "results/design/sign_table.csv")
     expected = set(sign_table.loc[(sign_table["A"] == -1) & (sign_table["B"] == -1), "run"])
     assert jobs["measure"] == expected
@@ -178,19 +182,12 @@ def test_failing_row_stops_its_servers(study):
 
 def test_interrupted_run_stops_its_servers(study):
     work, root = study
+    long = yaml.safe_load((work / "config" / "test.yaml").read_text())
+    long["measurement"].update(clients=[1, 2, 4], repetitions=5, seconds=2)
+    (work / "config" / "long.yaml").write_text(yaml.safe_dump(long))
     proc = subprocess.Popen(
-        [
-            *SNAKEMAKE,
-            "--cores",
-            "2",
-            "-f",
-            "results/runs/run05/throughput.csv",
-            "--configfile",
-            "config/test.yaml",
-            "--config",
-            "measurement={'clients': [1, 2, 4],"
-            " 'repetitions': 5, 'seconds': 2, 'warmup': 0, 'rows': 2000}",
-        ],
+        [*SNAKEMAKE, "--cores", "2", "-f", "results/runs/run05/throughput.csv"]
+        + ["--configfile", "config/long.yaml"],
         cwd=work,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
