@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -27,7 +28,7 @@ def study(tmp_path_factory):
     for name in COPY:
         src = REPO / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
-    root = Path("/dev/shm") / f"ybscale-test-{work.name}"
+    root = Path("/dev/shm") / f"ybscale-test-{uuid.uuid4().hex[:8]}"
     root.mkdir(exist_ok=True)
     with open(work / "config" / "test.yaml") as fh:
         test_cfg = yaml.safe_load(fh)
