@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -57,8 +58,12 @@ def run_pgbench(
     seconds: int,
     settings: Mapping,
     log_prefix: Path | None,
+    seed: int | None = None,
 ) -> pgbench.PgbenchResult:
-    """One pgbench per serving node at the same time; their results merged."""
+    """One pgbench per serving node at the same time; their results merged.
+
+    `seed` makes the key choices repeatable: target i runs with --random-seed=seed+i.
+    """
     targets = cluster.targets(kind)
     shares = split(clients, len(targets))
     threads = split(min(clients, os.cpu_count() or 1), len(targets))
@@ -80,6 +85,7 @@ def run_pgbench(
             log_prefix=f"{log_prefix}_{target.endpoint.role}" if log_prefix else None,
             max_tries=settings["max_tries"],
             progress=1,
+            extra=(f"--random-seed={seed + i}",) if seed is not None else (),
         )
         cwd = log_prefix.parent if log_prefix else Path.cwd()
         raw = Path(f"{log_prefix}_{target.endpoint.role}") if log_prefix else None
@@ -166,15 +172,26 @@ def measure(run: str, levels: Mapping, config: Mapping, outdir: Path, progress=p
             reps = []
             for rep in range(1, settings["repetitions"] + 1):
                 prefix = logs / f"c{clients:03d}_r{rep}"
+                seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
                 try:
                     result = run_pgbench(
-                        cluster, kind, script, env, clients, settings["seconds"], settings, prefix
+                        cluster,
+                        kind,
+                        script,
+                        env,
+                        clients,
+                        settings["seconds"],
+                        settings,
+                        prefix,
+                        seed,
                     )
                 except MeasurementError as exc:
                     msg = f"{run}, {clients} clients, repetition {rep}: {exc}"
                     raise MeasurementError(msg) from exc
                 reps.append(result)
-                rep_rows.append({"clients": clients, "repetition": rep, **vars(result)})
+                rep_rows.append(
+                    {"clients": clients, "repetition": rep, "random_seed": seed, **vars(result)}
+                )
                 progress(
                     f"{run}: {clients:>4} clients, repetition {rep}/{settings['repetitions']}: "
                     f"{result.tps:,.0f} tps, {result.latency_ms or float('nan'):.2f} ms"
