@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -32,6 +33,19 @@ class Target:
 
     endpoint: Endpoint
     variables: Mapping[str, int] = field(default_factory=dict)
+
+
+def spawn_local(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen:
+    """Start a load-generating command on this machine, in its own session, output captured."""
+    return subprocess.Popen(
+        list(argv),
+        env={**os.environ, **env},
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 class Cluster(abc.ABC):

@@ -23,7 +23,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from ybscale import workload
-from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, Target
+from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, Target, spawn_local
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "config" / "schemas"
 CONFIG_SOURCE = "config/config.yaml"
@@ -278,15 +278,7 @@ class LocalRunner:
         for i, arg in enumerate(argv[:-1]):
             if arg == "-f":
                 argv[i + 1] = str(self._script(Path(argv[i + 1]), Path(cwd)))
-        return subprocess.Popen(
-            argv,
-            env={**os.environ, **env},
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        return spawn_local(argv, env, cwd)
 
     def psql(self, endpoint, sql, env, timeout) -> str:
         try:

@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ybscale import workload
-from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, Target
+from ybscale.backends.base import (
+    Backend,
+    BackendError,
+    Cluster,
+    Endpoint,
+    Target,
+    spawn_local,
+)
 from ybscale.backends.cpu import CpuLimits
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
@@ -238,15 +245,7 @@ class LocalCluster(Cluster):
         return [Target(node.endpoint, workload.key_variables(self.rows, 0, 1)) for node in serving]
 
     def run(self, argv, env, timeout, cwd) -> subprocess.Popen:
-        return subprocess.Popen(
-            list(argv),
-            env={**os.environ, **env},
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        return spawn_local(argv, env, cwd)
 
     def reset(self, kind: str) -> None:
         """Reload the dataset (writes grow it) so every client count starts from the same state."""
