@@ -1,41 +1,44 @@
 # gcp backend: one Pulumi stack per infrastructure combination (included when backend == gcp).
-# Rows sharing a combination share its cluster; stacks come up in parallel; a cluster is
-# destroyed once every row that needs it is measured (and by destroy_all in `onerror:`).
-import json
-import os
-import sys
-
-from ybscale.backends.gcp import validate_section
+# Rows sharing a combination share its cluster; a cluster is destroyed once every row that needs
+# it is measured (and by destroy_all in `onerror:`). Nothing here runs at parse time.
 from ybscale.plan import format_plan, plan
+from ybscale.settings import write_json
 
-GCP = validate_section(config)  # config/config.yaml: gcp.<field> errors at parse time
-# the rules' CLI reads the config as Snakemake resolved it (--config overrides included)
-CLOUD_CONFIG = "results/clusters/config.json"
-os.makedirs("results/clusters", exist_ok=True)
-with open(CLOUD_CONFIG, "w") as _fh:
-    json.dump(config, _fh, indent=2, default=str)
-# plan before spending: on every invocation, on stderr (stdout stays clean for --dag etc.)
-print(format_plan(plan(DESIGN, config)), file=sys.stderr)
+
+onstart:
+    # plan before spending, once per real run (not on -n, --lint, --report or --dag)
+    print(format_plan(plan(STUDY.rows, SETTINGS)), file=sys.stderr)
+
+
+rule cloud_settings:
+    """The settings as Snakemake resolved them (--config included), for the cluster CLI."""
+    output:
+        "results/clusters/settings.json",
+    params:
+        settings=SETTINGS,
+    run:
+        write_json(output[0], params.settings)
 
 
 rule cluster_up:
     """Bring up the stack of one combination (pulumi up, wait until ready), write endpoints."""
+    input:
+        settings="results/clusters/settings.json",
     output:
         temp("results/clusters/{combo}/endpoints.json"),
     log:
         "results/logs/cluster_up/{combo}.log",
     conda:
         "../envs/ybscale.yaml"
-    params:
-        config=CLOUD_CONFIG,
     shell:
         "python -m ybscale.backends.gcp up --combo {wildcards.combo}"
-        " --config {params.config} --out {output} > {log} 2>&1"
+        " --config {input.settings} --out {output} > {log} 2>&1"
 
 
 rule cluster_down:
     """Destroy the stack of one combination once every row that uses it is measured."""
     input:
+        settings="results/clusters/settings.json",
         endpoints="results/clusters/{combo}/endpoints.json",
         rows=lambda wildcards: expand(
             "results/runs/{run}/throughput.csv", run=runs_of(wildcards.combo)
@@ -46,8 +49,6 @@ rule cluster_down:
         "results/logs/cluster_down/{combo}.log",
     conda:
         "../envs/ybscale.yaml"
-    params:
-        config=CLOUD_CONFIG,
     shell:
         "python -m ybscale.backends.gcp down --combo {wildcards.combo}"
-        " --config {params.config} --out {output} > {log} 2>&1"
+        " --config {input.settings} --out {output} > {log} 2>&1"

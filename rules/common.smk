@@ -1,39 +1,24 @@
-# Shared state and input functions: the design, its rows and what each row needs.
+# Shared state and input functions: the study (settings, design, resolved rows) and what each
+# row needs. Every level is checked here, at parse time, before any cluster starts.
 import os
+import shlex
 import sys
-from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from ybscale import study
+from ybscale.protocol import code_digest, file_digest
 
-from ybscale.backends.base import Backend
-from ybscale.design import load_design
-
-min_version("9.0")
-
-# rules call `python -m ybscale...`: use this interpreter's environment even when not activated
-_bin = os.path.dirname(sys.executable)
-os.environ.update(PATH=_bin + os.pathsep + os.environ.get("PATH", ""))
-
-
-validate(config, "../config/schemas/config.schema.yaml")
-
-DESIGN = load_design(config["design"])
-RUNS = DESIGN.run_ids
-BACKEND = config["backend"]
-ANALYSIS = {
-    "ceiling": "empirical",
-    "model": "additive",
-    "alpha": 0.05,
-    **config.get("analysis", {}),
-}
-# the code that measures a row: a change here re-measures every row
-MEASURE_CODE = sorted(
-    str(p)
-    for p in Path(workflow.basedir, "src", "ybscale").rglob("*.py")
-    if p.name in {"bench.py", "pgbench.py", "workload.py", "__init__.py", "base.py"}
-    or p.parent.name == "backends"
-    and p.stem in {BACKEND, "cpu", "ssh", "base"}
+# shell rules run `python -m ybscale...` with the environment Snakemake runs in, activated or not
+shell.prefix(
+    f"set -euo pipefail; PATH={shlex.quote(os.path.dirname(sys.executable))}:$PATH; "
 )
+STUDY = study.load(config)
+SETTINGS = STUDY.settings
+DESIGN = STUDY.design
+RUNS = DESIGN.run_ids
+BACKEND = SETTINGS["backend"]
+ANALYSIS = SETTINGS["analysis"]
+COMBOS = list(STUDY.combinations)
+MEASURE_CODE = code_digest(BACKEND)
 
 
 wildcard_constraints:
@@ -41,43 +26,25 @@ wildcard_constraints:
     combo=r"[A-Za-z0-9_.-]+",
 
 
-def known_run(run):
-    """The run id, or a clear error naming the design file and the valid ids."""
-    if run not in RUNS:
-        raise ValueError(
-            f"{config['design']}: no design row {run!r}; rows are {RUNS[0]}..{RUNS[-1]}"
-        )
-    return run
-
-
-def row_levels(run):
-    """Factor name -> level of one row, keys sorted: the measuring rule's param."""
-    return dict(sorted(DESIGN.levels(known_run(run)).items()))
-
-
-def infra_key(run):
-    """The infrastructure combination of a row (rows with equal keys share a cluster)."""
-    return Backend.infra_key(row_levels(run))
-
-
-COMBOS = sorted({infra_key(run) for run in RUNS})
+def row_of(run):
+    """The resolved row of a run id (plain JSON: the measuring rule's param)."""
+    return STUDY.row(run).to_dict()
 
 
 def runs_of(combo):
-    return [run for run in RUNS if infra_key(run) == combo]
+    return STUDY.combinations[combo]
 
 
 def workload_script(wildcards):
     """The pgbench script of this row: a change to it re-measures the rows that use it."""
-    levels = row_levels(wildcards.run)
-    return f"{config['workloads']}/{levels['workload']}_{levels['operation_size']}.sql"
+    return STUDY.row(wildcards.run).script_path
 
 
 def cluster_endpoints(wildcards):
     """gcp: the endpoints of the row's cluster (brought up by cluster_up); local: nothing."""
     if BACKEND != "gcp":
         return []
-    return f"results/clusters/{infra_key(wildcards.run)}/endpoints.json"
+    return f"results/clusters/{STUDY.row(wildcards.run).infra_key}/endpoints.json"
 
 
 def cluster_teardowns(wildcards):
@@ -85,14 +52,3 @@ def cluster_teardowns(wildcards):
     if BACKEND != "gcp":
         return []
     return expand("results/clusters/{combo}/destroyed.json", combo=COMBOS)
-
-
-def backend_settings():
-    """The config section of the active backend (a change re-measures every row)."""
-    return config.get(BACKEND, {})
-
-
-if BACKEND == "existing":
-    from ybscale.backends.existing import check_endpoints
-
-    check_endpoints(config, DESIGN)

@@ -1,8 +1,6 @@
 rule measure:
     """Measure one design row on its own cluster: pgbench at every client count."""
     input:
-        script=workload_script,
-        code=MEASURE_CODE,
         cluster=cluster_endpoints,
     output:
         throughput=report(
@@ -25,9 +23,13 @@ rule measure:
     resources:
         bench=1,
     params:
-        levels=lambda wildcards: row_levels(wildcards.run),
-        measurement=config["measurement"],
-        backend=backend_settings(),
+        # by content: a row re-runs when its knobs, its script, the measuring code or the
+        # measurement settings change, never because a checkout touched a file
+        row=lambda wildcards: row_of(wildcards.run),
+        script=lambda wildcards: file_digest(STUDY.row(wildcards.run).script_path),
+        code=MEASURE_CODE,
+        measurement=SETTINGS["measurement"],
+        backend=SETTINGS.get(BACKEND, {}),
     script:
         "scripts/measure.py"
 

@@ -36,3 +36,40 @@ def data_root():
     root.chmod(0o755)
     yield root
     shutil.rmtree(root, ignore_errors=True)
+
+
+def row_from_levels(levels: dict, dataset_rows: int, run: str = "run01", **extra):
+    """A resolved Row from seed-style levels (nodes, workload, isolation, ...), for tests."""
+    from ybscale import knobs, workload
+    from ybscale.row import ClusterShape, Row
+
+    shape = ClusterShape(
+        nodes=int(levels["nodes"]),
+        node_size=str(levels["node_size"]),
+        replication=knobs.on_off(levels["replication"]),
+    )
+    script = str(levels["workload"])
+    path = REPO / "workloads" / f"{script}.sql"
+    isolation = knobs.isolation_text(levels.get("isolation", "read committed"))
+    return Row(
+        run=run,
+        cluster=shape,
+        server=dict(extra.get("server", {})),
+        session={knobs.ISOLATION: isolation, **extra.get("session", {})},
+        script=script,
+        script_path=str(path),
+        variables={"rows": str(levels.get("operation_size", 1))},
+        dataset_rows=dataset_rows,
+        read_only=workload.read_only(path.read_text()),
+        levels=dict(levels),
+    )
+
+
+def settings_with(**sections) -> dict:
+    """config/config.yaml loaded as the pipeline loads it, with `sections` replaced."""
+    import yaml
+
+    from ybscale import settings
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    return settings.load({**config, **sections})

@@ -353,6 +353,7 @@ def _check_outputs(out: Path) -> None:
         "name": "operation_size",
         "levels": [1, 100],
         "description": meta["factors"][0]["description"],
+        "sets": "workload.rows",
         "generated": False,
     }
 

@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from conftest import row_from_levels
 
+from ybscale import study
 from ybscale.backends import existing
 from ybscale.backends.base import BackendError, Endpoint
-from ybscale.design import load_design
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = {
@@ -21,42 +23,47 @@ LEVELS = {
 ENTRY = {"hosts": ["db1", "db2:6433"], "port": 5433, "password_env": "YB_TEST_PW"}
 
 
-@pytest.fixture(scope="module")
-def seed():
-    return load_design(ROOT / "config" / "design.yaml")
+def seed_rows():
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    return study.load(config).rows
 
 
-def all_combos(seed, but=()):
-    from ybscale.backends.base import Backend
-
-    combos = {Backend.infra_key(seed.levels(r)) for r in seed.run_ids}
+def all_combos(but=()):
+    combos = {row.infra_key for row in seed_rows()}
     return {c: {"hosts": [f"{c}.example"]} for c in combos if c not in but}
 
 
-def test_check_endpoints_names_runs_and_combination(seed):
-    config = {"existing": {"combinations": all_combos(seed, but=("nodes3-small-reploff",))}}
-    with pytest.raises(ValueError) as err:
-        existing.check_endpoints(config, seed)
-    msg = str(err.value)
-    assert "config/config.yaml: existing.combinations.nodes3-small-reploff: no endpoints" in msg
-    assert "rows run03, run11 need them" in msg
-    assert msg.count("\n") == 0
+def test_check_endpoints_names_runs_and_combination():
+    config = {"existing": {"combinations": all_combos(but=("nodes3-small-reploff",))}}
+    errors = existing.check_endpoints(existing.validate_section(config), seed_rows())
+    assert errors == [
+        "config/config.yaml: existing.combinations.nodes3-small-reploff: no endpoints; "
+        "rows run03, run11 need them"
+    ]
 
 
-def test_check_endpoints_lists_every_missing_combination(seed):
-    with pytest.raises(ValueError) as err:
-        existing.check_endpoints({"existing": {}}, seed)
-    assert str(err.value).count("no endpoints") == 8
+def test_check_endpoints_lists_every_missing_combination():
+    errors = existing.check_endpoints(existing.validate_section({}), seed_rows())
+    assert len(errors) == 8 and all("no endpoints" in e for e in errors)
 
 
-def test_check_endpoints_passes_and_fills_defaults(seed):
-    config = {"existing": {"combinations": all_combos(seed)}}
-    existing.check_endpoints(config, seed)
+def test_check_endpoints_server_settings_must_match_the_declared_ones():
+    combos = all_combos()
+    combos["nodes3-small-reploff"]["server"] = {"work_mem": "8MB"}
+    errors = existing.check_endpoints(
+        existing.validate_section({"existing": {"combinations": combos}}), seed_rows()
+    )
+    assert len(errors) == 1 and "nodes3-small-reploff.server: declares" in errors[0]
+
+
+def test_check_endpoints_passes_and_fills_defaults():
+    config = {"existing": {"combinations": all_combos()}}
+    assert existing.check_endpoints(existing.validate_section(config), seed_rows()) == []
     settings = existing.validate_section(config)
     entry = settings["combinations"]["nodes3-small-reploff"]
     assert entry == {
         "hosts": ["nodes3-small-reploff.example"], "port": 5433, "database": "yugabyte",
-        "user": "yugabyte", "password_env": "YB_PASSWORD",
+        "user": "yugabyte", "password_env": "YB_PASSWORD", "server": {},
     }  # fmt: skip
     assert settings["table"] == "ybscale_kv"
 
@@ -89,7 +96,7 @@ def test_dataset_sql_and_rename():
     assert "CREATE SEQUENCE IF NOT EXISTS ybscale_kv_new_key;" in sql
     assert "SPLIT INTO 5 TABLETS" in existing.dataset_sql(10, "kv", "hash", 5)
     assert "PRIMARY KEY (k));" in existing.dataset_sql(10, "kv", "none", 5)
-    script = (ROOT / "workloads" / "write_1.sql").read_text()
+    script = (ROOT / "workloads" / "write.sql").read_text()
     renamed = existing.rename_table(script, "ybscale_kv")
     assert "INSERT INTO ybscale_kv (k, v)" in renamed and "nextval('ybscale_kv_new_key')" in renamed
     assert " kv " not in renamed and existing.rename_table(script, "kv") == script
@@ -122,7 +129,8 @@ class FakeRunner:
 def cluster(runner, levels=LEVELS, n=3):
     eps = [Endpoint(f"10.0.0.{i}", 5433, "yugabyte", "yugabyte", "YB_TEST_PW", f"tserver{i}")
            for i in range(n)]  # fmt: skip
-    return existing.YsqlCluster(eps, levels, 1000, runner, table="ybscale_kv", sharding="range")
+    row = row_from_levels(levels, 1000)
+    return existing.YsqlCluster(eps, row, runner, table="ybscale_kv", sharding="range")
 
 
 def test_targets_cover_every_node_with_the_full_key_space():
@@ -187,7 +195,7 @@ def test_local_runner_runs_pgbench_here_on_the_renamed_script(tmp_path):
         "print(open(args[args.index('-f') + 1]).read())\nprint(os.environ['PGOPTIONS'])\n",
     )
     runner = existing.LocalRunner("ybscale_kv")
-    proc = runner.popen([str(fake), "-f", str(ROOT / "workloads" / "write_1.sql"), "yugabyte"],
+    proc = runner.popen([str(fake), "-f", str(ROOT / "workloads" / "write.sql"), "yugabyte"],
                         {"PGOPTIONS": "-c x=y"}, 10, tmp_path)  # fmt: skip
     assert os.getpgid(proc.pid) == proc.pid  # its own process group: bench may killpg it
     out, err = proc.communicate(timeout=30)
@@ -214,9 +222,9 @@ def test_local_runner_psql(tmp_path, monkeypatch):
 def test_backend_never_creates_anything(tmp_path):
     config = {"existing": {"combinations": {"nodes3-small-reploff": ENTRY}}}
     backend = existing.ExistingBackend(config)
-    with backend.cluster(LEVELS, 1000, tmp_path) as c:
+    with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path) as c:
         assert [e.host for e in c.endpoints] == ["db1", "db2"]
         assert c.table == "ybscale_kv"
     with pytest.raises(BackendError, match="existing.combinations.nodes5-small-reploff"):
-        with backend.cluster({**LEVELS, "nodes": 5}, 1000, tmp_path):
+        with backend.cluster(row_from_levels({**LEVELS, "nodes": 5}, 1000), tmp_path):
             pass

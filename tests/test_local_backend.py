@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import servers_under
+from conftest import row_from_levels, servers_under, settings_with
 
 from ybscale.backends.base import BackendError
 from ybscale.backends.local import LocalBackend
@@ -17,12 +17,12 @@ LEVELS = {
 
 
 def backend(data_root, **local):
-    return LocalBackend({"local": {"data_root": str(data_root), **local}})
+    return LocalBackend(settings_with(local={"data_root": str(data_root), **local}))
 
 
 def test_replicated_cluster_has_a_quorum_and_reads_back_isolation(data_root, tmp_path):
     levels = {**LEVELS, "nodes": 3, "replication": "on"}
-    with backend(data_root).cluster(levels, 1000, tmp_path) as cluster:
+    with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
         assert len(servers_under(data_root)) == 3
         cluster.check()
         primary = cluster.nodes[0]
@@ -46,7 +46,7 @@ def test_replicated_cluster_has_a_quorum_and_reads_back_isolation(data_root, tmp
 
 def test_sharded_cluster_holds_each_key_once(data_root, tmp_path):
     levels = {**LEVELS, "nodes": 3, "replication": "off", "isolation": "read committed"}
-    with backend(data_root).cluster(levels, 3000, tmp_path) as cluster:
+    with backend(data_root).cluster(row_from_levels(levels, 3000), tmp_path) as cluster:
         counts = []
         for i, node in enumerate(cluster.nodes):
             assert node.psql(f"SELECT count(*) FROM kv WHERE k % 3 <> {i}") == "0"
@@ -63,7 +63,7 @@ def test_node_size_sets_different_cpu_limits(data_root, tmp_path):
     records = {}
     for size in ("small", "large"):
         levels = {**LEVELS, "nodes": 3, "replication": "off", "node_size": size}
-        with backend(data_root).cluster(levels, 1000, tmp_path) as cluster:
+        with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
             records[size] = cluster.applied()["cpu"]["node1"]
     assert records["small"]["mechanism"] == records["large"]["mechanism"]
     if records["small"]["mechanism"] == "none":
@@ -74,7 +74,7 @@ def test_node_size_sets_different_cpu_limits(data_root, tmp_path):
 def test_servers_are_stopped_when_the_body_fails(data_root, tmp_path):
     levels = {**LEVELS, "nodes": 5, "replication": "on"}
     with pytest.raises(RuntimeError, match="boom"):
-        with backend(data_root).cluster(levels, 1000, tmp_path):
+        with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path):
             assert len(servers_under(data_root)) == 5
             raise RuntimeError("boom")
     assert servers_under(data_root) == []
@@ -83,7 +83,7 @@ def test_servers_are_stopped_when_the_body_fails(data_root, tmp_path):
 
 def test_a_dead_node_fails_the_check(data_root, tmp_path):
     levels = {**LEVELS, "nodes": 3, "replication": "off"}
-    with backend(data_root).cluster(levels, 1000, tmp_path) as cluster:
+    with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
         cluster.nodes[1].stop()
         with pytest.raises(BackendError, match="node2"):
             cluster.check()
@@ -94,5 +94,7 @@ def test_unknown_server_user_is_a_clear_error(data_root, tmp_path, monkeypatch):
     monkeypatch.setattr("os.geteuid", lambda: 0)
     levels = {**LEVELS, "nodes": 3, "replication": "off"}
     with pytest.raises(BackendError, match="local.user"):
-        with backend(data_root, user="no-such-user-here").cluster(levels, 1000, tmp_path):
+        with backend(data_root, user="no-such-user-here").cluster(
+            row_from_levels(levels, 1000), tmp_path
+        ):
             pass

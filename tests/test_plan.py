@@ -8,13 +8,16 @@ import pytest
 import yaml
 
 from ybscale import plan as plan_mod
-from ybscale import sweep
-from ybscale.design import load_design
+from ybscale import study, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-MEASUREMENT = {"clients": [1, 2, 4, 8], "repetitions": 2, "seconds": 10, "warmup": 5, "rows": 20000}
+MEASUREMENT = {"clients": [1, 2, 4, 8], "repetitions": 2, "seconds": 10, "warmup": 5}
 CONFIG = {
+    "design": str(ROOT / "config" / "design.yaml"),
+    "backend": "gcp",
+    "workloads": str(ROOT / "workloads"),
     "measurement": MEASUREMENT,
+    "defaults": {"dataset": {"rows": 20000}},
     "gcp": {
         "provisioning_minutes": 12,
         "prices": {"n1-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
@@ -22,13 +25,18 @@ CONFIG = {
 }
 
 
+def planned(config, combos=None):
+    loaded = study.load(config)
+    return plan_mod.plan(loaded.rows, loaded.settings, combos)
+
+
 @pytest.fixture(scope="module")
 def seed():
-    return load_design(ROOT / "config" / "design.yaml")
+    return study.load(CONFIG)
 
 
 def test_seed_design_needs_eight_clusters(seed):
-    p = plan_mod.plan(seed, CONFIG)
+    p = planned(CONFIG)
     assert len(p.clusters) == 8 and all(len(c.runs) == 2 for c in p.clusters)
     by = {c.combination: c for c in p.clusters}
     small = by["nodes3-small-reploff"]
@@ -41,11 +49,11 @@ def test_seed_design_needs_eight_clusters(seed):
 
 
 def test_times_and_cost(seed):
-    p = plan_mod.plan(seed, CONFIG)
+    p = planned(CONFIG)
     # per client count: 5 warm-up + 2 x 10 s + 15 s overhead = 40 s; 4 counts = 160 s;
     # loading 20000 rows takes 1 s: once for read rows, before every count for write rows
-    read = seed.run_ids[0]
-    assert seed.levels(read)["workload"] == "read"
+    read = seed.rows[0].run
+    assert seed.rows[0].script == "read"
     assert p.row_seconds[read] == 161
     assert set(p.row_seconds.values()) == {161, 164}
     assert p.wall_seconds == 12 * 60 + 8 * 161 + 8 * 164
@@ -65,14 +73,14 @@ def test_times_and_cost(seed):
 
 
 def test_missing_price_is_flagged(seed):
-    config = {"measurement": MEASUREMENT, "gcp": {"prices": {"n1-standard-2": 0.1}}}
-    p = plan_mod.plan(seed, config)
+    config = {**CONFIG, "gcp": {"prices": {"n1-standard-2": 0.1}}}
+    p = planned(config)
     assert p.missing_prices == ["e2-standard-4", "n2-standard-4"]
     assert "WARNING: no price for e2-standard-4, n2-standard-4" in plan_mod.format_plan(p)
 
 
 def test_one_combination(seed):
-    p = plan_mod.plan(seed, CONFIG, ["nodes3-small-reploff"])
+    p = planned(CONFIG, ["nodes3-small-reploff"])
     assert [c.combination for c in p.clusters] == ["nodes3-small-reploff"]
     assert len(p.row_seconds) == 2
 
@@ -80,9 +88,12 @@ def test_one_combination(seed):
 def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump({**CONFIG, "design": str(ROOT / "config" / "design.yaml")}))
+    cfg.write_text(yaml.safe_dump(CONFIG))
     assert plan_mod.main(["--config", str(cfg)]) == 0
-    assert "Plan: 8 clusters for 16 rows (60 VMs in all)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Plan: 8 clusters for 16 rows (60 VMs in all)" in out
+    assert "C nodes -> cluster.nodes: 3 | 5" in out
+    assert "E (= BC) replication -> cluster.replication: off | on" in out
     cfg.write_text(yaml.safe_dump({**CONFIG, "gcp": {"zone": 3}, "design": "x"}))
     assert plan_mod.main(["--config", str(cfg)]) == 1
     assert "config/config.yaml: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err

@@ -229,7 +229,7 @@ def test_loadgen_runner_maps_paths_and_fetches_logs(sshd, tmp_path):
     runner = LoadgenRunner(sshd, remote_root=str(tmp_path / "remote"))
     workdir = tmp_path / "results" / "runs" / "run01" / "pgbench-logs"
     workdir.mkdir(parents=True)
-    script = tmp_path / "workloads" / "read_1.sql"
+    script = tmp_path / "workloads" / "read.sql"
     script.parent.mkdir()
     script.write_text("SELECT 1;\n")
     body = 'p="${1#--log-prefix=}"; cat "$3" > "$p.77"; echo t2 > "$p.77.1"; echo "$PGOPTIONS"; pwd'

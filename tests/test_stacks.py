@@ -8,6 +8,7 @@ import types
 
 import pulumi.automation as real_auto
 import pytest
+from conftest import row_from_levels
 
 from ybscale import stacks
 from ybscale.backends import gcp
@@ -253,12 +254,12 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
     monkeypatch.setattr(gcp.ssh, "stop_master", lambda host, started=True: None)
     backend = gcp.GcpBackend({"gcp": {"project": "my-proj"}})
     with pytest.raises(BackendError, match="missing; the cluster_up rule"):
-        with backend.cluster(LEVELS, 1000, tmp_path):
+        with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path):
             pass
     combo = "nodes3-small-reploff"
     stacks.up(combo, settings, out=gcp.endpoints_path(combo), auto=FakeAuto(), now=NOW,
               log=lambda m: None)  # fmt: skip
-    with backend.cluster(LEVELS, 1000, tmp_path) as cluster:
+    with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path) as cluster:
         assert [t.endpoint.host for t in cluster.targets("read")] == [
             "10.42.0.11", "10.42.0.12", "10.42.0.13",
         ]  # fmt: skip
@@ -272,7 +273,7 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
     stacks.destroy(combo, settings, out=gcp.destroyed_path(combo), auto=FakeAuto(),
                    now=NOW + dt.timedelta(hours=1), log=lambda m: None)  # fmt: skip
     with pytest.raises(BackendError, match="destroyed since"):
-        with backend.cluster(LEVELS, 1000, tmp_path):
+        with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path):
             pass
 
 
@@ -284,6 +285,7 @@ def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
     cfg.write_text(
         json.dumps({
             "design": str(gcp.Path(__file__).resolve().parents[1] / "config" / "design.yaml"),
+            "workloads": str(gcp.Path(__file__).resolve().parents[1] / "workloads"),
             "measurement": {"clients": [1, 2]}, "gcp": {"project": "p"},
         })
     )  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -12,7 +11,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +20,7 @@ import pandas as pd
 from ybscale import __version__, pgbench, workload
 from ybscale.backends import get_backend
 from ybscale.backends.base import BackendError, Cluster
+from ybscale.row import Row
 
 THROUGHPUT_COLUMNS = [
     "clients",
@@ -59,10 +58,12 @@ def run_pgbench(
     settings: Mapping,
     log_prefix: Path | None,
     seed: int | None = None,
+    variables: Mapping[str, str] | None = None,
 ) -> pgbench.PgbenchResult:
     """One pgbench per serving node at the same time; their results merged.
 
     `seed` makes the key choices repeatable: target i runs with --random-seed=seed+i.
+    `variables` are the row's workload variables; each target adds its key space.
     """
     targets = cluster.targets(kind)
     shares = split(clients, len(targets))
@@ -81,7 +82,7 @@ def run_pgbench(
             clients=share,
             threads=max(1, threads[i]),
             seconds=seconds,
-            variables=dict(target.variables),
+            variables={**(variables or {}), **target.variables},
             log_prefix=f"{log_prefix}_{target.endpoint.role}" if log_prefix else None,
             max_tries=settings["max_tries"],
             progress=1,
@@ -145,12 +146,12 @@ def summarize(clients: int, reps: list[pgbench.PgbenchResult], seconds: int) -> 
     }
 
 
-def measure(run: str, levels: Mapping, config: Mapping, outdir: Path, progress=print) -> Path:
+def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
     """Measure one row and write throughput.csv, repetitions.csv, measurement.json and raw logs."""
     settings = config["measurement"]
-    kind = workload.kind(levels)
-    script = workload.script(levels, config.get("workloads", "workloads")).resolve()
-    env = workload.session_env(levels)
+    run, kind = row.run, row.kind
+    script = Path(row.script_path).resolve()
+    env = workload.session_env(row.session)
     outdir.mkdir(parents=True, exist_ok=True)
     logs = outdir.resolve() / "pgbench-logs"
     shutil.rmtree(logs, ignore_errors=True)
@@ -158,17 +159,27 @@ def measure(run: str, levels: Mapping, config: Mapping, outdir: Path, progress=p
     backend = get_backend(config)
     started = dt.datetime.now(dt.UTC)
     lines, rep_rows = [], []
-    progress(f"{run}: starting {backend.name} cluster for {dict(levels)}")
-    with backend.cluster(levels, settings["rows"], outdir) as cluster:
+    progress(f"{run}: starting {backend.name} cluster {row.infra_key} for {row.levels}")
+    with backend.cluster(row, outdir) as cluster:
         applied = cluster.applied()
-        _check_isolation(run, levels, applied)
+        _check_isolation(row, applied)
         for warning in applied.get("warnings", []):
             progress(f"{run}: WARNING: {warning}")
         for clients in settings["clients"]:
             cluster.reset(kind)
             cluster.check()
             if settings.get("warmup", 0) > 0:
-                run_pgbench(cluster, kind, script, env, clients, settings["warmup"], settings, None)
+                run_pgbench(
+                    cluster,
+                    kind,
+                    script,
+                    env,
+                    clients,
+                    settings["warmup"],
+                    settings,
+                    None,
+                    variables=row.variables,
+                )
             reps = []
             for rep in range(1, settings["repetitions"] + 1):
                 prefix = logs / f"c{clients:03d}_r{rep}"
@@ -184,6 +195,7 @@ def measure(run: str, levels: Mapping, config: Mapping, outdir: Path, progress=p
                         settings,
                         prefix,
                         seed,
+                        variables=row.variables,
                     )
                 except MeasurementError as exc:
                     msg = f"{run}, {clients} clients, repetition {rep}: {exc}"
@@ -205,7 +217,8 @@ def measure(run: str, levels: Mapping, config: Mapping, outdir: Path, progress=p
     pd.DataFrame(rep_rows).to_csv(outdir / "repetitions.csv", index=False)
     meta = {
         "run": run,
-        "levels": dict(levels),
+        "levels": row.levels,
+        "row": row.to_dict(),
         "workload_script": str(
             script.relative_to(Path.cwd()) if script.is_relative_to(Path.cwd()) else script
         ),
@@ -228,11 +241,12 @@ def measure(run: str, levels: Mapping, config: Mapping, outdir: Path, progress=p
     return path
 
 
-def _check_isolation(run: str, levels: Mapping, applied: Mapping) -> None:
-    wanted = workload.isolation(levels)
-    for node, got in applied.get("isolation_in_effect", {}).items():
-        if got != wanted:
-            raise MeasurementError(f"{run}: {node} runs {got!r}, the design asks for {wanted!r}")
+def _check_isolation(row: Row, applied: Mapping) -> None:
+    for node, got in applied["isolation_in_effect"].items():
+        if got != row.isolation:
+            raise MeasurementError(
+                f"{row.run}: {node} runs {got!r}, the design asks for {row.isolation!r}"
+            )
 
 
 def _versions(pgbench_exe: str) -> dict:
@@ -265,34 +279,7 @@ def measure_job(smk) -> None:
             print(f"[{stamp}] {msg}", file=log, flush=True)
 
         try:
-            measure(smk.wildcards.run, smk.params.levels, smk.config, out, progress)
+            measure(Row.from_dict(smk.params.row), smk.config, out, progress)
         except (MeasurementError, BackendError, FileNotFoundError, ValueError) as exc:
             progress(f"FAILED: {exc}")
             sys.exit(1)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ybscale.bench", description=__doc__)
-    parser.add_argument("--run", required=True)
-    parser.add_argument("--levels", required=True, help="JSON object: factor name -> level")
-    parser.add_argument("--config", required=True, help="JSON object (the Snakemake config)")
-    parser.add_argument("--out", required=True, type=Path)
-    args = parser.parse_args(argv)
-    _terminate_on_signal()
-    try:
-        measure(
-            args.run,
-            json.loads(args.levels),
-            json.loads(args.config),
-            args.out,
-            progress=lambda msg: print(msg, file=sys.stderr, flush=True),
-        )
-    except (MeasurementError, BackendError, FileNotFoundError, ValueError) as exc:
-        print(f"ybscale: measuring failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    time.tzset()
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Two-level fractional factorial designs 2^(k-p): sign table, defining relation, aliases.
 
-The design file (``config/design.yaml``, schema ``config/schemas/design.schema.yaml``) gives the
+The design file (``config/design.yaml``, schema ``ybscale/schemas/design.schema.yaml``) gives the
 factors (letter -> name and two levels, in the order (level at -1, level at +1)), generators
 (``E: BC`` means column E = B * C; ``E: -BC`` means E = -B * C) and replications.
 
@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 from jsonschema import Draft202012Validator
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schemas" / "design.schema.yaml"
+from ybscale import knobs, settings
 
 # A signed word: (sign, letters). The identity I is (1, frozenset()).
 Word = tuple[int, frozenset]
@@ -89,6 +89,12 @@ class Factor:
     name: str
     levels: tuple
     description: str = ""
+    sets: str | None = None  # the knob it sets (None: the shorthand of its name)
+
+    @property
+    def knob(self) -> str:
+        """The knob this factor sets, e.g. ``cluster.nodes`` (see ``ybscale.knobs``)."""
+        return knobs.knob_of(self.name, self.sets)
 
     def level(self, sign: int) -> object:
         """Level label for a sign (-1 or +1)."""
@@ -280,6 +286,7 @@ def _check_factors(factors: tuple[Factor, ...], src: str) -> None:
         raise _fail(src, "factors", "at least one factor is required")
     seen_letters: set[str] = set()
     seen_names: dict[str, str] = {}
+    seen_knobs: dict[str, str] = {}
     for f in factors:
         where = f"factors.{f.letter}"
         if not (isinstance(f.letter, str) and len(f.letter) == 1 and "A" <= f.letter <= "Z"):
@@ -300,6 +307,21 @@ def _check_factors(factors: tuple[Factor, ...], src: str) -> None:
             )
         if f.levels[0] == f.levels[1]:
             raise _fail(src, f"{where}.levels", f"duplicate level label {f.levels[0]!r}")
+        if not f.sets and f.name not in knobs.SHORTHANDS:
+            continue  # fine for analysis; measuring it needs `sets:` (ybscale.row says so)
+        field_name = f"{where}.sets" if f.sets else f"{where}.name"
+        try:
+            knob = f.knob
+            knobs.parse(knob)
+        except knobs.KnobError as exc:
+            raise _fail(src, field_name, str(exc)) from None
+        if knob in seen_knobs:
+            raise _fail(
+                src,
+                field_name,
+                f"sets {knob}, which {seen_knobs[knob]} sets too: one knob, one factor",
+            )
+        seen_knobs[knob] = where
 
 
 def _check_generators(design: Design, src: str) -> None:
@@ -342,13 +364,8 @@ def _check_columns(design: Design, src: str) -> None:
             )
 
 
-def _load_schema(path: Path = SCHEMA_PATH) -> dict:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
-
-
-def _validate_schema(data: object, source: str, schema_path: Path = SCHEMA_PATH) -> None:
-    validator = Draft202012Validator(_load_schema(schema_path))
+def _validate_schema(data: object, source: str) -> None:
+    validator = Draft202012Validator(settings.schema("design"))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         lines = []
@@ -367,6 +384,7 @@ def design_from_dict(data: object, source: str = "<memory>") -> Design:
             name=spec["name"],
             levels=tuple(spec["levels"]),
             description=spec.get("description", ""),
+            sets=spec.get("sets"),
         )
         for letter, spec in data["factors"].items()
     )
@@ -405,6 +423,7 @@ def design_dict(design: Design) -> dict:
                 "name": f.name,
                 "levels": list(f.levels),
                 "description": f.description,
+                "sets": f.knob,
                 "generated": f.letter in design.generators,
             }
             for f in design.factors

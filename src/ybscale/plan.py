@@ -14,7 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from ybscale.backends.base import Backend
+from ybscale.row import Row
+from ybscale.settings import section
 
 PER_COUNT_OVERHEAD_S = 15  # reset + checks + process start per client count (estimate)
 LOAD_ROWS_PER_S = 20_000  # dataset (re)load speed assumed for write rows (estimate)
@@ -56,41 +57,38 @@ class Plan:
         )
 
 
-def row_seconds(levels: Mapping, measurement: Mapping) -> float:
+def row_seconds(row: Row, measurement: Mapping) -> float:
     """Expected wall time of one row: per client count warm-up, repetitions and overhead."""
-    per_count = measurement.get("warmup", 1) + measurement.get("repetitions", 3) * measurement.get(
-        "seconds", 3
-    )
+    per_count = measurement["warmup"] + measurement["repetitions"] * measurement["seconds"]
     per_count += PER_COUNT_OVERHEAD_S
-    load = measurement.get("rows", 100_000) / LOAD_ROWS_PER_S
+    load = row.dataset_rows / LOAD_ROWS_PER_S
     counts = len(measurement["clients"])
-    reloads = counts if str(levels["workload"]) == "write" else 1
+    reloads = 1 if row.read_only else counts
     return counts * per_count + reloads * load
 
 
-def plan(design, config: Mapping, combos: Sequence[str] | None = None) -> Plan:
-    """The plan for the design's rows (only those of `combos` when given)."""
-    from ybscale.backends.gcp import validate_section
-
-    settings = validate_section(config)
+def plan(rows: Sequence[Row], config: Mapping, combos: Sequence[str] | None = None) -> Plan:
+    """The plan for the rows (only those of `combos` when given); `config` as settings.load."""
+    settings = section(config, "gcp")
     measurement = config["measurement"]
     types = settings["machine_types"]
-    runs = list(design.run_ids)
-    key = {r: Backend.infra_key(design.levels(r)) for r in runs}
+    by_run = {row.run: row for row in rows}
+    runs = list(by_run)
+    key = {r: by_run[r].infra_key for r in runs}
     if combos is not None:
         runs = [r for r in runs if key[r] in combos]
-    seconds = {r: row_seconds(design.levels(r), measurement) for r in runs}
+    seconds = {r: row_seconds(by_run[r], measurement) for r in runs}
     prov_h = settings["provisioning_minutes"] / 60
     clusters, elapsed, finished = [], 0.0, {}
     for r in runs:  # rows measured one at a time, in design order
         elapsed += seconds[r]
         finished[key[r]] = elapsed
     for combo in sorted(set(key[r] for r in runs)):
-        levels = design.levels(next(r for r in runs if key[r] == combo))
-        nodes = int(levels["nodes"])
-        masters = nodes if str(levels["replication"]) == "on" else 1
+        shape = by_run[next(r for r in runs if key[r] == combo)].cluster
+        nodes = shape.nodes
+        masters = nodes if shape.replication else 1
         machine_types: dict[str, int] = {}
-        for mt, n in ((types[str(levels["node_size"])], nodes), (types["master"], masters)):
+        for mt, n in ((types[shape.node_size], nodes), (types["master"], masters)):
             machine_types[mt] = machine_types.get(mt, 0) + n
         machine_types[types["loadgen"]] = machine_types.get(types["loadgen"], 0) + 1
         own = [r for r in runs if key[r] == combo]
@@ -151,23 +149,28 @@ def format_plan(p: Plan) -> str:
     return "\n".join(lines)
 
 
-def plan_file(design_path: str | Path, config: Mapping, combos=None) -> Plan:
-    from ybscale.backends.gcp import validate_section
-    from ybscale.design import load_design
-
-    validate_section(config)  # config errors first, before the design is read
-
-    return plan(load_design(design_path), config, combos)
+def format_factors(design) -> str:
+    """One line per factor: letter, name, the knob it sets and its two levels."""
+    lines = ["Factors (letter name -> knob: level at -1 | level at +1):"]
+    for f in design.factors:
+        gen = f" (= {design.generators[f.letter]})" if f.letter in design.generators else ""
+        lines.append(f"  {f.letter}{gen} {f.name} -> {f.knob}: {f.levels[0]} | {f.levels[1]}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ybscale import study
+
     parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--design", default=None, help="default: the config's design")
     args = parser.parse_args(argv)
     try:
         config = yaml.safe_load(Path(args.config).read_text()) or {}
-        print(format_plan(plan_file(args.design or config["design"], config)))
+        config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
+        loaded = study.load(config, args.design)
+        print(format_factors(loaded.design))
+        print(format_plan(plan(loaded.rows, loaded.settings)))
     except (OSError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

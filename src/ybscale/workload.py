@@ -1,32 +1,56 @@
-"""What a design row runs: its pgbench script, its key space and its session settings."""
+"""Workload scripts: which pgbench script a row runs, the variables it uses, its key space.
+
+A script is ``<workloads>/<name>.sql``. Besides the variables the row sets (``workload.<var>``),
+the harness gives every script its key space: ``shard``, ``nshards``, ``shard_rows``, ``keybase``
+(see ``key_variables``). A script is read-only when it changes nothing (no INSERT, UPDATE, ...);
+read-only scripts may be spread over replicas and leave the dataset as it was.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
-ISOLATION_LEVELS = ("read committed", "repeatable read", "serializable")
+HARNESS_VARIABLES = ("shard", "nshards", "shard_rows", "keybase")
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS kv (k bigint PRIMARY KEY, v text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS kv_new_key;
 """
 
+_COMMENT = re.compile(r"--[^\n]*")
+_VARIABLE = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_SET = re.compile(r"^\\set\s+(\w+)", re.MULTILINE)
+_WRITES = re.compile(
+    r"\b(insert|update|delete|merge|upsert|copy|create|alter|drop|truncate|nextval|setval)\b",
+    re.IGNORECASE,
+)
 
-def kind(levels: Mapping[str, object]) -> str:
-    """The workload of a row: "read" or "write"."""
-    value = str(levels["workload"]).lower()
-    if value not in ("read", "write"):
-        raise ValueError(f"workload level must be read or write, got {levels['workload']!r}")
-    return value
+
+def script_path(workloads_dir: str | Path, name: str) -> Path:
+    """``<workloads>/<name>.sql``."""
+    return Path(workloads_dir) / f"{name}.sql"
 
 
-def script(levels: Mapping[str, object], workloads_dir: str | Path) -> Path:
-    """The pgbench script of a row: <workload>_<operation_size>.sql."""
-    path = Path(workloads_dir) / f"{kind(levels)}_{int(levels['operation_size'])}.sql"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no pgbench script for this row's levels")
-    return path
+def available(workloads_dir: str | Path) -> list[str]:
+    """Names of the scripts in the workloads folder."""
+    return sorted(p.stem for p in Path(workloads_dir).glob("*.sql"))
+
+
+def _code(text: str) -> str:
+    return _COMMENT.sub("", text)
+
+
+def variables_used(text: str) -> set[str]:
+    """pgbench variables a script reads (``:name``) but does not set itself (``\\set name``)."""
+    code = _code(text)
+    return set(_VARIABLE.findall(code)) - set(_SET.findall(code))
+
+
+def read_only(text: str) -> bool:
+    """True when the script changes nothing (so it may run on replicas)."""
+    return _WRITES.search(_code(text)) is None
 
 
 def shard_keys(rows: int, shard: int, nshards: int) -> range:
@@ -59,20 +83,14 @@ def load_sql(rows: int, shard: int = 0, nshards: int = 1) -> str:
     )
 
 
-def isolation(levels: Mapping[str, object]) -> str:
-    """The isolation level a row asks for, as PostgreSQL spells it."""
-    value = str(levels["isolation"]).lower()
-    if value == "snapshot":
-        value = "repeatable read"
-    if value not in ISOLATION_LEVELS:
-        raise ValueError(
-            f"isolation level {levels['isolation']!r} is not one of {ISOLATION_LEVELS}"
-        )
-    return value
+def pgoptions(settings: Mapping[str, str]) -> str:
+    """``PGOPTIONS`` that set every session setting (spaces escaped as libpq wants)."""
+    return " ".join(
+        f"-c {name}=" + str(value).replace("\\", "\\\\").replace(" ", "\\ ")
+        for name, value in sorted(settings.items())
+    )
 
 
-def session_env(levels: Mapping[str, object]) -> dict[str, str]:
-    """Environment that makes every session of the row default to its isolation level."""
-    return {
-        "PGOPTIONS": "-c default_transaction_isolation=" + isolation(levels).replace(" ", r"\ ")
-    }
+def session_env(settings: Mapping[str, str]) -> dict[str, str]:
+    """Environment that applies the row's session settings to every session."""
+    return {"PGOPTIONS": pgoptions(settings)} if settings else {}

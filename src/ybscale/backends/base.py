@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ybscale.row import Row
+
 
 class BackendError(RuntimeError):
     """A cluster could not be provided or failed while measuring; the message says which."""
@@ -53,7 +55,7 @@ class Cluster(abc.ABC):
 
     @abc.abstractmethod
     def targets(self, workload: str) -> list[Target]:
-        """Endpoints that can serve `workload` (read | write), with their key-space variables."""
+        """Endpoints that can serve `workload` (read | write: `Row.kind`), with key variables."""
 
     @abc.abstractmethod
     def run(
@@ -78,21 +80,40 @@ class Cluster(abc.ABC):
 
 
 class Backend(abc.ABC):
-    """Turns a row's levels into a cluster."""
+    """Turns a resolved design row into a cluster; translates knobs into its own mechanism."""
 
     name: str
 
     def __init__(self, config: Mapping):
         self.config = config
 
-    @staticmethod
-    def infra_key(levels: Mapping[str, object]) -> str:
-        """Identifier of the infrastructure combination (rows with equal keys share a cluster)."""
-        return "nodes{}-{}-repl{}".format(
-            levels["nodes"], levels["node_size"], levels["replication"]
-        ).replace(" ", "_")
+    @abc.abstractmethod
+    def node_sizes(self) -> list[str]:
+        """The backend's size table: the values `cluster.node_size` may take."""
+
+    def check_rows(self, rows: Sequence[Row]) -> list[str]:
+        """Problems with the rows' knobs on this backend, one line each naming file and field."""
+        errors = []
+        sizes = self.node_sizes()
+        for row in rows:
+            if row.cluster.node_size not in sizes:
+                errors.append(
+                    f"{row.source('cluster.node_size')}: cluster.node_size: "
+                    f"{row.cluster.node_size!r} is not in the {self.name} size table "
+                    f"({', '.join(sizes)})"
+                )
+        return sorted(set(errors))
 
     @abc.abstractmethod
     @contextmanager
-    def cluster(self, levels: Mapping[str, object], rows: int, workdir: Path) -> Iterator[Cluster]:
-        """Yield a ready cluster with `rows` loaded; stop whatever was started on exit."""
+    def cluster(self, row: Row, workdir: Path) -> Iterator[Cluster]:
+        """Yield a ready cluster with the row's dataset loaded; stop what was started on exit."""
+
+
+def settings_by_source(rows: Sequence[Row], kind: str) -> dict[str, dict[str, str]]:
+    """`server` or `session` setting name -> {value: where the first row took it from}."""
+    out: dict[str, dict[str, str]] = {}
+    for row in rows:
+        for name, value in getattr(row, kind).items():
+            out.setdefault(name, {}).setdefault(value, row.source(f"{kind}.{name}"))
+    return out

@@ -1,7 +1,7 @@
 """`existing` backend: measure SQL endpoints you already run (nothing is created or destroyed).
 
-Also home of what gcp shares: `section()` (validated config sections with their defaults) and
-`YsqlCluster`, a Cluster over YSQL/PostgreSQL endpoints driven through a runner (local or SSH).
+Also home of what gcp shares: `YsqlCluster`, a Cluster over YSQL/PostgreSQL endpoints driven
+through a runner (local or SSH).
 
 Caution: the dataset table (`existing.table`, default ybscale_kv) and its sequence
 `<table>_new_key` are created, TRUNCATEd and reloaded before client counts. Point it at a
@@ -10,7 +10,6 @@ database and table name nothing else uses.
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import subprocess
@@ -19,56 +18,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
-import yaml
-from jsonschema import Draft202012Validator
-
 from ybscale import workload
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, Target, spawn_local
+from ybscale.row import Row
+from ybscale.settings import section
 
-SCHEMA_DIR = Path(__file__).resolve().parents[3] / "config" / "schemas"
 CONFIG_SOURCE = "config/config.yaml"
 PSQL_TIMEOUT = 60
 LOAD_TIMEOUT = 1800
 
 
 # --------------------------------------------------------------------------- config sections
-
-
-def _fill_defaults(schema: Mapping, data: object) -> object:
-    if not isinstance(data, dict) or schema.get("type") not in ("object", None):
-        return data
-    props = schema.get("properties", {})
-    for key, sub in props.items():
-        if key not in data and "default" in sub:
-            data[key] = copy.deepcopy(sub["default"])
-        if key in data:
-            data[key] = _fill_defaults(sub, data[key])
-    extra = schema.get("additionalProperties")
-    if isinstance(extra, Mapping):
-        for key in data:
-            if key not in props:
-                data[key] = _fill_defaults(extra, data[key])
-    return data
-
-
-def section(config: Mapping, name: str, source: str = CONFIG_SOURCE) -> dict:
-    """`config[name]` validated against config/schemas/<name>.schema.yaml, defaults filled in.
-
-    Raises ValueError whose lines read `config/config.yaml: <name>.<field>: <problem>`.
-    """
-    with open(SCHEMA_DIR / f"{name}.schema.yaml", encoding="utf-8") as fh:
-        schema = yaml.safe_load(fh)
-    data = copy.deepcopy(dict(config.get(name) or {}))
-    errors = sorted(
-        Draft202012Validator(schema).iter_errors(data), key=lambda e: list(map(str, e.path))
-    )
-    if errors:
-        lines = [
-            f"{source}: {'.'.join([name, *map(str, err.absolute_path)])}: {err.message}"
-            for err in errors
-        ]
-        raise ValueError("\n".join(lines))
-    return _fill_defaults(schema, data)
 
 
 def validate_section(config: Mapping) -> dict:
@@ -161,8 +121,7 @@ class YsqlCluster(Cluster):
     def __init__(
         self,
         endpoints: Sequence[Endpoint],
-        levels: Mapping[str, object],
-        rows: int,
+        row: Row,
         runner: Runner,
         *,
         table: str = "kv",
@@ -173,8 +132,8 @@ class YsqlCluster(Cluster):
         if not endpoints:
             raise BackendError("no SQL endpoints")
         self.endpoints = list(endpoints)
-        self.levels = dict(levels)
-        self.rows = rows
+        self.row = row
+        self.rows = row.dataset_rows
         self.runner = runner
         self.table = table
         self.sharding = sharding
@@ -221,7 +180,7 @@ class YsqlCluster(Cluster):
 
     def isolation_in_effect(self, endpoint: Endpoint) -> tuple[str, str]:
         """(level, how it was read) for a session with the row's settings."""
-        env = workload.session_env(self.levels)
+        env = workload.session_env(self.row.session)
         errors = []
         for source, sql in ISOLATION_SQL:
             try:
@@ -232,7 +191,7 @@ class YsqlCluster(Cluster):
 
     def applied(self) -> dict:
         """Isolation level read back from every node; BackendError if one differs from the row."""
-        wanted = workload.isolation(self.levels)
+        wanted = self.row.isolation
         in_effect, sources = {}, set()
         for ep in self.endpoints:
             level, source = self.isolation_in_effect(ep)
@@ -324,22 +283,27 @@ def endpoints_of(entry: Mapping, role: str = "node") -> list[Endpoint]:
     return out
 
 
-def check_endpoints(config: Mapping, design) -> None:
-    """ValueError naming every run whose combination has no endpoints in `existing:`."""
-    settings = validate_section(config)
+def check_endpoints(settings: Mapping, rows: Sequence[Row]) -> list[str]:
+    """Rows whose combination has no endpoints, or whose server settings differ from the
+    settings the combination's endpoints declare (`server:`), one line per problem."""
     combos = settings["combinations"]
     missing: dict[str, list[str]] = {}
-    for run in design.run_ids:
-        combo = Backend.infra_key(design.levels(run))
-        if combo not in combos:
-            missing.setdefault(combo, []).append(run)
-    if missing:
-        lines = [
-            f"{CONFIG_SOURCE}: existing.combinations.{combo}: no endpoints; "
-            f"rows {', '.join(runs)} need them"
-            for combo, runs in sorted(missing.items())
-        ]
-        raise ValueError("\n".join(lines))
+    errors = []
+    for row in rows:
+        entry = combos.get(row.infra_key)
+        if entry is None:
+            missing.setdefault(row.infra_key, []).append(row.run)
+        elif dict(entry.get("server") or {}) != row.server:
+            errors.append(
+                f"{CONFIG_SOURCE}: existing.combinations.{row.infra_key}.server: declares "
+                f"{dict(entry.get('server') or {})}, its rows need {row.server}"
+            )
+    errors += [
+        f"{CONFIG_SOURCE}: existing.combinations.{combo}: no endpoints; "
+        f"rows {', '.join(runs)} need them"
+        for combo, runs in sorted(missing.items())
+    ]
+    return sorted(set(errors))
 
 
 class ExistingBackend(Backend):
@@ -351,17 +315,24 @@ class ExistingBackend(Backend):
         super().__init__(config)
         self.settings = validate_section(config)
 
+    def node_sizes(self) -> list[str]:
+        """Any name: what a size means is up to the endpoints of each combination."""
+        sizes = {key.split("-")[1] for key in self.settings["combinations"] if "-" in key}
+        return sorted(sizes) or ["small", "large"]
+
+    def check_rows(self, rows) -> list[str]:
+        return check_endpoints(self.settings, rows)
+
     @contextmanager
-    def cluster(self, levels, rows, workdir) -> Iterator[Cluster]:
-        combo = self.infra_key(levels)
+    def cluster(self, row, workdir) -> Iterator[Cluster]:
+        combo = row.infra_key
         entry = self.settings["combinations"].get(combo)
         if entry is None:
             raise BackendError(f"{CONFIG_SOURCE}: existing.combinations.{combo}: no endpoints")
         table = self.settings["table"]
         yield YsqlCluster(
             endpoints_of(entry),
-            levels,
-            rows,
+            row,
             LocalRunner(table, self.settings["psql"]),
             table=table,
             sharding=self.settings["sharding"],

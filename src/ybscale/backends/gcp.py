@@ -227,9 +227,13 @@ class GcpBackend(Backend):
         super().__init__(config)
         self.settings = validate_section(config)
 
+    def node_sizes(self) -> list[str]:
+        """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""
+        return sorted(set(self.settings["machine_types"]) - {"master", "loadgen"})
+
     @contextmanager
-    def cluster(self, levels, rows, workdir) -> Iterator[Cluster]:
-        combo = self.infra_key(levels)
+    def cluster(self, row, workdir) -> Iterator[Cluster]:
+        combo = row.infra_key
         endpoints = load_endpoints(combo)
         host = ssh_host(endpoints, self.settings)
         nodes = [
@@ -253,8 +257,7 @@ class GcpBackend(Backend):
         try:
             yield YsqlCluster(
                 nodes,
-                levels,
-                rows,
+                row,
                 LoadgenRunner(host),
                 table="kv",
                 sharding=self.settings["table_sharding"],
@@ -307,7 +310,7 @@ def _load_config(path: str, overrides: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """`up` / `down` one combination's stack (used by rules/cloud.smk)."""
     from ybscale import plan as plan_mod
-    from ybscale import stacks
+    from ybscale import stacks, study
 
     parser = argparse.ArgumentParser(prog="python -m ybscale.backends.gcp")
     parser.add_argument("action", choices=["up", "down"])
@@ -321,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = validate_section(config)
         if args.action == "up":
-            design_path = args.design or config.get("design", "config/design.yaml")
-            print(plan_mod.format_plan(plan_mod.plan_file(design_path, config, [args.combo])))
+            loaded = study.load({**config, "backend": "gcp"}, args.design)
+            print(plan_mod.format_plan(plan_mod.plan(loaded.rows, loaded.settings, [args.combo])))
             known_hosts_path(args.combo).unlink(missing_ok=True)
             stacks.up(args.combo, settings, out=Path(args.out), ready=wait_ready)
         else:

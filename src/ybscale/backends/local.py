@@ -1,8 +1,11 @@
 """Local backend: a real multi-node PostgreSQL cluster on 127.0.0.1 for one design row.
 
-replication on  -> node1 primary, the others synchronous quorum standbys (ANY k, k = majority).
-replication off -> the table hash-sharded (k mod n) across n independent nodes, one shard each.
-node_size       -> per-node CPU limit (see cpu.py). isolation -> per-session default (workload.py).
+cluster.nodes          -> that many postgres servers, each its own data directory and port.
+cluster.replication on -> node1 primary, the others synchronous quorum standbys (ANY k, majority).
+cluster.replication off-> the table hash-sharded (k mod n) across n independent nodes.
+cluster.node_size      -> per-node CPU limit (cpu.py, sizes from `local.cpu`).
+server.<setting>       -> postgresql.conf of every node, read back with SHOW before measuring.
+session.<setting>      -> PGOPTIONS of every session, read back with SHOW before measuring.
 """
 
 from __future__ import annotations
@@ -25,15 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ybscale import workload
+from ybscale.backends import catalogue
 from ybscale.backends.base import (
     Backend,
     BackendError,
     Cluster,
     Endpoint,
     Target,
+    settings_by_source,
     spawn_local,
 )
 from ybscale.backends.cpu import CpuLimits
+from ybscale.row import Row
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
 PREFIX = "ybscale-"
@@ -105,7 +111,7 @@ class Node:
         return self.datadir.parent / f"{self.name}.log"
 
     def configure(self, shared_buffers: str, extra: Mapping[str, str] = {}) -> None:
-        """Append this node's settings to postgresql.conf."""
+        """Append this node's settings (then `extra`, which wins) to postgresql.conf."""
         settings = {
             "listen_addresses": "'127.0.0.1'",
             "port": str(self.port),
@@ -121,7 +127,7 @@ class Node:
         }
         with open(self.datadir / "postgresql.conf", "a") as conf:
             conf.write("\n# ybscale\n")
-            conf.writelines(f"{k} = {v}\n" for k, v in settings.items())
+            conf.writelines(f"{k} = {conf_value(v)}\n" for k, v in settings.items())
 
     def start(self, limit_prefix: Sequence[str]) -> None:
         """Start the server under its CPU limit and wait until it accepts connections."""
@@ -159,6 +165,14 @@ class Node:
         if out.returncode != 0:
             raise BackendError(f"{self.name}: SQL failed: {out.stderr.strip()} ({sql[:80]})")
         return out.stdout.strip()
+
+
+def conf_value(value: str) -> str:
+    """A postgresql.conf value: quoted unless it already is (ybscale's own settings are)."""
+    text = str(value)
+    if text.startswith("'") and text.endswith("'") and len(text) > 1:
+        return text
+    return "'" + text.replace("'", "''") + "'"
 
 
 def postmaster_pid(datadir: Path) -> int | None:
@@ -221,11 +235,11 @@ def reap_orphans(root: Path) -> list[str]:
 class LocalCluster(Cluster):
     """Nodes of one row, the topology mapping and the dataset."""
 
-    def __init__(self, nodes: list[Node], levels: Mapping, rows: int, record: dict):
+    def __init__(self, nodes: list[Node], row: Row, record: dict):
         self.nodes = nodes
-        self.levels = levels
-        self.rows = rows
-        self.replicated = str(levels["replication"]).lower() in ("on", "true", "yes")
+        self.row = row
+        self.rows = row.dataset_rows
+        self.replicated = row.cluster.replication
         self.record = record
         self.pgbench = str(nodes[0].bindir / "pgbench")
 
@@ -292,10 +306,53 @@ class LocalCluster(Cluster):
                 )
 
     def applied(self) -> dict:
-        env = workload.session_env(self.levels)
+        """Server and session settings read back from every node; BackendError on a mismatch."""
+        env = workload.session_env(self.row.session)
         isolation = {n.name: n.psql("SHOW transaction_isolation", env=env) for n in self.nodes}
+        in_effect = {"server": {}, "session": {}}
+        for kind, wanted, session_env in (
+            ("server", self.row.server, {}),
+            ("session", self.row.session, env),
+        ):
+            for node in self.nodes:
+                got = read_settings(node, list(wanted), session_env)
+                in_effect[kind][node.name] = got
+                wrong = {k: v for k, v in got.items() if not same_setting(v, wanted[k])}
+                if wrong:
+                    raise BackendError(
+                        f"{node.name}: {kind} settings in effect {wrong} differ from the "
+                        f"row's {dict(wanted)}"
+                    )
         version = self.nodes[0].psql("SHOW server_version")
-        return {**self.record, "isolation_in_effect": isolation, "server_version": version}
+        return {
+            **self.record,
+            "isolation_in_effect": isolation,
+            "settings_in_effect": in_effect,
+            "server_version": version,
+        }
+
+
+def read_settings(node: Node, names: list[str], env: Mapping[str, str]) -> dict[str, str]:
+    """Setting -> value as the server reports it (SHOW), in a session with `env`."""
+    if not names:
+        return {}
+    sql = "\n".join(f"SHOW {name};" for name in names)
+    return dict(zip(names, node.psql(sql, env=env).splitlines(), strict=True))
+
+
+def same_setting(shown: str, wanted: str) -> bool:
+    """Whether SHOW's answer is the value asked for (on/true, 64MB/65536kB etc. agree)."""
+    norm = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}
+    a, b = shown.strip().lower(), str(wanted).strip().lower()
+    return a == b or norm.get(a, a) == norm.get(b, b) or _bytes(a) == _bytes(b) is not None
+
+
+def _bytes(text: str) -> int | None:
+    units = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
+    number, unit = text.rstrip("abgkmt"), text[len(text.rstrip("abgkmt")) :]
+    if not number.isdigit() or unit not in units:
+        return None
+    return int(number) * units[unit]
 
 
 class LocalBackend(Backend):
@@ -305,14 +362,20 @@ class LocalBackend(Backend):
 
     def __init__(self, config: Mapping):
         super().__init__(config)
-        self.settings = {
-            "data_root": "auto",
-            "user": "postgres",
-            "cpu_mechanism": "auto",
-            "cpu": {"small": 0.25, "large": 0.5},
-            "shared_buffers": "128MB",
-            **config.get("local", {}),
-        }
+        self.settings = config["local"]
+
+    def node_sizes(self) -> list[str]:
+        return sorted(self.settings["cpu"])
+
+    def check_rows(self, rows) -> list[str]:
+        """Sizes against `local.cpu`; settings against the installed server's catalogue."""
+        errors = super().check_rows(rows)
+        server = settings_by_source(rows, "server")
+        session = settings_by_source(rows, "session")
+        if set(server) | set(session) - {"default_transaction_isolation"}:
+            user = self.settings["user"]
+            errors += catalogue.check_settings(str(find_bindir()), server, session, user)
+        return errors
 
     def runas(self) -> list[str]:
         """Prefix that runs server commands as the unprivileged user when we are root."""
@@ -356,7 +419,7 @@ class LocalBackend(Backend):
         return path
 
     @contextmanager
-    def cluster(self, levels: Mapping, rows: int, workdir: Path) -> Iterator[LocalCluster]:
+    def cluster(self, row: Row, workdir: Path) -> Iterator[LocalCluster]:
         bindir = find_bindir()
         runas = self.runas()
         root, storage = choose_data_root(self.settings["data_root"], workdir / "pgdata")
@@ -374,7 +437,7 @@ class LocalBackend(Backend):
             mechanism=self.settings["cpu_mechanism"],
             largest=max(cpu_setting.values()),
         )
-        n = int(levels["nodes"])
+        n = row.cluster.nodes
         nodes = [
             Node(f"node{i + 1}", home / f"node{i + 1}", free_port(), runas, bindir)
             for i in range(n)
@@ -383,13 +446,15 @@ class LocalBackend(Backend):
             "backend": "local",
             "bindir": str(bindir),
             "storage": {"data_root": str(root), "kind": storage},
-            "topology": "primary + quorum standbys" if _on(levels) else f"{n} hash shards",
+            "topology": "primary + quorum standbys"
+            if row.cluster.replication
+            else f"{n} hash shards",
             "nodes": [{"name": nd.name, "port": nd.port} for nd in nodes],
             "reaped_orphans": reaped,
         }
-        cluster = LocalCluster(nodes, levels, rows, record)
+        cluster = LocalCluster(nodes, row, record)
         try:
-            self._start(cluster, template, limits, cpu_setting[str(levels["node_size"])])
+            self._start(cluster, template, limits, cpu_setting[row.cluster.node_size])
             record["warnings"] = [limits.warning] if limits.warning else []
             cluster.load()
             cluster.check()
@@ -411,9 +476,9 @@ class LocalBackend(Backend):
             _run(["cp", "-a", str(template), str(node.datadir)], f"clone template for {node.name}")
         primary, standbys = nodes[0], nodes[1:]
         for node in nodes:
-            extra = {}
+            extra = dict(cluster.row.server)
             if cluster.replicated and node is not primary:
-                extra = {
+                extra |= {
                     "primary_conninfo": f"'host=127.0.0.1 port={primary.port} user=postgres "
                     f"application_name={node.name}'",
                     "primary_slot_name": f"'{node.name}'",
@@ -433,19 +498,17 @@ class LocalBackend(Backend):
         for node in standbys:
             node.start(limits.prefix(node.name, cpus)[0])
         names = ", ".join(n.name for n in standbys)
-        primary.psql(
-            f"ALTER SYSTEM SET synchronous_standby_names = 'ANY {cluster.quorum} ({names})';\n"
-            "ALTER SYSTEM SET synchronous_commit = 'remote_apply';\nSELECT pg_reload_conf();\n"
-        )
+        # a server.synchronous_commit factor (postgresql.conf) wins over the backend's default
+        commit = cluster.row.server.get("synchronous_commit", "remote_apply")
+        sql = f"ALTER SYSTEM SET synchronous_standby_names = 'ANY {cluster.quorum} ({names})';\n"
+        if "synchronous_commit" not in cluster.row.server:
+            sql += "ALTER SYSTEM SET synchronous_commit = 'remote_apply';\n"
+        primary.psql(sql + "SELECT pg_reload_conf();\n")
         _wait_quorum(primary, len(standbys))
         cluster.record["replication"] = {
             "synchronous_standby_names": f"ANY {cluster.quorum} ({names})",
-            "synchronous_commit": "remote_apply",
+            "synchronous_commit": commit,
         }
-
-
-def _on(levels: Mapping) -> bool:
-    return str(levels["replication"]).lower() in ("on", "true", "yes")
 
 
 def _wait_quorum(primary: Node, standbys: int, timeout: float = COMMAND_TIMEOUT) -> None:

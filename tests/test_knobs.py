@@ -1,0 +1,269 @@
+"""Factors declare the knob they set; every level is checked before anything starts.
+
+The invalid designs go through `snakemake -n` (the parse-time checks a user meets) on a copy of
+the workflow whose data root is watched: none may start a server or create a cluster directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, servers_under
+
+from ybscale import knobs, study, workload
+from ybscale.design import DesignError
+from ybscale.row import RowError
+
+COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs"]
+SEED = yaml.safe_load((REPO / "config" / "design.yaml").read_text())
+CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def factors(**extra) -> dict:
+    """A 2^3 design on operation size, workload and isolation, plus `extra` factors."""
+    base = {
+        "A": {"name": "operation_size", "levels": [1, 100]},
+        "B": {"name": "workload", "levels": ["read", "write"]},
+        "C": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+    }
+    return {"factors": {**base, **extra}}
+
+
+def with_c(**c) -> dict:
+    return factors(C={"name": "c", **c})
+
+
+# (design, extra config, text the error must contain: file and field named)
+INVALID = {
+    "unknown knob kind": (with_c(sets="disk.size", levels=[1, 2]), {}, "factors.C.sets"),
+    "unknown cluster knob": (with_c(sets="cluster.disks", levels=[1, 2]), {}, "factors.C.sets"),
+    "unknown dataset knob": (with_c(sets="dataset.size", levels=[1, 2]), {}, "factors.C.sets"),
+    "no sets, unknown name": (with_c(levels=[1, 2]), {}, "factors.C.name"),
+    "negative nodes": (with_c(sets="cluster.nodes", levels=[3, -5]), {}, "factors.C.levels[1]"),
+    "fractional nodes": (with_c(sets="cluster.nodes", levels=[2.5, 3]), {}, "factors.C.levels[0]"),
+    "word as nodes": (with_c(sets="cluster.nodes", levels=[3, "many"]), {}, "factors.C.levels[1]"),
+    "size not in table": (
+        with_c(sets="cluster.node_size", levels=["small", "huge"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "replication maybe": (
+        with_c(sets="cluster.replication", levels=["off", "maybe"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "no such script": (
+        factors(B={"name": "workload", "levels": ["read", "scan"]}),
+        {},
+        "factors.B.levels[1]",
+    ),
+    "no such isolation": (
+        factors(C={"name": "isolation", "levels": ["read committed", "serializable2"]}),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "variable the script never uses": (
+        with_c(sets="workload.batch", levels=[1, 2]),
+        {},
+        "factors.C.sets",
+    ),
+    "unknown server setting": (
+        with_c(sets="server.no_such_setting", levels=[1, 2]),
+        {},
+        "factors.C.levels[0]",
+    ),
+    "server enum typo": (
+        with_c(sets="server.synchronous_commit", levels=["on", "offf"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "server value out of range": (
+        with_c(sets="server.max_connections", levels=[100, 999999999]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "server unit unknown": (
+        with_c(sets="server.shared_buffers", levels=["64MB", "64XB"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "server setting that cannot be set": (
+        with_c(sets="server.server_version", levels=["1", "2"]),
+        {},
+        "factors.C.levels[0]",
+    ),
+    "session cannot change a server setting": (
+        with_c(sets="session.shared_buffers", levels=["64MB", "128MB"]),
+        {},
+        "factors.C.levels[0]",
+    ),
+    "unknown session setting": (
+        with_c(sets="session.no_such_setting", levels=["a", "b"]),
+        {},
+        "factors.C.levels[0]",
+    ),
+    "session boolean typo": (
+        with_c(sets="session.enable_seqscan", levels=["on", "maybe"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "two factors, one knob": (
+        factors(D={"name": "threads", "sets": "workload.rows", "levels": [1, 10]}),
+        {},
+        "factors.D.sets",
+    ),
+    "zero dataset rows": (
+        with_c(sets="dataset.rows", levels=[1000, 0]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "list as a level": (with_c(sets="workload.rows", levels=[1, [2]]), {}, "factors.C.levels"),
+    "bad default": (
+        factors(),
+        {"defaults": {"cluster": {"nodes": 0}}},
+        "config/config.yaml: defaults.cluster.nodes",
+    ),
+    "script variable nobody sets": (
+        factors(B={"name": "workload", "levels": ["read", "needs_foo"]}),
+        {},
+        "workloads/needs_foo.sql: uses :foo",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory):
+    """A copy of the workflow on a watched RAM data root, with one extra script."""
+    work = tmp_path_factory.mktemp("knobs")
+    for name in COPY:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    (work / "workloads" / "needs_foo.sql").write_text("SELECT :foo + :shard;\n")
+    root = Path("/dev/shm") / f"ybscale-test-{uuid.uuid4().hex[:8]}"
+    root.mkdir()
+    yield work, root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def dry_run(work: Path, root: Path, name: str, design: dict, extra: dict):
+    folder = work / "cases" / name.replace(" ", "_").replace(",", "")
+    folder.mkdir(parents=True)
+    (folder / "design.yaml").write_text(yaml.safe_dump(design))
+    config = {"design": str(folder / "design.yaml"), "local": {"data_root": str(root)}, **extra}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "results/effects.csv"]
+        + ["--configfile", str(folder / "config.yaml")],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_at_least_twenty_invalid_designs():
+    assert len(INVALID) >= 20
+
+
+def test_every_invalid_design_fails_the_dry_run_naming_file_and_field(workflow):
+    work, root = workflow
+    names = sorted(INVALID)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda n: dry_run(work, root, n, *INVALID[n][:2]), names))
+    problems = []
+    for name, out in zip(names, results, strict=True):
+        text = out.stdout + out.stderr
+        if out.returncode == 0:
+            problems.append(f"{name}: dry run passed")
+        elif INVALID[name][2] not in text:
+            problems.append(f"{name}: {INVALID[name][2]!r} not in: {text[-600:]}")
+        elif "design.yaml" not in text and "config" not in INVALID[name][2] and ".sql" not in text:
+            problems.append(f"{name}: the design file is not named: {text[-600:]}")
+    assert problems == []
+    assert servers_under(root) == []
+    assert list(root.iterdir()) == []  # no cluster directory, no template: nothing started
+
+
+def test_the_same_designs_fail_in_process(workflow):
+    """The checks live in the package (study.load), not in the Snakefile."""
+    work, _ = workflow
+    for name, (design, extra, where) in INVALID.items():
+        path = work / "cases" / f"inproc-{name.replace(' ', '_')}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(yaml.safe_dump(design))
+        config = {**CONFIG, **extra, "design": str(path), "workloads": str(work / "workloads")}
+        with pytest.raises((RowError, DesignError, ValueError)) as err:
+            study.load(config)
+        assert where.replace("workloads/", "") in str(err.value), name
+
+
+def test_valid_2_3_design_without_cluster_factor_has_one_combination(workflow):
+    work, _ = workflow
+    path = work / "cases" / "valid-2-3.yaml"
+    path.write_text(yaml.safe_dump(factors()))
+    loaded = study.load({**CONFIG, "design": str(path), "workloads": str(REPO / "workloads")})
+    assert len(loaded.rows) == 8
+    assert list(loaded.combinations) == ["nodes3-small-reploff"]
+    row = loaded.rows[1]  # A = +1: 100 rows per transaction, read
+    assert row.variables == {"rows": "100"} and row.script == "read" and row.read_only
+    assert loaded.rows[2].kind == "write"
+    assert loaded.rows[4].isolation == "repeatable read"
+
+
+def test_server_factor_gets_a_cluster_per_level(workflow):
+    work, _ = workflow
+    design = factors(D={"name": "commit", "sets": "server.synchronous_commit", "levels": [1, 0]})
+    design["generators"] = {"D": "ABC"}
+    path = work / "cases" / "server.yaml"
+    path.write_text(yaml.safe_dump(design))
+    loaded = study.load({**CONFIG, "design": str(path), "workloads": str(REPO / "workloads")})
+    assert sorted(loaded.combinations) == [
+        "nodes3-small-reploff-synchronous-commit-0",
+        "nodes3-small-reploff-synchronous-commit-1",
+    ]
+    assert {r.server["synchronous_commit"] for r in loaded.rows} == {"0", "1"}
+
+
+def test_seed_design_resolves_to_the_seed_rows():
+    loaded = study.load(CONFIG)
+    assert len(loaded.rows) == 16 and len(loaded.combinations) == 8
+    run01 = loaded.row("run01")
+    assert run01.cluster.nodes == 3 and run01.cluster.replication is True
+    assert run01.cluster.node_size == "large"
+    assert run01.script == "read" and run01.variables == {"rows": "1"}
+    assert run01.infra_key == "nodes3-large-replon"
+    assert {r.infra_key for r in loaded.rows} == {
+        f"nodes{n}-{s}-repl{p}" for n in (3, 5) for s in ("small", "large") for p in ("on", "off")
+    }
+    # the seed's names are shorthands: the same design without `sets:` resolves the same rows
+    plain = {**SEED, "factors": {k: {**v} for k, v in SEED["factors"].items()}}
+    for spec in plain["factors"].values():
+        spec.pop("sets", None)
+    assert all(
+        knobs.SHORTHANDS[v["name"]] == SEED["factors"][k]["sets"]
+        for k, v in plain["factors"].items()
+    )
+
+
+def test_script_variables_and_read_only():
+    text = (REPO / "workloads" / "read.sql").read_text()
+    assert workload.variables_used(text) == {"rows", "shard_rows", "nshards", "shard"}
+    assert workload.read_only(text)
+    write = (REPO / "workloads" / "write.sql").read_text()
+    assert not workload.read_only(write)
+    assert workload.variables_used("SELECT :a::int, $$x$$ -- :not_this\n\\set b 1\nSELECT :b") == {
+        "a"
+    }
+
+
+def test_pgoptions_escape_spaces():
+    assert workload.pgoptions({"default_transaction_isolation": "repeatable read"}) == (
+        r"-c default_transaction_isolation=repeatable\ read"
+    )

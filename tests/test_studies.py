@@ -1,0 +1,136 @@
+"""Designs the seed never had, end to end through Snakemake on real PostgreSQL.
+
+- a 2^(5-1) design with two server settings, a session setting, the isolation level and a
+  workload variable: every level is read back from the servers or seen by pgbench itself;
+- a 2^3 design without any cluster factor: one cluster combination, runs end to end;
+- gcp dry runs: one cluster per server-setting combination, exactly one without such factors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO, servers_under
+
+COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs"]
+
+# pgbench's \shell runs in the pgbench process: each transaction writes the :rows it was given
+PROBE = """\\set k random(0, :shard_rows - 1) * :nshards + :shard
+SELECT k, v FROM kv WHERE k >= :k ORDER BY k LIMIT :rows;
+\\shell echo :rows >> rows-seen.txt
+"""
+
+NEW_FACTORS = {
+    "factors": {
+        "A": {"name": "batch", "sets": "workload.rows", "levels": [1, 10]},
+        "B": {"name": "isolation", "levels": ["read committed", "snapshot"]},
+        "C": {"name": "commit", "sets": "server.synchronous_commit", "levels": ["on", "off"]},
+        "D": {"name": "sort_memory", "sets": "server.work_mem", "levels": ["4MB", "16MB"]},
+        "E": {"name": "seqscan", "sets": "session.enable_seqscan", "levels": ["on", "off"]},
+    },
+    "generators": {"E": "ABCD"},
+}
+NO_CLUSTER_FACTOR = {
+    "factors": {
+        "A": {"name": "operation_size", "levels": [1, 100]},
+        "B": {"name": "workload", "levels": ["read", "write"]},
+        "C": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory):
+    work = tmp_path_factory.mktemp("studies")
+    for name in COPY:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    (work / "workloads" / "probe.sql").write_text(PROBE)
+    root = Path("/dev/shm") / f"ybscale-test-{uuid.uuid4().hex[:8]}"
+    root.mkdir()
+    yield work, root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def study_dir(work: Path, root: Path, name: str, design: dict, **defaults) -> Path:
+    """A folder of its own (results included) running `design` with the tiny measurement."""
+    folder = work / name
+    for item in COPY:
+        target = folder / item
+        if not target.exists():
+            (target.parent).mkdir(parents=True, exist_ok=True)
+            src = work / item
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, target)
+    (folder / "config" / "study.yaml").write_text(yaml.safe_dump(design))
+    tiny = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
+    tiny["measurement"].update(clients=[1])
+    tiny["design"] = "config/study.yaml"
+    tiny["defaults"] = {"dataset": {"rows": 1000}, **defaults}
+    tiny["local"] = {"data_root": str(root)}
+    (folder / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    return folder
+
+
+def snakemake(folder: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+        + ["--configfile", "config/tiny.yaml"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out
+
+
+def cluster_ups(folder: Path) -> int:
+    out = snakemake(folder, "-n", "results/effects.csv", "--config", "backend=gcp")
+    return len(re.findall(r"^rule cluster_up:", out.stdout, re.MULTILINE))
+
+
+def test_new_factors_run_end_to_end_and_every_level_is_in_effect(workflow):
+    work, root = workflow
+    folder = study_dir(
+        work, root, "new", NEW_FACTORS, cluster={"nodes": 1}, workload={"script": "probe"}
+    )
+    snakemake(folder, "results/effects.csv")
+    effects = pd.read_csv(folder / "results" / "effects.csv")
+    assert len(effects[effects["term"] != "error"]) == 15
+    signs = pd.read_csv(folder / "results" / "ceilings.csv").set_index("run")
+    assert len(signs) == 16
+    for run, s in signs.iterrows():
+        meta = json.loads((folder / "results" / "runs" / run / "measurement.json").read_text())
+        effect = meta["applied"]["settings_in_effect"]
+        server, session = effect["server"]["node1"], effect["session"]["node1"]
+        assert server["synchronous_commit"] == ("on" if s["C"] < 0 else "off")
+        assert server["work_mem"] == ("4MB" if s["D"] < 0 else "16MB")
+        assert session["enable_seqscan"] == ("on" if s["E"] < 0 else "off")
+        isolation = meta["applied"]["isolation_in_effect"]["node1"]
+        assert isolation == ("read committed" if s["B"] < 0 else "repeatable read")
+        seen = (folder / "results" / "runs" / run / "pgbench-logs" / "rows-seen.txt").read_text()
+        assert set(seen.split()) == {"1" if s["A"] < 0 else "10"}
+    assert servers_under(root) == []
+    # two server factors: one cluster per combination of their levels on gcp
+    assert cluster_ups(folder) == 4
+
+
+def test_design_without_cluster_factor_runs_end_to_end_on_one_combination(workflow):
+    work, root = workflow
+    folder = study_dir(work, root, "plain", NO_CLUSTER_FACTOR)
+    snakemake(folder, "results/effects.csv")
+    effects = pd.read_csv(folder / "results" / "effects.csv")
+    assert sorted(effects["term"]) == sorted(["A", "B", "AB", "C", "AC", "BC", "ABC"])
+    ceilings = pd.read_csv(folder / "results" / "ceilings.csv")
+    assert (ceilings["empirical_tps"] > 0).all() and len(ceilings) == 8
+    assert cluster_ups(folder) == 1
+    assert servers_under(root) == []
