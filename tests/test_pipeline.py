@@ -23,7 +23,9 @@ COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    """A copy of the workflow running the tiny config on its own RAM data root."""
+    """A copy of the workflow that ran the tiny config (default target) on its own RAM data root.
+
+    Every test that uses it works alone: the study runs here, once per module."""
     work = tmp_path_factory.mktemp("study")
     for name in COPY:
         src = REPO / name
@@ -34,8 +36,11 @@ def study(tmp_path_factory):
         test_cfg = yaml.safe_load(fh)
     test_cfg["local"] = {**_local_defaults(), "data_root": str(root)}
     (work / "config" / "test.yaml").write_text(yaml.safe_dump(test_cfg))
-    yield work, root
-    shutil.rmtree(root, ignore_errors=True)
+    try:
+        snakemake(work)  # the default target: design, effects, charts
+        yield work, root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _local_defaults():
@@ -43,22 +48,23 @@ def _local_defaults():
         return yaml.safe_load(fh)["local"]
 
 
-def snakemake(work, *args, check=True, timeout=600):
+def snakemake(work, *args, check=True, timeout=600, env=None):
     out = subprocess.run(
         [*SNAKEMAKE, "--cores", "2", *args, "--configfile", "config/test.yaml"],
         cwd=work,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
     if check and out.returncode != 0:
         raise AssertionError(out.stdout[-3000:] + out.stderr[-3000:])
     return out
 
 
-def planned(work, *args) -> dict[str, set[str]]:
+def planned(work, *args, env=None) -> dict[str, set[str]]:
     """rule -> run ids of the jobs a dry run would execute."""
-    out = snakemake(work, "-n", *args).stdout
+    out = snakemake(work, "-n", *args, env=env).stdout
     jobs: dict[str, set[str]] = {}
     for block in re.split(r"\n(?=rule )", out):
         head = re.match(r"rule (\w+):", block)
@@ -70,7 +76,6 @@ def planned(work, *args) -> dict[str, set[str]]:
 
 def test_tiny_study_end_to_end(study):
     work, root = study
-    snakemake(work)  # the default target: design, effects, charts
     ceilings = pd.read_csv(work / "results/ceilings.csv")
     assert len(ceilings) == 16
     assert (ceilings["empirical_tps"] > 0).all()
@@ -117,6 +122,32 @@ def test_nothing_changed_nothing_runs(study):
     work, _ = study
     out = snakemake(work, "-n", "results/effects.csv")
     assert "Nothing to be done" in out.stdout + out.stderr
+
+
+def test_touching_every_file_remeasures_nothing(study):
+    """What a checkout or a fresh clone does to the files: new times, same content."""
+    work, _ = study
+    for path in [*(work / "src").rglob("*.py"), *(work / "workloads").glob("*.sql")]:
+        path.touch()
+    for path in (work / "rules").glob("*"):
+        path.touch()
+    assert "measure" not in planned(work, "results/effects.csv")
+
+
+def test_editing_the_measuring_code_remeasures_every_row(study):
+    """The rows re-run when the code that measures them changes content (the copy's package)."""
+    work, _ = study
+    env = {**os.environ, "PYTHONPATH": str(work / "src")}
+    bench = work / "src" / "ybscale" / "bench.py"
+    original = bench.read_text()
+    try:
+        assert "measure" not in planned(work, "results/effects.csv", env=env)
+        bench.write_text(original + "# an edit\n")
+        assert planned(work, "results/effects.csv", env=env)["measure"] == {
+            f"run{i:02d}" for i in range(1, 17)
+        }
+    finally:
+        bench.write_text(original)
 
 
 def test_changing_a_level_reruns_exactly_its_rows(study):

@@ -124,15 +124,17 @@ def _hm(seconds: float) -> str:
 
 def format_plan(p: Plan) -> str:
     """A human-readable plan, with the estimate caveats spelled out."""
+    width = max([24, *(len(c.combination) for c in p.clusters)])
     lines = [
         f"Plan: {len(p.clusters)} clusters for {len(p.row_seconds)} rows "
         f"({sum(c.vms for c in p.clusters)} VMs in all)",
-        f"{'combination':<24} {'rows':>4} {'masters':>7} {'tservers':>8} {'VMs':>4}  machine types",
+        f"{'combination':<{width}} {'rows':>4} {'masters':>7} {'tservers':>8} {'VMs':>4}"
+        "  machine types",
     ]
     for c in p.clusters:
         types = ", ".join(f"{n}x {mt}" for mt, n in c.machine_types.items())
         counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {c.vms:>4}"
-        lines.append(f"{c.combination:<24} {counts}  {types}")
+        lines.append(f"{c.combination:<{width}} {counts}  {types}")
     lines += [
         f"Expected wall time: {_hm(p.wall_seconds)} (rows one at a time, "
         f"{p.provisioning_minutes:g} min provisioning, clusters brought up in parallel)",
