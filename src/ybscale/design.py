@@ -376,8 +376,9 @@ def _validate_schema(data: object, source: str) -> None:
 
 
 def design_from_dict(data: object, source: str = "<memory>") -> Design:
-    """Build a Design from parsed YAML, validating schema and semantics."""
+    """Build a Design from parsed YAML, validating schema and semantics (defaults filled)."""
     _validate_schema(data, source)
+    data = settings.fill_defaults(settings.schema("design"), dict(data))
     factors = tuple(
         Factor(
             letter=str(letter),
@@ -391,7 +392,7 @@ def design_from_dict(data: object, source: str = "<memory>") -> Design:
     return Design(
         factors=factors,
         generators={str(k): v for k, v in (data.get("generators") or {}).items()},
-        replications=data.get("replications", 1),
+        replications=data["replications"],
         source=source,
     )
 

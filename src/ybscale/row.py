@@ -204,9 +204,10 @@ def _check_scripts(design, by_factor: Mapping, base: Mapping, workloads_dir: Pat
 
 
 def resolve_rows(design, config: Mapping) -> list[Row]:
-    """One Row per run of the design; RowError listing every bad level or default."""
-    defaults = config.get("defaults") or {}
-    workloads_dir = Path(config.get("workloads", "workloads"))
+    """One Row per run of the design (`config` as settings.load returns it); RowError listing
+    every bad level or default."""
+    defaults = config["defaults"]
+    workloads_dir = Path(config["workloads"])
     base, by_factor, errors = _knob_values(design, defaults)
     if not errors:
         errors += _check_scripts(design, by_factor, base, workloads_dir)

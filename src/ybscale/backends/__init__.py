@@ -9,7 +9,7 @@ from ybscale.backends.base import Backend, BackendError
 
 def get_backend(config: Mapping) -> Backend:
     """The backend named by `config["backend"]` (local | gcp | existing)."""
-    name = config.get("backend", "local")
+    name = config["backend"]
     if name == "local":
         from ybscale.backends.local import LocalBackend
 
