@@ -290,3 +290,34 @@ def test_program_builds_from_stack_config(mocks):
         assert {i["machineType"] for i in instances(mocks, "tserver")} == {"n2-standard-4"}
 
     return settle(cluster, check)
+
+
+@pulumi.runtime.test
+def test_every_vm_deletes_itself_after_max_run_duration(mocks):
+    """A cloud-side bound that needs no sweep (issue 9, 5): Compute Engine deletes each VM."""
+    cluster = YugabyteCluster("ybscale-c", make_args(max_run_seconds=7200))
+
+    def check(_):
+        vms = mocks.of_type("Instance")
+        assert len(vms) == 5
+        for name, inputs in vms:
+            scheduling = inputs["scheduling"]
+            assert scheduling["maxRunDuration"] == {"seconds": 7200}, name
+            assert scheduling["instanceTerminationAction"] == "DELETE", name
+            assert scheduling["provisioningModel"] == "STANDARD", name
+
+    return settle(cluster, check)
+
+
+def test_max_run_duration_follows_ttl():
+    import datetime as dt
+
+    from ybscale import stacks
+    from ybscale.backends.gcp import validate_section
+
+    settings = validate_section({"gcp": {"project": "p", "owner": "ada", "ttl_hours": 2.5}})
+    now = dt.datetime(2026, 11, 22, 15, tzinfo=dt.UTC)
+    args = stacks.cluster_args("nodes3-small-reploff", settings, now, "ssh-ed25519 AAAA k")
+    assert args.max_run_seconds == 9000
+    with pytest.raises(ValueError, match="max_run_seconds"):
+        make_args(max_run_seconds=10)

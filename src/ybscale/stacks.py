@@ -85,6 +85,7 @@ def cluster_args(combo: str, settings: Mapping, now: dt.datetime, public_key: st
         yugabyte_version=settings["yugabyte"]["version"],
         yugabyte_url=settings["yugabyte"]["url"],
         pg_client_version=settings["pg_client_version"],
+        max_run_seconds=round(settings["ttl_hours"] * 3600),
         labels={
             "project": settings["name"],
             "stack": stack_name(combo, settings),
