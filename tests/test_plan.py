@@ -96,3 +96,18 @@ def test_sweep_main_dry_run(tmp_path, capsys, monkeypatch):
     cfg.write_text(yaml.safe_dump({"gcp": {"project": "p"}}))
     assert sweep.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 0
     assert "would destroy 0 expired stack(s)" in capsys.readouterr().out
+
+
+def test_state_lives_outside_results_and_the_plan_says_where(seed, tmp_path, monkeypatch):
+    """`rm -rf results` must not forget running clusters (issue 9, 7)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    text = plan_mod.format_plan(plan_mod.plan(seed, CONFIG))
+    url = f"file://{tmp_path}/state/ybscale/pulumi-state"
+    assert f"Pulumi state: {url} (outside results/" in text
+    monkeypatch.delenv("XDG_STATE_HOME")
+    from ybscale.backends.gcp import validate_section
+
+    default = validate_section({})["state_url"]
+    assert default == f"file://{Path.home().resolve()}/.local/state/ybscale/pulumi-state"
+    assert "results" not in default

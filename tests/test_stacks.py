@@ -1,4 +1,7 @@
-"""The Automation-API driver with a fake `pulumi.automation` (no Pulumi CLI, no cloud)."""
+"""The Automation-API driver: with a fake `pulumi.automation` for the cloud-bound paths, and
+against the real Pulumi engine (a local file backend, a cloud-free inline program) for the
+lifecycle: up, outputs, expiry read from a fresh workspace, sweep, destroy, interrupted up,
+rerun after `onerror`."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ class FakeStack:
     def __init__(self, auto, name, program):
         self.auto, self.name, self.program = auto, name, program
         self.config = {}
+        self.outputs = {}
         self.workspace = types.SimpleNamespace(
             install_plugin=lambda name, version: auto.calls.append(("plugin", name, version)),
             remove_stack=lambda name: auto.calls.append(("remove", name)) or auto.stacks.pop(name),
@@ -43,9 +47,15 @@ class FakeStack:
             "ssh_user": "ybscale",
             "replication_factor": 1,
         }
+        labels = json.loads(self.config["ybscale:cluster"].value)["labels"]
+        outputs.update(expiry=labels["expiry"], owner=labels["owner"])  # export_lifecycle
+        self.outputs = {k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
         return types.SimpleNamespace(
             outputs={k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
         )
+
+    def refresh(self, clear_pending_creates=None, on_output=None):
+        self.auto.calls.append(("refresh", self.name, clear_pending_creates))
 
     def destroy(self, on_output=None):
         self.auto.calls.append(("destroy", self.name))
@@ -87,8 +97,8 @@ class FakeAuto:
                     for n in auto.stacks
                 ] + [real_auto.StackSummary(name="other-project-stack", current=False)]
 
-            def get_config(self, name, key):
-                return auto.stacks[name].config[key]
+            def stack_outputs(self, name):
+                return auto.stacks[name].outputs
 
         return Workspace()
 
@@ -97,12 +107,13 @@ class FakeAuto:
 def settings(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     cfg = gcp.validate_section({"gcp": {"project": "my-proj", "owner": "ada"}})
     return cfg
 
 
 def test_settings_defaults(settings, tmp_path):
-    assert settings["state_url"] == f"file://{tmp_path}/results/pulumi-state"
+    assert settings["state_url"] == f"file://{tmp_path}/state/ybscale/pulumi-state"
     assert settings["machine_types"] == {
         "small": "n1-standard-2", "large": "n2-standard-4",
         "master": "n1-standard-2", "loadgen": "e2-standard-4",
@@ -169,7 +180,8 @@ def test_not_ready_destroys(settings, tmp_path):
     with pytest.raises(BackendError, match="does not answer"):
         stacks.up("nodes3-small-reploff", settings, auto=auto, now=NOW, ready=never_ready,
                   log=lambda m: None)  # fmt: skip
-    assert auto.calls[-1] == ("destroy", "ybscale-nodes3-small-reploff")
+    name = "ybscale-nodes3-small-reploff"
+    assert auto.calls[-3:] == [("refresh", name, True), ("destroy", name), ("remove", name)]
 
 
 def test_up_needs_a_project(tmp_path, monkeypatch):
@@ -206,16 +218,17 @@ def test_sweep_destroys_only_expired(settings):
     assert set(auto.stacks) == {"ybscale-nodes5-large-replon"}
 
 
-def test_destroy_all(settings):
+def test_destroy_all_destroys_only_the_owners_stacks(settings):
     auto = FakeAuto()
     quiet = lambda m: None  # noqa: E731
     for combo in ("nodes3-small-reploff", "nodes5-large-replon"):
         stacks.up(combo, settings, auto=auto, now=NOW, log=quiet)
-    config = {"gcp": {"project": "my-proj"}}
+    stacks.up("nodes3-large-replon", {**settings, "owner": "bob"}, auto=auto, now=NOW, log=quiet)
+    config = {"gcp": {"project": "my-proj", "owner": "ada"}}
     assert sorted(stacks.destroy_all(config, auto=auto, log=quiet)) == [
         "ybscale-nodes3-small-reploff", "ybscale-nodes5-large-replon",
     ]  # fmt: skip
-    assert not auto.stacks
+    assert set(auto.stacks) == {"ybscale-nodes3-large-replon"}
 
 
 def test_expiry_labels_round_trip():
@@ -271,7 +284,8 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
         assert host.known_hosts == gcp.known_hosts_path(combo)
     stacks.destroy(combo, settings, out=gcp.destroyed_path(combo), auto=FakeAuto(),
                    now=NOW + dt.timedelta(hours=1), log=lambda m: None)  # fmt: skip
-    with pytest.raises(BackendError, match="destroyed since"):
+    assert not gcp.endpoints_path(combo).exists()  # the next run brings it up again
+    with pytest.raises(BackendError, match="missing; the cluster_up rule"):
         with backend.cluster(LEVELS, 1000, tmp_path):
             pass
 

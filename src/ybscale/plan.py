@@ -44,6 +44,7 @@ class Plan:
     prices: dict[str, float]
     provisioning_minutes: float
     missing_prices: list[str] = field(default_factory=list)
+    state_url: str = ""
 
     def vm_hours(self, worst: bool = True) -> float:
         return sum(c.vms * (c.hours_max if worst else c.hours_min) for c in self.clusters)
@@ -116,6 +117,7 @@ def plan(design, config: Mapping, combos: Sequence[str] | None = None) -> Plan:
         prices=prices,
         provisioning_minutes=settings["provisioning_minutes"],
         missing_prices=sorted(used - set(prices)),
+        state_url=settings["state_url"],
     )
 
 
@@ -144,6 +146,11 @@ def format_plan(p: Plan) -> str:
         "from the editable price table gcp.prices in config/config.yaml; disks, NAT and egress "
         "not included",
     ]
+    if p.state_url:
+        lines.append(
+            f"Pulumi state: {p.state_url} (outside results/: keep it until `ybscale sweep` "
+            "reports nothing left)"
+        )
     if p.missing_prices:
         lines.append(
             f"WARNING: no price for {', '.join(p.missing_prices)} in gcp.prices: counted as 0"

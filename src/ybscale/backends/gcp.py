@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -43,8 +44,15 @@ def validate_section(config: Mapping) -> dict:
         )
     settings["owner"] = settings["owner"] or getpass.getuser()
     if not settings["state_url"]:
-        settings["state_url"] = "file://" + str((RESULTS / "pulumi-state").resolve())
+        settings["state_url"] = default_state_url()
     return settings
+
+
+def default_state_url() -> str:
+    """Pulumi state outside results/ (an `rm -rf results` must not forget running clusters):
+    file://$XDG_STATE_HOME/ybscale/pulumi-state, by default ~/.local/state/ybscale/pulumi-state."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return "file://" + str(Path(base).resolve() / "ybscale" / "pulumi-state")
 
 
 def endpoints_path(combo: str) -> Path:
@@ -318,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="endpoints.json (up) / destroyed.json (down)")
     args = parser.parse_args(argv)
     config = _load_config(args.config, args.set)
+    stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
     try:
         settings = validate_section(config)
         if args.action == "up":
@@ -331,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     except (BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc}); what was brought up has been destroyed", file=sys.stderr)
+        return 130
     return 0
 
 
