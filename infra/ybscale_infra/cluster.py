@@ -51,6 +51,7 @@ class ClusterArgs:
     yugabyte_url: str = (
         "https://downloads.yugabyte.com/releases/{release}/yugabyte-{version}-linux-x86_64.tar.gz"
     )
+    yugabyte_sha256: str | None = None  # None: checked against the published <url>.sha
     pg_client_version: int = 16
     max_run_seconds: int = 8 * 3600  # Compute Engine deletes each VM after this, no sweep needed
 
@@ -171,6 +172,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                     zone=args.zone,
                     version=args.yugabyte_version,
                     url=url,
+                    sha256=args.yugabyte_sha256,
                 ),
                 role="master",
             )
@@ -188,6 +190,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                     zone=args.zone,
                     version=args.yugabyte_version,
                     url=url,
+                    sha256=args.yugabyte_sha256,
                 ),
                 role="tserver",
             )

@@ -21,6 +21,7 @@ from pathlib import Path
 from ybscale.backends.base import BackendError
 
 INFRA_DIR = Path(__file__).resolve().parents[2] / "infra"
+SERIAL_LOGS = Path("results/logs/cluster_up")
 EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
 COMBO = re.compile(r"^nodes(?P<nodes>\d+)-(?P<size>[a-z0-9_]+)-repl(?P<repl>[a-z0-9_]+)$")
 
@@ -86,6 +87,7 @@ def cluster_args(combo: str, settings: Mapping, now: dt.datetime, public_key: st
         ssh_public_key=public_key,
         yugabyte_version=settings["yugabyte"]["version"],
         yugabyte_url=settings["yugabyte"]["url"],
+        yugabyte_sha256=settings["yugabyte"].get("sha256"),
         pg_client_version=settings["pg_client_version"],
         max_run_seconds=round(settings["ttl_hours"] * 3600),
         labels={
@@ -203,6 +205,45 @@ def invalidate_endpoints(combo: str) -> None:
     gcp.known_hosts_path(combo).unlink(missing_ok=True)
 
 
+def vm_names(name: str, args) -> list[str]:
+    """The instance names the infra program gives a stack's VMs."""
+    return (
+        [f"{name}-master-{i}" for i in range(args.replication_factor)]
+        + [f"{name}-tserver-{i}" for i in range(args.nodes)]
+        + [f"{name}-loadgen"]
+    )
+
+
+def save_serial_output(name: str, args, settings: Mapping, logdir: Path, log=print) -> list[Path]:
+    """Each VM's serial console (its startup script's output) into logdir, before a failed
+    bring-up destroys the VMs; what cannot be read is logged, never raised."""
+    import shutil
+    import subprocess
+
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        log(f"{name}: gcloud not found, serial console output not saved")
+        return []
+    saved = []
+    logdir.mkdir(parents=True, exist_ok=True)
+    for vm in vm_names(name, args):
+        argv = [gcloud, "compute", "instances", "get-serial-port-output", vm,
+                f"--zone={args.zone}", f"--project={settings['project']}"]  # fmt: skip
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log(f"{vm}: serial console not read: {exc}")
+            continue
+        if done.returncode != 0:
+            log(f"{vm}: serial console not read: {done.stderr.strip()[-300:]}")
+            continue
+        path = logdir / f"{vm}.serial.log"
+        path.write_text(done.stdout)
+        saved.append(path)
+    log(f"{name}: serial console output of {len(saved)} VM(s) saved in {logdir}")
+    return saved
+
+
 def up(
     combo: str,
     settings: Mapping,
@@ -270,6 +311,8 @@ def up(
             "destroying the stack")  # fmt: skip
         try:
             wait_pulumi(interrupt_wait, log)  # the cancelled up must release the stack's lock
+            if program is None:  # real VMs: keep their boot logs before they are gone
+                save_serial_output(name, args, settings, SERIAL_LOGS / name, log)
             teardown(stack, log)
             stack.workspace.remove_stack(name)
             log(f"{name}: destroyed and removed")
