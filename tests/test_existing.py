@@ -119,7 +119,7 @@ class FakeRunner:
             return "read committed\n"
         if sql == "SELECT 1":
             return "1\n"
-        if "yb_table_properties" in sql:
+        if "yb_table_properties" in sql or "yb_servers()" in sql:
             return "3\n"
         if "yb_local_tablets" in sql:
             return "1\n"
@@ -377,3 +377,47 @@ def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path):
     # every bucket's keys lie inside its own split range
     out = c.psql(f"SELECT min(k / {existing.BUCKET}), max(k / {existing.BUCKET}) FROM kv")
     assert out.strip() == "0|2"
+
+
+MASTERS = {  # the shape of yb-master's /api/v1/masters (instance_id, registration, role)
+    "masters": [
+        {"instance_id": {"permanent_uuid": f"u{i}", "instance_seqno": 1},
+         "registration": {"private_rpc_addresses": [{"host": f"10.42.0.{10 + i}",
+                                                     "port": 7100}]},
+         "role": role}
+        for i, role in enumerate(["FOLLOWER", "LEADER", "FOLLOWER"])
+    ]
+}  # fmt: skip
+
+
+def test_master_raft_group_must_be_complete():
+    import json
+
+    assert existing.master_problems(json.dumps(MASTERS), 3) == []
+    two = {"masters": MASTERS["masters"][:2]}
+    assert existing.master_problems(json.dumps(two), 3) == [
+        "2 of 3 masters in the Raft group (roles ['FOLLOWER', 'LEADER'])"
+    ]
+    down = {"masters": [*MASTERS["masters"][:2], {"error": {"code": "NETWORK_ERROR"}}]}
+    problems = existing.master_problems(json.dumps(down), 3)
+    assert "1 master(s) report an error: {'code': 'NETWORK_ERROR'}" in problems
+    leaderless = {"masters": [{**m, "role": "FOLLOWER"} for m in MASTERS["masters"]]}
+    assert existing.master_problems(json.dumps(leaderless), 3) == ["0 master leaders"]
+    assert "unreadable" in existing.master_problems("<html>", 3)[0]
+
+
+def test_check_needs_every_tserver_in_yb_servers(postgres):
+    """Ready means yb_servers() lists every tserver (stub: it lists two of three)."""
+    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name="ready")
+    stub = "CREATE FUNCTION yb_servers() RETURNS SETOF int AS $$ VALUES (1), (2) $$"
+    stub += " LANGUAGE sql"
+    for ep in c.endpoints:
+        c.runner.psql(ep, stub, {}, 30)
+    c._version = "PostgreSQL 11.2-YB-2024.2.1.0-b0"  # what YugabyteDB's version() says
+    with pytest.raises(BackendError, match="yb_servers\\(\\) lists 2 tservers, the cluster has 3"):
+        c.check()
+    c.endpoints = c.endpoints[:2]
+    c.check()
+    c.health = lambda: ["2 of 3 masters in the Raft group"]
+    with pytest.raises(BackendError, match="cluster not ready: 2 of 3 masters"):
+        c.check()

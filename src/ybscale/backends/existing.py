@@ -11,6 +11,7 @@ database and table name nothing else uses.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import subprocess
@@ -157,6 +158,26 @@ def rename_table(sql: str, table: str) -> str:
 ISOLATION_FUNCTION = "yb_get_effective_transaction_isolation_level()"
 
 
+def master_problems(answer: str, expected: int) -> list[str]:
+    """What keeps the yb-master Raft group from being complete, from a master's
+    `/api/v1/masters` JSON ({"masters": [{"role": "LEADER" | "FOLLOWER", ...}, ...]})."""
+    try:
+        masters = json.loads(answer)["masters"]
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"unreadable /api/v1/masters answer ({exc}): {answer[:200]!r}"]
+    problems = []
+    roles = [m.get("role") for m in masters]
+    failed = [m for m in masters if "error" in m]
+    if failed:
+        problems.append(f"{len(failed)} master(s) report an error: {failed[0]['error']}")
+    members = sum(1 for r in roles if r in ("LEADER", "FOLLOWER"))
+    if members != expected:
+        problems.append(f"{members} of {expected} masters in the Raft group (roles {roles})")
+    if roles.count("LEADER") != 1:
+        problems.append(f"{roles.count('LEADER')} master leaders")
+    return problems
+
+
 def is_yugabyte(version: str) -> bool:
     """YugabyteDB's version() reads like `PostgreSQL 11.2-YB-2024.2.1.0-b0 ...`."""
     return "-YB-" in version
@@ -215,6 +236,7 @@ class YsqlCluster(Cluster):
         pgbench: str = "pgbench",
         layout_timeout: float = LAYOUT_TIMEOUT,
         sleep=time.sleep,
+        health=None,
     ):
         if not endpoints:
             raise BackendError("no SQL endpoints")
@@ -228,6 +250,7 @@ class YsqlCluster(Cluster):
         self.pgbench = pgbench
         self.layout_timeout = layout_timeout
         self.sleep = sleep
+        self.health = health  # () -> list of problems beyond SQL (gcp: the masters' Raft group)
         self.layouts: list[dict] = []
         self.inserted: list[dict] = []
         self._loaded = False
@@ -345,6 +368,8 @@ class YsqlCluster(Cluster):
             self.sleep(5)
 
     def check(self) -> None:
+        """Every endpoint answers SELECT 1; on YugabyteDB every tserver is registered
+        (yb_servers()) and `health` (if any) reports nothing. BackendError names what is not."""
         failed = []
         for ep in self.endpoints:
             try:
@@ -354,6 +379,16 @@ class YsqlCluster(Cluster):
                 failed.append(f"{self.name(ep)}: {exc}")
         if failed:
             raise BackendError("nodes not answering SELECT 1:\n" + "\n".join(failed))
+        problems = []
+        if is_yugabyte(self.server_version()):
+            n = int(self.psql("SELECT count(*) FROM yb_servers()", timeout=30).strip())
+            if n != len(self.endpoints):
+                problems.append(f"yb_servers() lists {n} tservers, the cluster has "
+                                f"{len(self.endpoints)}")  # fmt: skip
+        if self.health is not None:
+            problems += self.health()
+        if problems:
+            raise BackendError("cluster not ready: " + "; ".join(problems))
 
     def isolation_in_effect(self, endpoint: Endpoint) -> tuple[str, str]:
         """(level, how it was read) for a session with the row's settings.

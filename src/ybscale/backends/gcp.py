@@ -27,7 +27,13 @@ import yaml
 
 from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
-from ybscale.backends.existing import YsqlCluster, psql_argv, rename_table, section
+from ybscale.backends.existing import (
+    YsqlCluster,
+    master_problems,
+    psql_argv,
+    rename_table,
+    section,
+)
 
 RESULTS = Path("results")
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
@@ -240,11 +246,7 @@ class GcpBackend(Backend):
         combo = self.infra_key(levels)
         endpoints = load_endpoints(combo)
         host = ssh_host(endpoints, self.settings)
-        nodes = [
-            Endpoint(host=ip, port=int(endpoints["ysql_port"]), dbname="yugabyte",
-                     user="yugabyte", role=f"tserver{i}")
-            for i, ip in enumerate(endpoints["tserver_ips"])
-        ]  # fmt: skip
+        nodes = tserver_endpoints(endpoints)
         record = {
             "backend": "gcp",
             "combination": combo,
@@ -267,31 +269,60 @@ class GcpBackend(Backend):
                 table="kv",
                 sharding=self.settings["table_sharding"],
                 record=record,
+                health=masters_health(host, endpoints),
             )
         finally:
             ssh.stop_master(host, master)
 
 
-def wait_ready(endpoints: Mapping, settings: Mapping, log=print) -> None:
-    """Wait until the load generator answers over SSH and every tserver answers SELECT 1."""
+def tserver_endpoints(endpoints: Mapping) -> list[Endpoint]:
+    """The YSQL endpoint of every tserver of a cluster."""
+    port = int(endpoints["ysql_port"])
+    return [
+        Endpoint(host=ip, port=port, dbname="yugabyte", user="yugabyte", role=f"tserver{i}")
+        for i, ip in enumerate(endpoints["tserver_ips"])
+    ]
+
+
+def masters_health(host: ssh.SshHost, endpoints: Mapping):
+    """A check of the yb-master Raft group, asked from the load generator: the first master
+    that answers `/api/v1/masters` (web port 7000) must list every master as LEADER or
+    FOLLOWER, with exactly one leader."""
+    masters = [a.rsplit(":", 1)[0] for a in endpoints["master_addresses"].split(",")]
+
+    def health() -> list[str]:
+        errors = []
+        for ip in masters:
+            url = f"http://{ip}:7000/api/v1/masters"
+            try:
+                answer = ssh.check_output(host, ["curl", "-fsS", "--max-time", "10", url],
+                                          timeout=60)  # fmt: skip
+            except BackendError as exc:
+                errors.append(f"{url}: {exc}")
+                continue
+            return master_problems(answer, len(masters))
+        return ["no master answers: " + "; ".join(errors)]
+
+    return health
+
+
+def wait_ready(endpoints: Mapping, settings: Mapping, log=print, sleep=time.sleep) -> None:
+    """Wait until the cluster is ready: the VMs' startup finished, every master in the Raft
+    group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check)."""
     host = ssh_host(endpoints, settings)
-    probe = " && ".join(
-        f"psql -X -A -t -h {ip} -p {endpoints['ysql_port']} -U yugabyte -d yugabyte -c 'SELECT 1'"
-        for ip in endpoints["tserver_ips"]
-    )
+    cluster = YsqlCluster(tserver_endpoints(endpoints), {}, 0, LoadgenRunner(host),
+                          health=masters_health(host, endpoints))  # fmt: skip
     deadline = time.monotonic() + settings["ready_timeout"]
     last = ""
     while time.monotonic() < deadline:
         try:
-            ssh.check_output(
-                host, ["sh", "-c", f"test -f /var/lib/ybscale/ready && {probe}"], timeout=60,
-                env={"PGCONNECT_TIMEOUT": "5"},
-            )  # fmt: skip
-            log(f"{endpoints['stack']}: every tserver answers SELECT 1")
+            ssh.check_output(host, ["test", "-f", "/var/lib/ybscale/ready"], timeout=60)
+            cluster.check()
+            log(f"{endpoints['stack']}: ready (masters, yb_servers(), YSQL on every tserver)")
             return
         except BackendError as exc:
             last = str(exc)
-            time.sleep(15)
+            sleep(15)
     raise BackendError(
         f"{endpoints['stack']}: not ready after {settings['ready_timeout']}s: {last}"
     )
