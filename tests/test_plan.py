@@ -13,12 +13,16 @@ from ybscale.design import load_design
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENT = {"clients": [1, 2, 4, 8], "repetitions": 2, "seconds": 10, "warmup": 5, "rows": 20000}
+RATES = {
+    "vm_hour": {"n1-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
+    "disk_gb_month": {"pd-ssd": 0.146},
+    "nat_vm_hour": 0.001,
+    "nat_gb": 0.05,
+    "egress_gb": 0.1,
+}
 CONFIG = {
     "measurement": MEASUREMENT,
-    "gcp": {
-        "provisioning_minutes": 12,
-        "prices": {"n1-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
-    },
+    "gcp": {"provisioning_minutes": 12, "prices": {"us-central1": RATES}},
 }
 
 
@@ -52,23 +56,51 @@ def test_times_and_cost(seed):
     for c in p.clusters:
         assert c.hours_min == pytest.approx(0.2 + c.measure_seconds / 3600)
         assert c.hours_min <= c.hours_max <= 0.2 + sum(p.row_seconds.values()) / 3600
-    expected = sum(
-        n * CONFIG["gcp"]["prices"][mt] * c.hours_max
+    vms = sum(
+        n * RATES["vm_hour"][mt] * c.hours_max
         for c in p.clusters
         for mt, n in c.machine_types.items()
     )
-    assert p.cost() == pytest.approx(expected)
+    # 50 GB boot disk per VM at 0.146 / 730 per GB-hour; NAT per VM-hour; 1 GB per VM through
+    # NAT; 0.01 GB per row back to you
+    disks = sum(c.vms * 50 * 0.146 / 730 * c.hours_max for c in p.clusters)
+    nat = sum(c.vms * 0.001 * c.hours_max for c in p.clusters)
+    costs = p.costs()
+    assert costs["VMs"] == pytest.approx(vms) and costs["disks"] == pytest.approx(disks)
+    assert costs["Cloud NAT"] == pytest.approx(nat)
+    assert costs["NAT data"] == pytest.approx(60 * 1.0 * 0.05)
+    assert costs["egress"] == pytest.approx(16 * 0.01 * 0.1)
+    assert p.cost() == pytest.approx(vms + disks + nat + 3.0 + 0.016)
     assert p.vm_hours(False) < p.vm_hours()
     text = plan_mod.format_plan(p)
-    assert "8 clusters for 16 rows" in text and "ESTIMATE" in text and "gcp.prices" in text
+    assert (
+        "8 clusters for 16 rows" in text and "ESTIMATE" in text and "gcp.prices.us-central1" in text
+    )
+    assert f"disks {disks:.2f}" in text and "Not included: sustained/committed-use" in text
     assert "nodes5-large-replon" in text and "WARNING" not in text
 
 
 def test_missing_price_is_flagged(seed):
-    config = {"measurement": MEASUREMENT, "gcp": {"prices": {"n1-standard-2": 0.1}}}
+    rates = {**RATES, "vm_hour": {"n1-standard-2": 0.1}, "disk_gb_month": {}}
+    config = {"measurement": MEASUREMENT, "gcp": {"prices": {"us-central1": rates}}}
     p = plan_mod.plan(seed, config)
-    assert p.missing_prices == ["e2-standard-4", "n2-standard-4"]
-    assert "WARNING: no price for e2-standard-4, n2-standard-4" in plan_mod.format_plan(p)
+    assert p.missing_prices == ["e2-standard-4", "n2-standard-4", "pd-ssd"]
+    text = plan_mod.format_plan(p)
+    assert (
+        "WARNING: no price for e2-standard-4, n2-standard-4, pd-ssd in gcp.prices.us-central1"
+        in text
+    )
+
+
+def test_a_changed_zone_never_keeps_another_regions_prices(seed):
+    """Issue 9, 11: prices are per region; a region without prices is an error, not a default."""
+    gcp = {**CONFIG["gcp"], "region": "europe-west4", "zone": "europe-west4-a"}
+    config = {"measurement": MEASUREMENT, "gcp": gcp}
+    with pytest.raises(ValueError, match="gcp.prices.europe-west4: no prices for region europe-"):
+        plan_mod.plan(seed, config)
+    config["gcp"]["zone"] = "us-central1-a"
+    with pytest.raises(ValueError, match="gcp.zone: us-central1-a is not in gcp.region europe-"):
+        plan_mod.plan(seed, config)
 
 
 def test_one_combination(seed):

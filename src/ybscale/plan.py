@@ -1,7 +1,7 @@
 """`ybscale plan`: clusters, VMs, VM-hours, estimated cost and wall time before anything runs.
 
-The cost is an ESTIMATE from the editable price table `gcp.prices` (USD per VM-hour); disks,
-Cloud NAT and network egress are not counted.
+The cost is an ESTIMATE from the editable per-region price table `gcp.prices`: VMs, persistent
+disks, Cloud NAT (gateway and data) and egress; what it leaves out is printed with it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,11 @@ import yaml
 
 from ybscale.backends.base import Backend
 
+HOURS_PER_MONTH = 730  # how GCP prices a GB-month of disk per hour
+NOT_INCLUDED = (
+    "sustained/committed-use discounts, taxes, Cloud Logging/Monitoring beyond the free tier, "
+    "disk snapshots, and any time a cluster stays up after a failure until destroyed"
+)
 PER_COUNT_OVERHEAD_S = 15  # reset + checks + process start per client count (estimate)
 LOAD_ROWS_PER_S = 20_000  # dataset (re)load speed assumed for write rows (estimate)
 
@@ -30,6 +35,7 @@ class ClusterPlan:
     measure_seconds: float  # its rows, back to back
     hours_min: float  # up only while its own rows run (+ provisioning)
     hours_max: float  # up from the start until its last row finished (+ provisioning)
+    disk_gb: int = 0  # boot disks of all its VMs
 
     @property
     def vms(self) -> int:
@@ -45,16 +51,41 @@ class Plan:
     provisioning_minutes: float
     missing_prices: list[str] = field(default_factory=list)
     state_url: str = ""
+    region: str = ""
+    rates: dict = field(default_factory=dict)  # the region's price table (gcp.prices.<region>)
+    disk_type: str = "pd-ssd"
+    nat_gb_per_vm: float = 0.0
+    egress_gb_per_row: float = 0.0
 
     def vm_hours(self, worst: bool = True) -> float:
         return sum(c.vms * (c.hours_max if worst else c.hours_min) for c in self.clusters)
 
+    def costs(self, worst: bool = True) -> dict[str, float]:
+        """Estimated cost by item (USD)."""
+
+        def hours(c: ClusterPlan) -> float:
+            return c.hours_max if worst else c.hours_min
+
+        disk_hour = self.rates.get("disk_gb_month", {}).get(self.disk_type, 0.0) / HOURS_PER_MONTH
+        vms = sum(c.vms for c in self.clusters)
+        return {
+            "VMs": sum(
+                n * self.prices.get(mt, 0.0) * hours(c)
+                for c in self.clusters
+                for mt, n in c.machine_types.items()
+            ),
+            "disks": sum(c.disk_gb * disk_hour * hours(c) for c in self.clusters),
+            "Cloud NAT": sum(
+                c.vms * self.rates.get("nat_vm_hour", 0.0) * hours(c) for c in self.clusters
+            ),  # fmt: skip
+            "NAT data": vms * self.nat_gb_per_vm * self.rates.get("nat_gb", 0.0),
+            "egress": len(self.row_seconds)
+            * self.egress_gb_per_row
+            * self.rates.get("egress_gb", 0.0),
+        }
+
     def cost(self, worst: bool = True) -> float:
-        return sum(
-            n * self.prices.get(mt, 0.0) * (c.hours_max if worst else c.hours_min)
-            for c in self.clusters
-            for mt, n in c.machine_types.items()
-        )
+        return sum(self.costs(worst).values())
 
 
 def row_seconds(levels: Mapping, measurement: Mapping) -> float:
@@ -81,6 +112,13 @@ def plan(design, config: Mapping, combos: Sequence[str] | None = None) -> Plan:
     if combos is not None:
         runs = [r for r in runs if key[r] in combos]
     seconds = {r: row_seconds(design.levels(r), measurement) for r in runs}
+    region = settings["region"]
+    rates = settings["prices"].get(region)
+    if rates is None:
+        raise ValueError(
+            f"config/config.yaml: gcp.prices.{region}: no prices for region {region} "
+            f"(gcp.zone {settings['zone']}); add them: the plan never borrows another region's"
+        )
     prov_h = settings["provisioning_minutes"] / 60
     clusters, elapsed, finished = [], 0.0, {}
     for r in runs:  # rows measured one at a time, in design order
@@ -106,10 +144,13 @@ def plan(design, config: Mapping, combos: Sequence[str] | None = None) -> Plan:
                 measure_seconds=measure,
                 hours_min=prov_h + measure / 3600,
                 hours_max=prov_h + finished[combo] / 3600,
+                disk_gb=sum(machine_types.values()) * settings["disk_size_gb"],
             )
         )
     used = {mt for c in clusters for mt in c.machine_types}
-    prices = {k: float(v) for k, v in settings["prices"].items()}
+    prices = {k: float(v) for k, v in rates["vm_hour"].items()}
+    if settings["disk_type"] not in rates["disk_gb_month"]:
+        used.add(settings["disk_type"])
     return Plan(
         clusters=clusters,
         row_seconds=seconds,
@@ -118,6 +159,11 @@ def plan(design, config: Mapping, combos: Sequence[str] | None = None) -> Plan:
         provisioning_minutes=settings["provisioning_minutes"],
         missing_prices=sorted(used - set(prices)),
         state_url=settings["state_url"],
+        region=region,
+        rates=rates,
+        disk_type=settings["disk_type"],
+        nat_gb_per_vm=settings["nat_gb_per_vm"],
+        egress_gb_per_row=settings["egress_gb_per_row"],
     )
 
 
@@ -143,8 +189,9 @@ def format_plan(p: Plan) -> str:
         f"VM-hours: {p.vm_hours():.1f} if every cluster stays up from the start until its last row "
         f"(how Snakemake schedules it); {p.vm_hours(False):.1f} at best",
         f"Estimated cost: USD {p.cost():.2f} (at best USD {p.cost(False):.2f}) -- an ESTIMATE "
-        "from the editable price table gcp.prices in config/config.yaml; disks, NAT and egress "
-        "not included",
+        f"from the editable price table gcp.prices.{p.region} in config/config.yaml: "
+        + ", ".join(f"{item} {value:.2f}" for item, value in p.costs().items()),
+        f"Not included: {NOT_INCLUDED}",
     ]
     if p.state_url:
         lines.append(
@@ -153,7 +200,8 @@ def format_plan(p: Plan) -> str:
         )
     if p.missing_prices:
         lines.append(
-            f"WARNING: no price for {', '.join(p.missing_prices)} in gcp.prices: counted as 0"
+            f"WARNING: no price for {', '.join(p.missing_prices)} in gcp.prices.{p.region}: "
+            "counted as 0"
         )
     return "\n".join(lines)
 

@@ -48,6 +48,11 @@ def validate_section(config: Mapping) -> dict:
             "config/config.yaml: gcp.ssh_source_cidr: required with ssh_access: public "
             "(your address, e.g. 203.0.113.7/32), or use ssh_access: iap"
         )
+    if not settings["zone"].startswith(settings["region"] + "-"):
+        raise ValueError(
+            f"config/config.yaml: gcp.zone: {settings['zone']} is not in gcp.region "
+            f"{settings['region']}"
+        )
     settings["owner"] = settings["owner"] or getpass.getuser()
     if not settings["state_url"]:
         settings["state_url"] = default_state_url()
