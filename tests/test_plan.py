@@ -52,10 +52,11 @@ def test_times_and_cost(seed):
     assert seed.levels(read)["workload"] == "read"
     assert p.row_seconds[read] == 161
     assert set(p.row_seconds.values()) == {161, 164}
-    assert p.wall_seconds == 12 * 60 + 8 * 161 + 8 * 164
+    # every cluster: 12 min provisioning + one read and one write row; two slots of four
+    assert p.wall_seconds == 4 * (12 * 60 + 161 + 164)
     for c in p.clusters:
         assert c.hours_min == pytest.approx(0.2 + c.measure_seconds / 3600)
-        assert c.hours_min <= c.hours_max <= 0.2 + sum(p.row_seconds.values()) / 3600
+        assert c.hours_max == 8  # max_run_duration = ttl_hours deletes every VM
     vms = sum(
         n * RATES["vm_hour"][mt] * c.hours_max
         for c in p.clusters
@@ -76,7 +77,8 @@ def test_times_and_cost(seed):
     assert (
         "8 clusters for 16 rows" in text and "ESTIMATE" in text and "gcp.prices.us-central1" in text
     )
-    assert f"disks {disks:.2f}" in text and "Not included: sustained/committed-use" in text
+    planned = sum(c.vms * 50 * 0.146 / 730 * c.hours_min for c in p.clusters)
+    assert f"disks {planned:.2f}" in text and "Not included: sustained/committed-use" in text
     assert "nodes5-large-replon" in text and "WARNING" not in text
 
 
@@ -143,3 +145,55 @@ def test_state_lives_outside_results_and_the_plan_says_where(seed, tmp_path, mon
     default = validate_section({})["state_url"]
     assert default == f"file://{Path.home().resolve()}/.local/state/ybscale/pulumi-state"
     assert "results" not in default
+
+
+def test_at_most_max_clusters_live_and_the_chain_that_enforces_it(seed):
+    """Issue 9, 8: a slot brings its next cluster up only after destroying the previous one."""
+    p = plan_mod.plan(seed, CONFIG)
+    assert p.max_clusters == 2 and {c.slot for c in p.clusters} == {0, 1}
+    for t in sorted({c.start_seconds for c in p.clusters}):
+        assert sum(c.start_seconds <= t < c.end_seconds for c in p.clusters) <= 2
+    prev = plan_mod.previous_in_slot(seed, CONFIG)
+    firsts = [combo for combo, before in prev.items() if before is None]
+    assert len(firsts) == 2 and len(prev) == 8
+    by = {c.combination: c for c in p.clusters}
+    for combo, before in prev.items():
+        if before is not None:
+            assert by[before].end_seconds == by[combo].start_seconds
+            assert by[before].slot == by[combo].slot
+    one = plan_mod.plan(seed, {**CONFIG, "gcp": {**CONFIG["gcp"], "max_clusters": 1}})
+    assert one.wall_seconds == 8 * (12 * 60 + 161 + 164)
+
+
+def test_peak_needs_per_quota(seed):
+    p = plan_mod.plan(seed, CONFIG)
+    # the two largest live together at some point: check against a brute force over time
+    worst = {}
+    for t in {c.start_seconds for c in p.clusters}:
+        live = [c for c in p.clusters if c.start_seconds <= t < c.end_seconds]
+        n2 = sum(4 * c.machine_types.get("n2-standard-4", 0) for c in live)
+        worst["N2_CPUS"] = max(worst.get("N2_CPUS", 0), n2)
+        worst["SSD_TOTAL_GB"] = max(worst.get("SSD_TOTAL_GB", 0), sum(c.disk_gb for c in live))
+    assert p.peaks["N2_CPUS"] == ("N2 vCPUs", worst["N2_CPUS"])
+    assert p.peaks["SSD_TOTAL_GB"] == ("pd-ssd GB", worst["SSD_TOTAL_GB"])
+    assert p.peaks["CPUS"][0] == "N1 vCPUs" and p.peaks["E2_CPUS"] == ("E2 vCPUs", 8)
+    assert plan_mod.vcpus("n2-custom-6-23040") == 6 and plan_mod.vcpus("e2-medium") == 2
+
+
+def test_plan_shows_quotas_gcloud_reports(seed, tmp_path, monkeypatch):
+    import json
+
+    quotas = {"quotas": [{"metric": "N2_CPUS", "limit": 24.0, "usage": 8.0},
+                         {"metric": "SSD_TOTAL_GB", "limit": 2048.0, "usage": 0.0}]}  # fmt: skip
+    gcloud = tmp_path / "gcloud"
+    gcloud.write_text(f"#!/bin/sh\necho '{json.dumps(quotas)}'\n")
+    gcloud.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    text = plan_mod.format_plan(plan_mod.plan(seed, config, quotas=True))
+    assert "N2 vCPUs 20 (N2_CPUS: limit 24, in use 8) EXCEEDS the free quota" in text
+    assert "(SSD_TOTAL_GB: limit 2048, in use 0) -- quotas of my-proj" in text
+    assert "quotas of my-proj in us-central1 (gcloud)" in text
+    gcloud.write_text("#!/bin/sh\necho 'not logged in' >&2\nexit 1\n")
+    text = plan_mod.format_plan(plan_mod.plan(seed, config, quotas=True))
+    assert "quotas not read (gcloud: not logged in)" in text and "EXCEEDS" not in text

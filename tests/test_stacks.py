@@ -495,3 +495,31 @@ def test_failed_up_saves_every_vms_serial_console_first(settings, tmp_path, monk
     assert "get-serial-port-output ybscale-nodes3-small-replon-tserver-2" in text
     assert "--zone=us-central1-a --project=my-proj" in text
     assert ("destroy", "ybscale-nodes3-small-replon") in auto.calls
+
+
+def test_rows_of_one_cluster_take_turns_rows_of_two_run_together(settings, tmp_path):
+    """Issue 9, 8: one benchmark at a time per cluster (its load generator), not globally."""
+    import threading
+
+    order = []
+    inside = threading.Event()
+
+    def row(combo, tag, hold):
+        with gcp.cluster_lock(combo):
+            order.append(f"{tag} in")
+            inside.set()
+            time.sleep(hold)
+            order.append(f"{tag} out")
+
+    first = threading.Thread(target=row, args=("nodes3-small-reploff", "a", 0.5))
+    first.start()
+    inside.wait(10)
+    other = threading.Thread(target=row, args=("nodes5-large-replon", "b", 0))
+    same = threading.Thread(target=row, args=("nodes3-small-reploff", "c", 0))
+    other.start()
+    other.join(10)
+    same.start()
+    for t in (first, same):
+        t.join(10)
+    assert order.index("b out") < order.index("a out")  # another cluster did not wait
+    assert order.index("c in") > order.index("a out")  # the same cluster did

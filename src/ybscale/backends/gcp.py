@@ -74,6 +74,22 @@ def destroyed_path(combo: str) -> Path:
     return RESULTS / "clusters" / combo / "destroyed.json"
 
 
+@contextmanager
+def cluster_lock(combo: str) -> Iterator[None]:
+    """One row at a time per cluster (its single load generator); rows of different clusters
+    run in parallel. An flock on results/clusters/<combo>/measure.lock, released on exit."""
+    import fcntl
+
+    path = RESULTS / "clusters" / combo / "measure.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def known_hosts_path(combo: str) -> Path:
     """Host keys of this cluster's incarnation (removed by up/down: a new VM has a new key)."""
     return RESULTS / "clusters" / combo / "known_hosts"
@@ -264,8 +280,7 @@ class GcpBackend(Backend):
             "zone": endpoints.get("zone"),
             "load_generator": endpoints.get("loadgen_name"),
         }
-        master = ssh.start_master(host)  # one connection shared by every pgbench and psql
-        try:
+        with cluster_lock(combo), self._session(host):
             yield YsqlCluster(
                 nodes,
                 levels,
@@ -276,6 +291,14 @@ class GcpBackend(Backend):
                 record=record,
                 health=masters_health(host, endpoints),
             )
+
+    @staticmethod
+    @contextmanager
+    def _session(host: ssh.SshHost) -> Iterator[bool]:
+        """One SSH connection shared by every pgbench and psql of the row."""
+        master = ssh.start_master(host)
+        try:
+            yield master
         finally:
             ssh.stop_master(host, master)
 
