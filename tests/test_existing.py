@@ -107,6 +107,9 @@ class FakeRunner:
         self.version = "PostgreSQL 11.2-YB-2024.2.1.0-b0"
         self.sql: list[tuple[str, str, dict]] = []
 
+    def facts(self, pgbench):
+        return {"cores": 48, "pgbench_version": "pgbench (PostgreSQL) 16.4"}
+
     def psql(self, endpoint, sql, env, timeout):
         self.sql.append((endpoint.host, sql, dict(env)))
         if endpoint.host in self.down:
@@ -421,3 +424,20 @@ def test_check_needs_every_tserver_in_yb_servers(postgres):
     c.health = lambda: ["2 of 3 masters in the Raft group"]
     with pytest.raises(BackendError, match="cluster not ready: 2 of 3 masters"):
         c.check()
+
+
+def test_load_generator_facts_come_from_where_pgbench_runs(tmp_path):
+    """Issue 9, 4: -j and the recorded pgbench version are the load generator's."""
+    applied = cluster(FakeRunner()).applied()
+    assert applied["load_generator"] == {
+        "cores": 48,
+        "pgbench_version": "pgbench (PostgreSQL) 16.4",
+    }
+    fake = _fake_exe(tmp_path / "pgbench", "print('pgbench (PostgreSQL) 15.99')\n")
+    facts = existing.LocalRunner().facts(str(fake))
+    assert facts == {
+        "cores": len(os.sched_getaffinity(0)),
+        "pgbench_version": "pgbench (PostgreSQL) 15.99",
+    }
+    with pytest.raises(BackendError, match="load generator facts unreadable"):
+        existing.LocalRunner().facts(str(tmp_path / "missing-pgbench"))

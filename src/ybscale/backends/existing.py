@@ -197,6 +197,19 @@ class Runner(Protocol):
 
     def fetch(self, remote: Path, local: Path) -> None: ...
 
+    def facts(self, pgbench: str) -> dict: ...
+
+
+def parse_facts(out: str) -> dict:
+    """{"cores", "pgbench_version"} from `nproc; pgbench --version` output."""
+    lines = out.strip().splitlines()
+    if len(lines) < 2 or not lines[0].strip().isdigit():
+        raise BackendError(f"load generator facts unreadable: {out[-300:]!r}")
+    return {"cores": int(lines[0]), "pgbench_version": lines[1].strip()}
+
+
+FACTS_SCRIPT = 'nproc && "$0" --version'
+
 
 def psql_argv(psql: str, endpoint: Endpoint) -> list[str]:
     """psql reading SQL from stdin, unaligned tuples only, stopping at the first error."""
@@ -255,6 +268,7 @@ class YsqlCluster(Cluster):
         self.inserted: list[dict] = []
         self._loaded = False
         self._version: str | None = None
+        self._facts: dict | None = None
 
     @property
     def tablets(self) -> int:
@@ -287,6 +301,16 @@ class YsqlCluster(Cluster):
     def psql(self, sql: str, endpoint: Endpoint | None = None, env=None, timeout=PSQL_TIMEOUT):
         endpoint = endpoint or self.endpoints[0]
         return self.runner.psql(endpoint, sql, {**password_env(endpoint), **(env or {})}, timeout)
+
+    def load_generator(self) -> dict:
+        """Cores and pgbench version of the machine that runs pgbench (not the controller's):
+        what `-j` and the recorded pgbench version must come from."""
+        if self._facts is None:
+            self._facts = self.runner.facts(self.pgbench)
+        return self._facts
+
+    def load_cores(self) -> int:
+        return self.load_generator()["cores"]
 
     def server_version(self) -> str:
         if self._version is None:
@@ -433,6 +457,7 @@ class YsqlCluster(Cluster):
             "isolation_in_effect": in_effect,
             "isolation_source": sorted(sources),
             "server_version": self.server_version(),
+            "load_generator": self.load_generator(),
             "table": self.table,
             "sharding": self.sharding,
             "tablet_layout": self.layouts,  # filled by every reset
@@ -485,6 +510,15 @@ class LocalRunner:
 
     def fetch(self, remote: Path, local: Path) -> None:
         """Logs are written locally already."""
+
+    def facts(self, pgbench: str) -> dict:
+        """This machine's usable cores and its pgbench's version."""
+        try:
+            done = subprocess.run(["sh", "-c", FACTS_SCRIPT, pgbench], capture_output=True,
+                                  text=True, timeout=60)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendError(f"{pgbench} --version: {exc}") from exc
+        return parse_facts(done.stdout)
 
 
 # --------------------------------------------------------------------------- backend

@@ -28,8 +28,10 @@ import yaml
 from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
 from ybscale.backends.existing import (
+    FACTS_SCRIPT,
     YsqlCluster,
     master_problems,
+    parse_facts,
     psql_argv,
     rename_table,
     section,
@@ -239,6 +241,11 @@ class LoadgenRunner:
         return ssh.check_output(
             self.host, psql_argv("psql", endpoint), input=sql, env=pg_env, timeout=timeout
         )
+
+    def facts(self, pgbench: str = "pgbench") -> dict:
+        """The load generator's cores (`nproc`) and pgbench version."""
+        out = ssh.check_output(self.host, ["sh", "-c", FACTS_SCRIPT, pgbench], timeout=60)
+        return parse_facts(out)
 
     def fetch_glob(self, remote_glob: str, local_dir: Path) -> None:
         local_dir.mkdir(parents=True, exist_ok=True)
