@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import stat
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import row_from_levels
+from conftest import row_from_levels, settings_with
 
 from ybscale import study
 from ybscale.backends import existing
@@ -91,9 +95,9 @@ def test_endpoints_of_host_port():
 
 def test_dataset_sql_and_rename():
     sql = existing.dataset_sql(1000, "ybscale_kv", "range", 3)
-    assert "PRIMARY KEY (k ASC)) SPLIT AT VALUES ((333), (666));" in sql
-    assert "TRUNCATE ybscale_kv;" in sql and "generate_series(0, 999)" in sql
-    assert "CREATE SEQUENCE IF NOT EXISTS ybscale_kv_new_key;" in sql
+    assert "PRIMARY KEY (k ASC)) SPLIT AT VALUES ((1000000000000), (2000000000000));" in sql
+    assert "generate_series(0, 999)" in sql
+    assert "CREATE SEQUENCE ybscale_kv_new_key;" in sql
     assert "SPLIT INTO 5 TABLETS" in existing.dataset_sql(10, "kv", "hash", 5)
     assert "PRIMARY KEY (k));" in existing.dataset_sql(10, "kv", "none", 5)
     script = (ROOT / "workloads" / "write.sql").read_text()
@@ -107,7 +111,11 @@ class FakeRunner:
 
     def __init__(self, effective="read committed", has_function=True, down=()):
         self.effective, self.has_function, self.down = effective, has_function, set(down)
+        self.version = "PostgreSQL 11.2-YB-2024.2.1.0-b0"
         self.sql: list[tuple[str, str, dict]] = []
+
+    def facts(self, pgbench):
+        return {"cores": 48, "pgbench_version": "pgbench (PostgreSQL) 16.4"}
 
     def psql(self, endpoint, sql, env, timeout):
         self.sql.append((endpoint.host, sql, dict(env)))
@@ -121,8 +129,16 @@ class FakeRunner:
             return "read committed\n"
         if sql == "SELECT 1":
             return "1\n"
+        if "yb_table_properties" in sql or "yb_servers()" in sql:
+            return "3\n"
+        if "yb_local_tablets" in sql:
+            return "1\n"
+        if "to_regclass" in sql:
+            return "f\n"
+        if "GROUP BY 1" in sql:
+            return "0|1000\n1|1000\n2|1000\n"
         if "version()" in sql:
-            return "PostgreSQL 11.2-YB-2024.2.1.0-b0\n"
+            return self.version + "\n"
         return ""
 
 
@@ -133,11 +149,18 @@ def cluster(runner, levels=LEVELS, n=3):
     return existing.YsqlCluster(eps, row, runner, table="ybscale_kv", sharding="range")
 
 
-def test_targets_cover_every_node_with_the_full_key_space():
-    targets = cluster(FakeRunner()).targets("write")
+def test_targets_cover_every_node():
+    """Range: node i works in range bucket i (split point i * BUCKET); hash: every key."""
+    c = cluster(FakeRunner())
+    targets = c.targets("write")
     assert [t.endpoint.role for t in targets] == ["tserver0", "tserver1", "tserver2"]
+    assert [t.variables for t in targets] == [
+        {"shard": b * existing.BUCKET, "nshards": 1, "shard_rows": n, "keybase": n}
+        for b, n in enumerate([334, 333, 333])
+    ]
+    c.sharding = "hash"
     assert all(t.variables == {"shard": 0, "nshards": 1, "shard_rows": 1000, "keybase": 1000}
-               for t in targets)  # fmt: skip
+               for t in c.targets("read"))  # fmt: skip
 
 
 def test_applied_reads_back_isolation(monkeypatch):
@@ -146,7 +169,7 @@ def test_applied_reads_back_isolation(monkeypatch):
     applied = cluster(runner).applied()
     assert set(applied["isolation_in_effect"].values()) == {"read committed"}
     assert applied["isolation_source"] == ["yb_get_effective_transaction_isolation_level()"]
-    host, sql, env = runner.sql[0]
+    host, sql, env = next(q for q in runner.sql if "yb_get_effective" in q[1])
     assert env["PGOPTIONS"] == r"-c default_transaction_isolation=read\ committed"
     assert env["PGPASSWORD"] == "s3cret"
 
@@ -155,11 +178,6 @@ def test_applied_mismatch_fails():
     # YugabyteDB without --yb_enable_read_committed_isolation runs READ COMMITTED as snapshot
     with pytest.raises(BackendError, match="differs from the design's 'read committed'"):
         cluster(FakeRunner(effective="repeatable read")).applied()
-
-
-def test_applied_falls_back_to_show():
-    applied = cluster(FakeRunner(has_function=False)).applied()
-    assert applied["isolation_source"] == ["SHOW transaction_isolation"]
 
 
 def test_check_names_every_failed_node():
@@ -174,12 +192,12 @@ def test_reset_loads_writes_every_time_reads_once():
     c = cluster(runner)
     for _ in range(3):
         c.reset("write")
-    assert sum("TRUNCATE ybscale_kv" in s for _, s, _ in runner.sql) == 3
+    assert sum("DROP TABLE IF EXISTS ybscale_kv" in s for _, s, _ in runner.sql) == 3
     runner = FakeRunner()
     c = cluster(runner, {**LEVELS, "workload": "read"})
     for _ in range(3):
         c.reset("read")
-    assert sum("TRUNCATE" in s for _, s, _ in runner.sql) == 1
+    assert sum("DROP TABLE" in s for _, s, _ in runner.sql) == 1
 
 
 def _fake_exe(path: Path, body: str) -> Path:
@@ -228,3 +246,208 @@ def test_backend_never_creates_anything(tmp_path):
     with pytest.raises(BackendError, match="existing.combinations.nodes5-small-reploff"):
         with backend.cluster(row_from_levels({**LEVELS, "nodes": 5}, 1000), tmp_path):
             pass
+
+
+# ------------------------------------------------------------ issue 9: layout, spread, isolation
+
+
+def test_reset_recreates_the_table_instead_of_truncating_it():
+    """YugabyteDB >= 2024.1 TRUNCATE rewrites the table with the default tablet count."""
+    sql = existing.dataset_sql(3000, "ybscale_kv", "range", 3)
+    assert "TRUNCATE" not in sql
+    assert sql.index("DROP TABLE IF EXISTS ybscale_kv;") < sql.index("CREATE TABLE ybscale_kv")
+    assert "DROP SEQUENCE IF EXISTS ybscale_kv_new_key;" in sql
+    assert "SPLIT AT VALUES ((1000000000000), (2000000000000));" in sql
+    assert "TRUNCATE" not in existing.dataset_sql(10, "kv", "hash", 5)
+
+
+def test_isolation_on_yugabyte_never_falls_back_to_show():
+    """SHOW transaction_isolation says read committed while YugabyteDB runs snapshot."""
+    with pytest.raises(BackendError, match="cannot read the isolation level in effect on Yugab"):
+        cluster(FakeRunner(has_function=False)).applied()
+
+
+def test_isolation_on_postgresql_is_read_with_show():
+    runner = FakeRunner(has_function=False)
+    runner.version = "PostgreSQL 15.8 (Debian 15.8-0+deb12u1)"
+    applied = cluster(runner).applied()
+    assert applied["isolation_source"] == ["SHOW transaction_isolation"]
+
+
+@pytest.fixture(scope="module")
+def postgres(tmp_path_factory):
+    """A real PostgreSQL server (the local backend's, one node) and a psql LocalRunner."""
+    from ybscale.backends.local import LocalBackend, find_bindir
+
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path_factory.mktemp("pg")
+    root = Path(tempfile.mkdtemp(prefix="ybscale-test-", dir=base))
+    root.chmod(0o755)
+    backend = LocalBackend(settings_with(local={"data_root": str(root), "cpu_mechanism": "none"}))
+    levels = {**LEVELS, "nodes": 1, "replication": "off"}
+    try:
+        with backend.cluster(row_from_levels(levels, 10), tmp_path_factory.mktemp("work")) as local:
+            yield local.nodes[0], existing.LocalRunner("kv", psql=str(find_bindir() / "psql"))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# What YugabyteDB answers, as stubs in plain PostgreSQL: each "tserver" is its own database.
+STUB = """
+CREATE TABLE kv (k bigint PRIMARY KEY, v text);
+CREATE TABLE stub_tablets (tablet_id text, leader text, here bool);
+CREATE FUNCTION yb_table_properties(regclass, OUT num_tablets bigint,
+    OUT num_hash_key_columns bigint, OUT is_colocated bool) AS
+  $$ SELECT count(*), 0::bigint, false FROM stub_tablets $$ LANGUAGE sql;
+CREATE VIEW yb_local_tablets AS
+  SELECT tablet_id, current_database()::text AS namespace_name, 'kv'::text AS table_name,
+         'TABLET_DATA_READY'::text AS state FROM stub_tablets WHERE here;
+"""
+
+
+def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t"):
+    """A YsqlCluster over `tservers` databases answering like YugabyteDB would.
+
+    tablets[i]: the tablet ids tserver i holds (all tservers see the same tablet list);
+    leaders: tablet id -> leader address (creates yb_tablet_metadata, as in YugabyteDB 2025.1+).
+    """
+    node, runner = postgres
+    every = sorted({t for held in tablets for t in held})
+    eps = []
+    for i in range(tservers):
+        db = f"{name}{i}"
+        node.psql(f"DROP DATABASE IF EXISTS {db}")
+        node.psql(f"CREATE DATABASE {db}")
+        ep = Endpoint(node.endpoint.host, node.endpoint.port, db, "postgres", None, f"tserver{i}")
+        rows = ", ".join(
+            f"('{t}', '{(leaders or {}).get(t, '')}', {str(t in tablets[i]).lower()})"
+            for t in every
+        )
+        sql = STUB + (f"INSERT INTO stub_tablets VALUES {rows};\n" if rows else "")
+        if leaders is not None:
+            sql += (
+                "CREATE VIEW yb_tablet_metadata AS SELECT tablet_id, current_database()::text"
+                " AS db_name, 'kv'::text AS relname, leader FROM stub_tablets;\n"
+            )
+        runner.psql(ep, sql, {}, 60)
+        eps.append(ep)
+    row = row_from_levels(LEVELS, 3000)
+    return existing.YsqlCluster(eps, row, runner, sharding="range", layout_timeout=0)
+
+
+def test_layout_with_one_tablet_fails_the_row(postgres):
+    """What TRUNCATE leaves behind on YugabyteDB >= 2024.1: one tablet on one tserver."""
+    c = stub_cluster(postgres, [["a"], [], []])
+    with pytest.raises(BackendError) as err:
+        c.check_layout()
+    msg = str(err.value)
+    assert "table kv (range sharding) is not spread over the tservers" in msg
+    assert "1 tablet(s) for 3 tservers" in msg
+    assert "no replica of kv on tserver1 (127.0.0.1:" in msg
+
+
+def test_layout_with_leaders_on_one_tserver_fails(postgres):
+    tablets = ["a", "b", "c"]
+    c = stub_cluster(postgres, [tablets] * 3, leaders=dict.fromkeys(tablets, "10.0.0.1:9100"))
+    with pytest.raises(BackendError, match="tablet leaders on fewer than 3 tservers"):
+        c.check_layout()
+
+
+def test_good_layout_is_recorded(postgres):
+    leaders = {"a": "10.0.0.1:9100", "b": "10.0.0.2:9100", "c": "10.0.0.3:9100"}
+    c = stub_cluster(postgres, [["a", "b", "c"]] * 3, leaders=leaders)
+    layout = c.check_layout()
+    assert layout["tablets"] == 3 and set(layout["replicas_per_node"].values()) == {3}
+    assert layout["leaders_per_node"] == dict.fromkeys(leaders.values(), 1)
+    # replication off and no yb_tablet_metadata (YugabyteDB 2024.x): the only replica leads
+    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name="rf1_")
+    layout = c.check_layout()
+    assert layout["leaders_source"].startswith("yb_local_tablets")
+    assert list(layout["leaders_per_node"].values()) == [1, 1, 1]
+    assert c.applied()["tablet_layout"] is c.layouts
+
+
+def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path):
+    """Real pgbench, the real write scripts, the range layout's keys (SPLIT clause left out,
+    PostgreSQL has none): every bucket = tablet receives the inserts of its clients."""
+    from ybscale.backends.local import find_bindir
+
+    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name="spread")
+    sql = existing.dataset_sql(3000, "kv", "range", 3)
+    sql = re.sub(r" SPLIT AT VALUES \(.*?\)\);", ";", sql).replace("(k ASC)", "(k)")
+    c.psql(sql)
+    c._loaded = True
+    for per_tx in (1, 100):
+        for target in c.targets("write"):
+            argv = [str(find_bindir() / "pgbench"), "-n", "-t", "4", "-f",
+                    str(ROOT / "workloads" / "write.sql"), "-h", target.endpoint.host,
+                    "-p", str(target.endpoint.port), "-U", "postgres",
+                    f"-Drows={per_tx}"]  # fmt: skip
+            argv += [f"-D{k}={v}" for k, v in target.variables.items()]
+            done = subprocess.run(argv + [c.endpoints[0].dbname], capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+        assert c.inserted_per_bucket() == {f"tablet{b}": 4 * per_tx for b in range(3)}
+        c.psql(sql)
+    # every bucket's keys lie inside its own split range
+    out = c.psql(f"SELECT min(k / {existing.BUCKET}), max(k / {existing.BUCKET}) FROM kv")
+    assert out.strip() == "0|2"
+
+
+MASTERS = {  # the shape of yb-master's /api/v1/masters (instance_id, registration, role)
+    "masters": [
+        {"instance_id": {"permanent_uuid": f"u{i}", "instance_seqno": 1},
+         "registration": {"private_rpc_addresses": [{"host": f"10.42.0.{10 + i}",
+                                                     "port": 7100}]},
+         "role": role}
+        for i, role in enumerate(["FOLLOWER", "LEADER", "FOLLOWER"])
+    ]
+}  # fmt: skip
+
+
+def test_master_raft_group_must_be_complete():
+    import json
+
+    assert existing.master_problems(json.dumps(MASTERS), 3) == []
+    two = {"masters": MASTERS["masters"][:2]}
+    assert existing.master_problems(json.dumps(two), 3) == [
+        "2 of 3 masters in the Raft group (roles ['FOLLOWER', 'LEADER'])"
+    ]
+    down = {"masters": [*MASTERS["masters"][:2], {"error": {"code": "NETWORK_ERROR"}}]}
+    problems = existing.master_problems(json.dumps(down), 3)
+    assert "1 master(s) report an error: {'code': 'NETWORK_ERROR'}" in problems
+    leaderless = {"masters": [{**m, "role": "FOLLOWER"} for m in MASTERS["masters"]]}
+    assert existing.master_problems(json.dumps(leaderless), 3) == ["0 master leaders"]
+    assert "unreadable" in existing.master_problems("<html>", 3)[0]
+
+
+def test_check_needs_every_tserver_in_yb_servers(postgres):
+    """Ready means yb_servers() lists every tserver (stub: it lists two of three)."""
+    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name="ready")
+    stub = "CREATE FUNCTION yb_servers() RETURNS SETOF int AS $$ VALUES (1), (2) $$"
+    stub += " LANGUAGE sql"
+    for ep in c.endpoints:
+        c.runner.psql(ep, stub, {}, 30)
+    c._version = "PostgreSQL 11.2-YB-2024.2.1.0-b0"  # what YugabyteDB's version() says
+    with pytest.raises(BackendError, match="yb_servers\\(\\) lists 2 tservers, the cluster has 3"):
+        c.check()
+    c.endpoints = c.endpoints[:2]
+    c.check()
+    c.health = lambda: ["2 of 3 masters in the Raft group"]
+    with pytest.raises(BackendError, match="cluster not ready: 2 of 3 masters"):
+        c.check()
+
+
+def test_load_generator_facts_come_from_where_pgbench_runs(tmp_path):
+    """Issue 9, 4: -j and the recorded pgbench version are the load generator's."""
+    applied = cluster(FakeRunner()).applied()
+    assert applied["load_generator"] == {
+        "cores": 48,
+        "pgbench_version": "pgbench (PostgreSQL) 16.4",
+    }
+    fake = _fake_exe(tmp_path / "pgbench", "print('pgbench (PostgreSQL) 15.99')\n")
+    facts = existing.LocalRunner().facts(str(fake))
+    assert facts == {
+        "cores": len(os.sched_getaffinity(0)),
+        "pgbench_version": "pgbench (PostgreSQL) 15.99",
+    }
+    with pytest.raises(BackendError, match="load generator facts unreadable"):
+        existing.LocalRunner().facts(str(tmp_path / "missing-pgbench"))

@@ -290,3 +290,175 @@ def test_program_builds_from_stack_config(mocks):
         assert {i["machineType"] for i in instances(mocks, "tserver")} == {"n2-standard-4"}
 
     return settle(cluster, check)
+
+
+@pulumi.runtime.test
+def test_every_vm_deletes_itself_after_max_run_duration(mocks):
+    """A cloud-side bound that needs no sweep (issue 9, 5): Compute Engine deletes each VM."""
+    cluster = YugabyteCluster("ybscale-c", make_args(max_run_seconds=7200))
+
+    def check(_):
+        vms = mocks.of_type("Instance")
+        assert len(vms) == 5
+        for name, inputs in vms:
+            scheduling = inputs["scheduling"]
+            assert scheduling["maxRunDuration"] == {"seconds": 7200}, name
+            assert scheduling["instanceTerminationAction"] == "DELETE", name
+            assert scheduling["provisioningModel"] == "STANDARD", name
+
+    return settle(cluster, check)
+
+
+def test_max_run_duration_follows_ttl():
+    import datetime as dt
+
+    from ybscale import stacks
+    from ybscale.backends.gcp import validate_section
+
+    settings = validate_section({"gcp": {"project": "p", "owner": "ada", "ttl_hours": 2.5}})
+    now = dt.datetime(2026, 11, 22, 15, tzinfo=dt.UTC)
+    args = stacks.cluster_args("nodes3-small-reploff", settings, now, "ssh-ed25519 AAAA k")
+    assert args.max_run_seconds == 9000
+    with pytest.raises(ValueError, match="max_run_seconds"):
+        make_args(max_run_seconds=10)
+
+
+# ------------------------------------------------- startup scripts: bash -n, shellcheck, stubs
+
+
+def all_scripts() -> dict[str, str]:
+    url = startup.download_url(ClusterArgs.yugabyte_url, "2024.2.1.0-b185")
+    common = {"master_ips": ["10.42.0.10"], "zone": "us-central1-a",
+              "version": "2024.2.1.0-b185", "url": url}  # fmt: skip
+    return {
+        "master": startup.master_script(ip="10.42.0.10", replication_factor=1, **common),
+        "tserver": startup.tserver_script(ip="10.42.0.11", **common),
+        "loadgen": startup.loadgen_script(16),
+    }
+
+
+def need(tool: str) -> str:
+    """The tool's path; missing fails in CI (setup.sh installs it) and skips elsewhere."""
+    import os
+    import shutil
+
+    path = shutil.which(tool)
+    if path is None:
+        reason = f"{tool} is not installed (setup.sh installs it)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
+
+
+@pytest.mark.parametrize("role", ["master", "tserver", "loadgen"])
+def test_startup_scripts_parse_and_pass_shellcheck(role, tmp_path):
+    import subprocess
+
+    path = tmp_path / f"{role}.sh"
+    path.write_text(all_scripts()[role])
+    done = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([need("shellcheck"), "-S", "warning", str(path)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout
+
+
+STUBS = {
+    # apt-get: the dpkg lock is held by unattended-upgrades for the first two calls
+    "apt-get": 'echo "apt-get $*" >> "$LOG"\nn=$(cat "$STATE" 2>/dev/null || echo 0)\n'
+    'echo $((n + 1)) > "$STATE"\n[ "$n" -ge "${APT_FAILS:-2}" ] || exit 100\n',
+    "systemctl": 'echo "systemctl $*" >> "$LOG"\n',
+    "locale": 'printf "C\\nC.utf8\\nPOSIX\\n"\n',
+    "locale-gen": 'echo "locale-gen $*" >> "$LOG"\n',
+    "update-locale": 'echo "update-locale $*" >> "$LOG"\n',
+    "sleep": "true\n",
+}
+
+
+def run_with_stubs(tmp_path, body: str, **env):
+    """Run `body` after the real script header (set -euxo pipefail + OS preparation) with the
+    package manager and systemd replaced by stubs that log their arguments."""
+    import os
+    import subprocess
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    for name, text in STUBS.items():
+        (bindir / name).write_text("#!/bin/bash\n" + text)
+        (bindir / name).chmod(0o755)
+    script = tmp_path / "script.sh"
+    script.write_text(startup._header("test") + body)
+    log = tmp_path / "log"
+    full_env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "LOG": str(log),
+                "STATE": str(tmp_path / "apt-calls"), **env}  # fmt: skip
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=full_env,
+                          cwd=tmp_path, timeout=60)  # fmt: skip
+    return done, (log.read_text() if log.exists() else "")
+
+
+def test_first_boot_waits_for_apt_disables_timers_and_generates_the_locale(tmp_path):
+    done, log = run_with_stubs(tmp_path, "apt_get install curl\necho done\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("done")
+    lines = log.splitlines()
+    assert "systemctl disable --now apt-daily.timer apt-daily-upgrade.timer" in lines
+    assert "systemctl disable --now unattended-upgrades.service" in lines
+    assert "locale-gen en_US.UTF-8" in lines
+    # two refusals (lock held), then success: three tries, each waiting for the lock
+    tries = [line for line in lines if line.startswith("apt-get")]
+    assert tries == ["apt-get -o DPkg::Lock::Timeout=600 -y install locales"] * 3 + [
+        "apt-get -o DPkg::Lock::Timeout=600 -y install curl"
+    ]
+    assert "failed (try 2 of 6), retrying" in done.stderr
+
+
+def test_first_boot_gives_up_when_apt_keeps_failing(tmp_path):
+    done, _ = run_with_stubs(tmp_path, "apt_get install curl\necho unreachable\n", APT_FAILS="99")
+    assert done.returncode != 0
+    assert "unreachable" not in done.stdout and "failed 6 times" in done.stderr
+
+
+def _tarball(tmp_path):
+    import hashlib
+    import tarfile
+
+    top = tmp_path / "yugabyte-2024.2.1.0"
+    (top / "bin").mkdir(parents=True)
+    (top / "bin" / "post_install.sh").write_text('#!/bin/bash\ntouch "$(dirname $0)/../ok"\n')
+    (top / "bin" / "post_install.sh").chmod(0o755)
+    tar = tmp_path / "yb.tar.gz"
+    with tarfile.open(tar, "w:gz") as fh:
+        fh.add(top, arcname=top.name)
+    return tar, hashlib.sha256(tar.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("published", ["match", "mismatch", "pinned-mismatch"])
+def test_tarball_checksum_is_verified(tmp_path, published):
+    tar, digest = _tarball(tmp_path)
+    wrong = "0" * 64
+    sha = digest if published == "match" else wrong
+    # curl: -o FILE URL copies the tarball; URL.sha prints the published checksum
+    STUBS["curl"] = (
+        f'if [ "${{@: -1}}" = "file://yb.sha" ]; then echo "{sha}  yb.tar.gz"; exit 0; fi\n'
+        'for ((i = 1; i <= $#; i++)); do [ "${!i}" = -o ] && { j=$((i + 1)); '
+        f'cp {tar} "${{!j}}"; }}; done\nexit 0\n'
+    )
+    try:
+        body = startup._install_yugabyte(
+            "2024.2.1.0-b185", "file://yb",
+            sha256=digest if published == "match" else (wrong if "pinned" in published else None),
+            home=str(tmp_path / "yb"), data=str(tmp_path / "data"),
+        )  # fmt: skip
+        body = body.replace("/var/lib/ybscale", str(tmp_path / "state"))
+        done, _ = run_with_stubs(tmp_path, body, APT_FAILS="0")
+    finally:
+        del STUBS["curl"]
+    if published == "match":
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "yb" / "ok").exists()
+        assert (tmp_path / "yb" / ".ybscale-version").read_text().strip() == "2024.2.1.0-b185"
+    else:
+        assert done.returncode != 0
+        assert "checksum mismatch for file://yb" in done.stderr
+        assert not (tmp_path / "yb").exists()

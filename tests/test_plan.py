@@ -12,22 +12,26 @@ from ybscale import study, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENT = {"clients": [1, 2, 4, 8], "repetitions": 2, "seconds": 10, "warmup": 5}
+RATES = {
+    "vm_hour": {"n1-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
+    "disk_gb_month": {"pd-ssd": 0.146},
+    "nat_vm_hour": 0.001,
+    "nat_gb": 0.05,
+    "egress_gb": 0.1,
+}
 CONFIG = {
     "design": str(ROOT / "config" / "design.yaml"),
     "backend": "gcp",
     "workloads": str(ROOT / "workloads"),
     "measurement": MEASUREMENT,
     "defaults": {"dataset": {"rows": 20000}},
-    "gcp": {
-        "provisioning_minutes": 12,
-        "prices": {"n1-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
-    },
+    "gcp": {"provisioning_minutes": 12, "prices": {"us-central1": RATES}},
 }
 
 
-def planned(config, combos=None):
+def plan_of(config, combos=None, **kwargs):
     loaded = study.load(config)
-    return plan_mod.plan(loaded.rows, loaded.settings, combos)
+    return plan_mod.plan(loaded.rows, loaded.settings, combos, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,7 @@ def seed():
 
 
 def test_seed_design_needs_eight_clusters(seed):
-    p = planned(CONFIG)
+    p = plan_of(CONFIG)
     assert len(p.clusters) == 8 and all(len(c.runs) == 2 for c in p.clusters)
     by = {c.combination: c for c in p.clusters}
     small = by["nodes3-small-reploff"]
@@ -49,38 +53,68 @@ def test_seed_design_needs_eight_clusters(seed):
 
 
 def test_times_and_cost(seed):
-    p = planned(CONFIG)
+    p = plan_of(CONFIG)
     # per client count: 5 warm-up + 2 x 10 s + 15 s overhead = 40 s; 4 counts = 160 s;
     # loading 20000 rows takes 1 s: once for read rows, before every count for write rows
     read = seed.rows[0].run
     assert seed.rows[0].script == "read"
     assert p.row_seconds[read] == 161
     assert set(p.row_seconds.values()) == {161, 164}
-    assert p.wall_seconds == 12 * 60 + 8 * 161 + 8 * 164
+    # every cluster: 12 min provisioning + one read and one write row; two slots of four
+    assert p.wall_seconds == 4 * (12 * 60 + 161 + 164)
     for c in p.clusters:
         assert c.hours_min == pytest.approx(0.2 + c.measure_seconds / 3600)
-        assert c.hours_min <= c.hours_max <= 0.2 + sum(p.row_seconds.values()) / 3600
-    expected = sum(
-        n * CONFIG["gcp"]["prices"][mt] * c.hours_max
+        assert c.hours_max == 8  # max_run_duration = ttl_hours deletes every VM
+    vms = sum(
+        n * RATES["vm_hour"][mt] * c.hours_max
         for c in p.clusters
         for mt, n in c.machine_types.items()
     )
-    assert p.cost() == pytest.approx(expected)
+    # 50 GB boot disk per VM at 0.146 / 730 per GB-hour; NAT per VM-hour; 1 GB per VM through
+    # NAT; 0.01 GB per row back to you
+    disks = sum(c.vms * 50 * 0.146 / 730 * c.hours_max for c in p.clusters)
+    nat = sum(c.vms * 0.001 * c.hours_max for c in p.clusters)
+    costs = p.costs()
+    assert costs["VMs"] == pytest.approx(vms) and costs["disks"] == pytest.approx(disks)
+    assert costs["Cloud NAT"] == pytest.approx(nat)
+    assert costs["NAT data"] == pytest.approx(60 * 1.0 * 0.05)
+    assert costs["egress"] == pytest.approx(16 * 0.01 * 0.1)
+    assert p.cost() == pytest.approx(vms + disks + nat + 3.0 + 0.016)
     assert p.vm_hours(False) < p.vm_hours()
     text = plan_mod.format_plan(p)
-    assert "8 clusters for 16 rows" in text and "ESTIMATE" in text and "gcp.prices" in text
+    assert (
+        "8 clusters for 16 rows" in text and "ESTIMATE" in text and "gcp.prices.us-central1" in text
+    )
+    planned = sum(c.vms * 50 * 0.146 / 730 * c.hours_min for c in p.clusters)
+    assert f"disks {planned:.2f}" in text and "Not included: sustained/committed-use" in text
     assert "nodes5-large-replon" in text and "WARNING" not in text
 
 
 def test_missing_price_is_flagged(seed):
-    config = {**CONFIG, "gcp": {"prices": {"n1-standard-2": 0.1}}}
-    p = planned(config)
-    assert p.missing_prices == ["e2-standard-4", "n2-standard-4"]
-    assert "WARNING: no price for e2-standard-4, n2-standard-4" in plan_mod.format_plan(p)
+    rates = {**RATES, "vm_hour": {"n1-standard-2": 0.1}, "disk_gb_month": {}}
+    config = {**CONFIG, "gcp": {"prices": {"us-central1": rates}}}
+    p = plan_of(config)
+    assert p.missing_prices == ["e2-standard-4", "n2-standard-4", "pd-ssd"]
+    text = plan_mod.format_plan(p)
+    assert (
+        "WARNING: no price for e2-standard-4, n2-standard-4, pd-ssd in gcp.prices.us-central1"
+        in text
+    )
+
+
+def test_a_changed_zone_never_keeps_another_regions_prices(seed):
+    """Issue 9, 11: prices are per region; a region without prices is an error, not a default."""
+    gcp = {**CONFIG["gcp"], "region": "europe-west4", "zone": "europe-west4-a"}
+    config = {**CONFIG, "gcp": gcp}
+    with pytest.raises(ValueError, match="gcp.prices.europe-west4: no prices for region europe-"):
+        plan_of(config)
+    config["gcp"]["zone"] = "us-central1-a"
+    with pytest.raises(ValueError, match="gcp.zone: us-central1-a is not in gcp.region europe-"):
+        plan_of(config)
 
 
 def test_one_combination(seed):
-    p = planned(CONFIG, ["nodes3-small-reploff"])
+    p = plan_of(CONFIG, ["nodes3-small-reploff"])
     assert [c.combination for c in p.clusters] == ["nodes3-small-reploff"]
     assert len(p.row_seconds) == 2
 
@@ -107,3 +141,70 @@ def test_sweep_main_dry_run(tmp_path, capsys, monkeypatch):
     cfg.write_text(yaml.safe_dump({"gcp": {"project": "p"}}))
     assert sweep.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 0
     assert "would destroy 0 expired stack(s)" in capsys.readouterr().out
+
+
+def test_state_lives_outside_results_and_the_plan_says_where(seed, tmp_path, monkeypatch):
+    """`rm -rf results` must not forget running clusters (issue 9, 7)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    text = plan_mod.format_plan(plan_of(CONFIG))
+    url = f"file://{tmp_path}/state/ybscale/pulumi-state"
+    assert f"Pulumi state: {url} (outside results/" in text
+    monkeypatch.delenv("XDG_STATE_HOME")
+    from ybscale.backends.gcp import validate_section
+
+    default = validate_section({})["state_url"]
+    assert default == f"file://{Path.home().resolve()}/.local/state/ybscale/pulumi-state"
+    assert "results" not in default
+
+
+def test_at_most_max_clusters_live_and_the_chain_that_enforces_it(seed):
+    """Issue 9, 8: a slot brings its next cluster up only after destroying the previous one."""
+    p = plan_of(CONFIG)
+    assert p.max_clusters == 2 and {c.slot for c in p.clusters} == {0, 1}
+    for t in sorted({c.start_seconds for c in p.clusters}):
+        assert sum(c.start_seconds <= t < c.end_seconds for c in p.clusters) <= 2
+    prev = plan_mod.previous_in_slot(seed.rows, seed.settings)
+    firsts = [combo for combo, before in prev.items() if before is None]
+    assert len(firsts) == 2 and len(prev) == 8
+    by = {c.combination: c for c in p.clusters}
+    for combo, before in prev.items():
+        if before is not None:
+            assert by[before].end_seconds == by[combo].start_seconds
+            assert by[before].slot == by[combo].slot
+    one = plan_of({**CONFIG, "gcp": {**CONFIG["gcp"], "max_clusters": 1}})
+    assert one.wall_seconds == 8 * (12 * 60 + 161 + 164)
+
+
+def test_peak_needs_per_quota(seed):
+    p = plan_of(CONFIG)
+    # the two largest live together at some point: check against a brute force over time
+    worst = {}
+    for t in {c.start_seconds for c in p.clusters}:
+        live = [c for c in p.clusters if c.start_seconds <= t < c.end_seconds]
+        n2 = sum(4 * c.machine_types.get("n2-standard-4", 0) for c in live)
+        worst["N2_CPUS"] = max(worst.get("N2_CPUS", 0), n2)
+        worst["SSD_TOTAL_GB"] = max(worst.get("SSD_TOTAL_GB", 0), sum(c.disk_gb for c in live))
+    assert p.peaks["N2_CPUS"] == ("N2 vCPUs", worst["N2_CPUS"])
+    assert p.peaks["SSD_TOTAL_GB"] == ("pd-ssd GB", worst["SSD_TOTAL_GB"])
+    assert p.peaks["CPUS"][0] == "N1 vCPUs" and p.peaks["E2_CPUS"] == ("E2 vCPUs", 8)
+    assert plan_mod.vcpus("n2-custom-6-23040") == 6 and plan_mod.vcpus("e2-medium") == 2
+
+
+def test_plan_shows_quotas_gcloud_reports(seed, tmp_path, monkeypatch):
+    import json
+
+    quotas = {"quotas": [{"metric": "N2_CPUS", "limit": 24.0, "usage": 8.0},
+                         {"metric": "SSD_TOTAL_GB", "limit": 2048.0, "usage": 0.0}]}  # fmt: skip
+    gcloud = tmp_path / "gcloud"
+    gcloud.write_text(f"#!/bin/sh\necho '{json.dumps(quotas)}'\n")
+    gcloud.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    text = plan_mod.format_plan(plan_of(config, quotas=True))
+    assert "N2 vCPUs 20 (N2_CPUS: limit 24, in use 8) EXCEEDS the free quota" in text
+    assert "(SSD_TOTAL_GB: limit 2048, in use 0) -- quotas of my-proj" in text
+    assert "quotas of my-proj in us-central1 (gcloud)" in text
+    gcloud.write_text("#!/bin/sh\necho 'not logged in' >&2\nexit 1\n")
+    text = plan_mod.format_plan(plan_of(config, quotas=True))
+    assert "quotas not read (gcloud: not logged in)" in text and "EXCEEDS" not in text

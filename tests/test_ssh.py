@@ -260,3 +260,19 @@ def test_loadgen_runner_command_rewrites(tmp_path):
     assert remote[0] == "pgbench" and remote[3:5] == ["-f", "ybscale/x/scripts/w.sql"]
     assert rlog == f"{runner.remote_dir(tmp_path)}/logs/c004_r1_tserver1"
     assert remote[5] == f"--log-prefix={rlog}" and llog == tmp_path / "logs" / "c004_r1_tserver1"
+
+
+def test_loadgen_facts_are_read_on_the_load_generator(sshd, tmp_path):
+    """Issue 9, 4: cores (nproc) and pgbench version of the machine that runs pgbench."""
+    import os
+
+    from ybscale.backends.gcp import LoadgenRunner
+
+    fake = tmp_path / "pgbench"
+    fake.write_text("#!/bin/sh\necho 'pgbench (PostgreSQL) 16.9'\n")
+    fake.chmod(0o755)
+    facts = LoadgenRunner(sshd).facts(str(fake))
+    assert facts == {
+        "cores": len(os.sched_getaffinity(0)),
+        "pgbench_version": "pgbench (PostgreSQL) 16.9",
+    }

@@ -1,10 +1,19 @@
-"""The Automation-API driver with a fake `pulumi.automation` (no Pulumi CLI, no cloud)."""
+"""The Automation-API driver: with a fake `pulumi.automation` for the cloud-bound paths, and
+against the real Pulumi engine (a local file backend, a cloud-free inline program) for the
+lifecycle: up, outputs, expiry read from a fresh workspace, sweep, destroy, interrupted up,
+rerun after `onerror`."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import types
+from pathlib import Path
 
 import pulumi.automation as real_auto
 import pytest
@@ -21,6 +30,7 @@ class FakeStack:
     def __init__(self, auto, name, program):
         self.auto, self.name, self.program = auto, name, program
         self.config = {}
+        self.outputs = {}
         self.workspace = types.SimpleNamespace(
             install_plugin=lambda name, version: auto.calls.append(("plugin", name, version)),
             remove_stack=lambda name: auto.calls.append(("remove", name)) or auto.stacks.pop(name),
@@ -44,9 +54,15 @@ class FakeStack:
             "ssh_user": "ybscale",
             "replication_factor": 1,
         }
+        labels = json.loads(self.config["ybscale:cluster"].value)["labels"]
+        outputs.update(expiry=labels["expiry"], owner=labels["owner"])  # export_lifecycle
+        self.outputs = {k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
         return types.SimpleNamespace(
             outputs={k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
         )
+
+    def refresh(self, clear_pending_creates=None, on_output=None):
+        self.auto.calls.append(("refresh", self.name, clear_pending_creates))
 
     def destroy(self, on_output=None):
         self.auto.calls.append(("destroy", self.name))
@@ -88,8 +104,8 @@ class FakeAuto:
                     for n in auto.stacks
                 ] + [real_auto.StackSummary(name="other-project-stack", current=False)]
 
-            def get_config(self, name, key):
-                return auto.stacks[name].config[key]
+            def stack_outputs(self, name):
+                return auto.stacks[name].outputs
 
         return Workspace()
 
@@ -98,12 +114,18 @@ class FakeAuto:
 def settings(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    nocloud = tmp_path / "nocloud"  # never the real gcloud from a test
+    nocloud.mkdir()
+    (nocloud / "gcloud").write_text('#!/bin/sh\necho "no cloud in tests" >&2\nexit 1\n')
+    (nocloud / "gcloud").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{nocloud}{os.pathsep}{os.environ['PATH']}")
     cfg = gcp.validate_section({"gcp": {"project": "my-proj", "owner": "ada"}})
     return cfg
 
 
 def test_settings_defaults(settings, tmp_path):
-    assert settings["state_url"] == f"file://{tmp_path}/results/pulumi-state"
+    assert settings["state_url"] == f"file://{tmp_path}/state/ybscale/pulumi-state"
     assert settings["machine_types"] == {
         "small": "n1-standard-2", "large": "n2-standard-4",
         "master": "n1-standard-2", "loadgen": "e2-standard-4",
@@ -170,7 +192,8 @@ def test_not_ready_destroys(settings, tmp_path):
     with pytest.raises(BackendError, match="does not answer"):
         stacks.up("nodes3-small-reploff", settings, auto=auto, now=NOW, ready=never_ready,
                   log=lambda m: None)  # fmt: skip
-    assert auto.calls[-1] == ("destroy", "ybscale-nodes3-small-reploff")
+    name = "ybscale-nodes3-small-reploff"
+    assert auto.calls[-3:] == [("refresh", name, True), ("destroy", name), ("remove", name)]
 
 
 def test_up_needs_a_project(tmp_path, monkeypatch):
@@ -207,16 +230,17 @@ def test_sweep_destroys_only_expired(settings):
     assert set(auto.stacks) == {"ybscale-nodes5-large-replon"}
 
 
-def test_destroy_all(settings):
+def test_destroy_all_destroys_only_the_owners_stacks(settings):
     auto = FakeAuto()
     quiet = lambda m: None  # noqa: E731
     for combo in ("nodes3-small-reploff", "nodes5-large-replon"):
         stacks.up(combo, settings, auto=auto, now=NOW, log=quiet)
-    config = {"gcp": {"project": "my-proj"}}
+    stacks.up("nodes3-large-replon", {**settings, "owner": "bob"}, auto=auto, now=NOW, log=quiet)
+    config = {"gcp": {"project": "my-proj", "owner": "ada"}}
     assert sorted(stacks.destroy_all(config, auto=auto, log=quiet)) == [
         "ybscale-nodes3-small-reploff", "ybscale-nodes5-large-replon",
     ]  # fmt: skip
-    assert not auto.stacks
+    assert set(auto.stacks) == {"ybscale-nodes3-large-replon"}
 
 
 def test_expiry_labels_round_trip():
@@ -272,7 +296,8 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
         assert host.known_hosts == gcp.known_hosts_path(combo)
     stacks.destroy(combo, settings, out=gcp.destroyed_path(combo), auto=FakeAuto(),
                    now=NOW + dt.timedelta(hours=1), log=lambda m: None)  # fmt: skip
-    with pytest.raises(BackendError, match="destroyed since"):
+    assert not gcp.endpoints_path(combo).exists()  # the next run brings it up again
+    with pytest.raises(BackendError, match="missing; the cluster_up rule"):
         with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path):
             pass
 
@@ -299,3 +324,204 @@ def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
     assert gcp.main(["up", "--combo", "c", "--config", str(cfg), "--out", str(out),
                      "--set", "gcp.ssh_access=telnet"]) == 1  # fmt: skip
     assert "gcp.ssh_access" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the real Pulumi engine
+
+ENGINE_VERSION = "v3.259.0"
+
+
+def engine_path() -> Path:
+    """YBSCALE_PULUMI, else what .ci/pulumi.sh builds: ~/.cache/ybscale/pulumi-<version>/pulumi."""
+    if os.environ.get("YBSCALE_PULUMI"):
+        return Path(os.environ["YBSCALE_PULUMI"])
+    cache = Path(os.environ.get("YBSCALE_CACHE") or Path.home() / ".cache" / "ybscale")
+    return cache / f"pulumi-{ENGINE_VERSION}" / "pulumi"
+
+
+def cloudfree_program():
+    """The real program's config and lifecycle outputs, a component with no cloud resources.
+
+    YBSCALE_TEST_SLOW=<marker file>: signal the marker once registered, then stall the program
+    (an `up` in progress, for the interrupt test).
+    """
+    import pulumi
+    from ybscale_infra import ClusterArgs, export_lifecycle
+
+    config = pulumi.Config("ybscale")
+    args = ClusterArgs(**config.require_object("cluster"))
+    export_lifecycle(args)
+    cluster = pulumi.ComponentResource("ybscale:test:Cluster", config.require("name"))
+    pulumi.ComponentResource("ybscale:test:Node", "tserver-0", opts=pulumi.ResourceOptions(
+        parent=cluster))  # fmt: skip
+    outputs = {
+        "tserver_ips": args.tserver_ips(), "master_addresses": ",".join(args.master_ips()),
+        "loadgen_ip": args.loadgen_ip(), "loadgen_name": "lg", "ysql_port": 5433,
+        "zone": args.zone, "ssh_access": args.ssh_access, "ssh_user": args.ssh_user,
+        "replication_factor": args.replication_factor,
+    }  # fmt: skip
+    for key, value in outputs.items():
+        pulumi.export(key, value)
+    marker = os.environ.get("YBSCALE_TEST_SLOW")
+    if marker:
+        Path(marker).write_text("registered")
+        time.sleep(20)
+
+
+@pytest.fixture
+def engine(tmp_path, monkeypatch):
+    """Settings of a project whose state is a local file backend, driven by the real CLI."""
+    exe = engine_path()
+    if not (exe.is_file() and os.access(exe, os.X_OK)):
+        reason = f"{exe}: no Pulumi engine; build it with `bash .ci/pulumi.sh`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)  # CI builds it: absent there is an error, not a skip
+        pytest.skip(reason)
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PULUMI_HOME", str(tmp_path / "pulumi-home"))
+    monkeypatch.setenv("PULUMI_SKIP_UPDATE_CHECK", "true")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return gcp.validate_section({"gcp": {"project": "my-proj", "owner": "ada"}})
+
+
+def quiet(message):
+    pass
+
+
+def test_real_engine_lifecycle_and_sweep(engine):
+    combo = "nodes3-small-reploff"
+    name = stacks.stack_name(combo, engine)
+    out = gcp.endpoints_path(combo)
+    endpoints = stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
+    assert endpoints["tserver_ips"] == ["10.42.0.11", "10.42.0.12", "10.42.0.13"]
+    assert json.loads(out.read_text())["stack"] == name
+    # Pulumi #5578: a fresh workspace cannot read an inline program's stack config ...
+    ws = real_auto.LocalWorkspace(**stacks.workspace_kwargs(engine))
+    with pytest.raises(real_auto.CommandError):
+        ws.get_config(name, "ybscale:expiry")
+    # ... but it reads the stack outputs, where the expiry now is
+    (info,) = stacks.list_stacks(engine)
+    assert info["expiry"] == NOW + dt.timedelta(hours=8) and info["owner"] == "ada"
+    assert info["expiry_source"] == "stack output"
+    assert stacks.sweep(engine, NOW, log=quiet, program=cloudfree_program) == []
+    later = NOW + dt.timedelta(hours=9)
+    assert stacks.sweep(engine, later, log=quiet, program=cloudfree_program) == [name]
+    assert stacks.list_stacks(engine) == []
+    assert not out.exists()  # the destroyed cluster's endpoints are gone with it
+
+
+def test_real_engine_rerun_after_onerror(engine, tmp_path):
+    """onerror -> destroy_all: the endpoints go too, so the next run brings the cluster up."""
+    combo = "nodes5-large-replon"
+    out = gcp.endpoints_path(combo)
+    stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
+    stacks.up("nodes3-small-reploff", {**engine, "owner": "bob"}, now=NOW, log=quiet,
+              program=cloudfree_program)  # fmt: skip
+    config = {"gcp": {"project": "my-proj", "owner": "ada"}}
+    destroyed = stacks.destroy_all(config, log=quiet, program=cloudfree_program)
+    assert destroyed == ["ybscale-nodes5-large-replon"]
+    assert not out.exists()
+    assert [s["owner"] for s in stacks.list_stacks(engine)] == ["bob"]  # not ours: left alone
+    again = stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
+    assert len(again["tserver_ips"]) == 5 and out.exists()
+    assert stacks.destroy(combo, engine, log=quiet, program=cloudfree_program)
+    assert stacks.destroy("nodes3-small-reploff", {**engine, "owner": "bob"}, log=quiet,
+                          program=cloudfree_program)  # fmt: skip
+    assert stacks.list_stacks(engine) == []
+
+
+def test_real_engine_failed_ready_destroys_and_removes(engine):
+    def never_ready(endpoints, settings):
+        raise BackendError("tserver-2 does not answer")
+
+    with pytest.raises(BackendError, match="does not answer"):
+        stacks.up("nodes3-small-reploff", engine, now=NOW, ready=never_ready, log=quiet,
+                  program=cloudfree_program)  # fmt: skip
+    assert stacks.list_stacks(engine) == []
+
+
+INTERRUPTED_UP = """
+import sys
+sys.path[:0] = [{tests!r}]
+from ybscale import stacks
+from ybscale.backends import gcp
+from test_stacks import cloudfree_program, NOW
+stacks.install_signal_handlers()
+settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
+try:
+    stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program,
+              out=gcp.endpoints_path("nodes3-small-reploff"))
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
+    marker = tmp_path / "registered"
+    script = INTERRUPTED_UP.format(tests=str(Path(__file__).parent))
+    env = {**os.environ, "YBSCALE_TEST_SLOW": str(marker)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), proc.communicate(timeout=60)[0]
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 130, out
+    assert "bring-up interrupted" in out and "destroyed and removed" in out, out
+    assert stacks.list_stacks(engine) == []
+    assert not gcp.endpoints_path("nodes3-small-reploff").exists()
+    locks = tmp_path / "state" / "ybscale" / "pulumi-state" / ".pulumi" / "locks"
+    assert not [p for p in locks.rglob("*") if p.is_file()]
+
+
+def test_failed_up_saves_every_vms_serial_console_first(settings, tmp_path, monkeypatch):
+    """gcloud (a stub logging its arguments) is asked for each VM's serial console."""
+    (tmp_path / "nocloud" / "gcloud").write_text('#!/bin/bash\necho "console of $5 ($*)"\n')
+    auto = FakeAuto(fail_up=True)
+    with pytest.raises(BackendError, match="quota exceeded"):
+        stacks.up("nodes3-small-replon", settings, auto=auto, now=NOW, log=lambda m: None)
+    logdir = tmp_path / "results/logs/cluster_up/ybscale-nodes3-small-replon"
+    names = sorted(p.name for p in logdir.iterdir())
+    assert len(names) == 7 and "ybscale-nodes3-small-replon-loadgen.serial.log" in names
+    text = (logdir / "ybscale-nodes3-small-replon-tserver-2.serial.log").read_text()
+    assert "get-serial-port-output ybscale-nodes3-small-replon-tserver-2" in text
+    assert "--zone=us-central1-a --project=my-proj" in text
+    assert ("destroy", "ybscale-nodes3-small-replon") in auto.calls
+
+
+def test_rows_of_one_cluster_take_turns_rows_of_two_run_together(settings, tmp_path):
+    """Issue 9, 8: one benchmark at a time per cluster (its load generator), not globally."""
+    import threading
+
+    order = []
+    inside = threading.Event()
+
+    def row(combo, tag, hold):
+        with gcp.cluster_lock(combo):
+            order.append(f"{tag} in")
+            inside.set()
+            time.sleep(hold)
+            order.append(f"{tag} out")
+
+    first = threading.Thread(target=row, args=("nodes3-small-reploff", "a", 0.5))
+    first.start()
+    inside.wait(10)
+    other = threading.Thread(target=row, args=("nodes5-large-replon", "b", 0))
+    same = threading.Thread(target=row, args=("nodes3-small-reploff", "c", 0))
+    other.start()
+    other.join(10)
+    same.start()
+    for t in (first, same):
+        t.join(10)
+    assert order.index("b out") < order.index("a out")  # another cluster did not wait
+    assert order.index("c in") > order.index("a out")  # the same cluster did

@@ -51,7 +51,9 @@ class ClusterArgs:
     yugabyte_url: str = (
         "https://downloads.yugabyte.com/releases/{release}/yugabyte-{version}-linux-x86_64.tar.gz"
     )
+    yugabyte_sha256: str | None = None  # None: checked against the published <url>.sha
     pg_client_version: int = 16
+    max_run_seconds: int = 8 * 3600  # Compute Engine deletes each VM after this, no sweep needed
 
     def __post_init__(self) -> None:
         if self.replication_factor not in (1, self.nodes):
@@ -66,6 +68,10 @@ class ClusterArgs:
                 raise ValueError("ssh_access public needs ssh_source_cidr (e.g. your IP/32)")
             if ipaddress.ip_network(self.ssh_source_cidr, strict=False).prefixlen == 0:
                 raise ValueError(f"ssh_source_cidr {self.ssh_source_cidr} opens SSH to everyone")
+        if not 30 <= self.max_run_seconds <= 120 * 86400:
+            raise ValueError(
+                f"max_run_seconds must be 30 s to 120 days, got {self.max_run_seconds}"
+            )
         if len(self.host_ips()) < 1 + self.nodes + self.replication_factor:
             raise ValueError(f"subnet {self.subnet_cidr} is too small for this cluster")
 
@@ -166,6 +172,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                     zone=args.zone,
                     version=args.yugabyte_version,
                     url=url,
+                    sha256=args.yugabyte_sha256,
                 ),
                 role="master",
             )
@@ -183,6 +190,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                     zone=args.zone,
                     version=args.yugabyte_version,
                     url=url,
+                    sha256=args.yugabyte_sha256,
                 ),
                 role="tserver",
             )
@@ -270,6 +278,14 @@ class YugabyteCluster(pulumi.ComponentResource):
                 },
                 metadata_startup_script=script,
                 allow_stopping_for_update=True,
+                # a cloud-side bound that needs no sweep: Compute Engine deletes the VM itself
+                scheduling=gcp.compute.InstanceSchedulingArgs(
+                    provisioning_model="STANDARD",
+                    max_run_duration=gcp.compute.InstanceSchedulingMaxRunDurationArgs(
+                        seconds=args.max_run_seconds
+                    ),
+                    instance_termination_action="DELETE",
+                ),
                 opts=pulumi.ResourceOptions(
                     parent=self, depends_on=[self.nat]
                 ),  # downloads need NAT
@@ -277,10 +293,18 @@ class YugabyteCluster(pulumi.ComponentResource):
         )
 
 
+def export_lifecycle(args: ClusterArgs) -> None:
+    """Stack outputs `sweep` reads from a fresh workspace (an inline program's stack config is
+    not readable there, Pulumi #5578): expiry and owner. Exported before any resource."""
+    pulumi.export("expiry", args.labels.get("expiry"))
+    pulumi.export("owner", args.labels.get("owner"))
+
+
 def program() -> YugabyteCluster:
     """The Pulumi program: config `ybscale:cluster` (an object of ClusterArgs fields)."""
     config = pulumi.Config("ybscale")
     args = ClusterArgs(**config.require_object("cluster"))
+    export_lifecycle(args)
     name = config.get("name") or pulumi.get_stack()
     cluster = YugabyteCluster(name, args)
     for key, value in cluster.outputs.items():

@@ -36,20 +36,69 @@ def master_addresses(master_ips: Sequence[str]) -> str:
     return ",".join(f"{ip}:{MASTER_RPC_PORT}" for ip in master_ips)
 
 
-def _install_yugabyte(version: str, url: str) -> str:
+def prepare_os() -> str:
+    """First-boot OS preparation shared by every VM (runs under `set -euo pipefail`).
+
+    Fresh Ubuntu images start apt-daily / unattended-upgrades at boot, which hold the dpkg lock
+    (a bare `apt-get` under `set -e` then fails) and take CPU on 2-vCPU nodes: they are stopped
+    and disabled. `apt_get` waits for the lock and retries. YugabyteDB's initdb needs the
+    en_US.UTF-8 locale, generated when missing.
+    """
+    return """
+systemctl disable --now apt-daily.timer apt-daily-upgrade.timer || true
+systemctl disable --now unattended-upgrades.service || true
+systemctl stop apt-daily.service apt-daily-upgrade.service || true
+apt_get() {
+  local try
+  for try in 1 2 3 4 5 6; do
+    if DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y "$@"; then
+      return 0
+    fi
+    echo "ybscale: apt-get $* failed (try $try of 6), retrying" >&2
+    sleep $((try * 10))
+  done
+  echo "ybscale: apt-get $* failed 6 times" >&2
+  return 1
+}
+if ! locale -a 2>/dev/null | grep -ix 'en_US.utf8' >/dev/null; then
+  apt_get install locales
+  locale-gen en_US.UTF-8
+fi
+update-locale LANG=en_US.UTF-8 || true
+export LANG=en_US.UTF-8 LC_ALL=en_US.UTF-8
+"""
+
+
+def _install_yugabyte(
+    version: str, url: str, sha256: str | None = None, home: str = YB_HOME, data: str = DATA_DIR
+) -> str:
+    """Download, verify (sha256: pinned, else the `<url>.sha` YugabyteDB publishes next to the
+    tarball) and unpack YugabyteDB once per version."""
     q = shlex.quote
+    pinned = q(sha256 or "")
     return f"""
 YB_VERSION={q(version)}
 YB_URL={q(url)}
-if [ "$(cat {YB_HOME}/.ybscale-version 2>/dev/null)" != "$YB_VERSION" ]; then
-  apt-get update -y
-  DEBIAN_FRONTEND=noninteractive apt-get install -y curl python3 chrony
-  rm -rf {YB_HOME} && mkdir -p {YB_HOME}
-  curl -fsSL --retry 5 "$YB_URL" | tar xz -C {YB_HOME} --strip-components=1
-  {YB_HOME}/bin/post_install.sh
-  echo "$YB_VERSION" > {YB_HOME}/.ybscale-version
+YB_SHA256={pinned}
+if [ "$(cat {home}/.ybscale-version 2>/dev/null)" != "$YB_VERSION" ]; then
+  apt_get update
+  apt_get install curl python3 chrony
+  tarball=$(mktemp)
+  curl -fsSL --retry 5 -o "$tarball" "$YB_URL"
+  if [ -z "$YB_SHA256" ]; then
+    YB_SHA256=$(curl -fsSL --retry 5 "$YB_URL.sha" | awk '{{print $1}}')
+  fi
+  if ! echo "$YB_SHA256  $tarball" | sha256sum -c --status; then
+    echo "ybscale: checksum mismatch for $YB_URL (expected $YB_SHA256)" >&2
+    exit 1
+  fi
+  rm -rf {home} && mkdir -p {home}
+  tar xzf "$tarball" -C {home} --strip-components=1
+  rm -f "$tarball"
+  {home}/bin/post_install.sh
+  echo "$YB_VERSION" > {home}/.ybscale-version
 fi
-mkdir -p {DATA_DIR} /var/lib/ybscale
+mkdir -p {data} {READY_MARKER.rsplit("/", 1)[0]}
 """
 
 
@@ -66,6 +115,7 @@ Wants=network-online.target
 ExecStart={exec_start}
 Restart=always
 RestartSec=5
+Environment=LANG=en_US.UTF-8 LC_ALL=en_US.UTF-8
 {_ULIMITS}
 
 [Install]
@@ -79,7 +129,7 @@ systemctl enable --now {name}
 def _header(role: str) -> str:
     return (
         f"#!/bin/bash\n# ybscale {role} startup script (infra/ybscale_infra/startup.py)\n"
-        "set -euxo pipefail\n"
+        "set -euxo pipefail\n" + prepare_os()
     )
 
 
@@ -131,22 +181,25 @@ def master_script(
     zone: str,
     version: str,
     url: str,
+    sha256: str | None = None,
 ) -> str:
     """Startup script of a yb-master VM."""
     flags = master_flags(ip, master_ips, replication_factor, zone)
     return (
         _header("yb-master")
-        + _install_yugabyte(version, url)
+        + _install_yugabyte(version, url, sha256)
         + _service("yb-master", flags)
         + f"touch {READY_MARKER}\n"
     )
 
 
-def tserver_script(*, ip: str, master_ips: Sequence[str], zone: str, version: str, url: str) -> str:
+def tserver_script(
+    *, ip: str, master_ips: Sequence[str], zone: str, version: str, url: str, sha256=None
+) -> str:
     """Startup script of a yb-tserver VM."""
     return (
         _header("yb-tserver")
-        + _install_yugabyte(version, url)
+        + _install_yugabyte(version, url, sha256)
         + _service("yb-tserver", tserver_flags(ip, master_ips, zone))
         + f"touch {READY_MARKER}\n"
     )
@@ -165,8 +218,8 @@ def loadgen_script(pg_version: int = 16) -> str:
         _header("load generator")
         + f"""
 if [ ! -x {bindir}/pgbench ]; then
-  apt-get update -y
-  DEBIAN_FRONTEND=noninteractive apt-get install -y curl ca-certificates gnupg lsb-release
+  apt_get update
+  apt_get install curl ca-certificates gnupg lsb-release
   install -d /usr/share/postgresql-common/pgdg
   curl -fsSL --retry 5 -o /usr/share/postgresql-common/pgdg/apt.postgresql.org.asc \\
     https://www.postgresql.org/media/keys/ACCC4CF8.asc
@@ -175,9 +228,8 @@ https://apt.postgresql.org/pub/repos/apt $(lsb_release -cs)-pgdg main" \\
     > /etc/apt/sources.list.d/pgdg.list
   mkdir -p /etc/postgresql-common/createcluster.d
   echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/ybscale.conf
-  apt-get update -y
-  DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql-client-{pg_version} \\
-    postgresql-{pg_version}
+  apt_get update
+  apt_get install postgresql-client-{pg_version} postgresql-{pg_version}
 fi
 ln -sf {bindir}/pgbench /usr/local/bin/pgbench
 ln -sf {bindir}/psql /usr/local/bin/psql

@@ -8,7 +8,9 @@ in and the active backend's section validated; errors name the file and the fiel
 from __future__ import annotations
 
 import copy
+import getpass
 import json
+import os
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -17,7 +19,6 @@ import yaml
 from jsonschema import Draft202012Validator
 
 CONFIG_SOURCE = "config/config.yaml"
-BACKEND_SECTIONS = ("gcp", "existing")
 
 
 class SettingsError(ValueError):
@@ -71,12 +72,40 @@ def section(config: Mapping, name: str) -> dict:
     return validated(config.get(name) or {}, name, prefix=name)
 
 
+def gcp_section(config: Mapping) -> dict:
+    """The `gcp:` section validated, with defaults and the derived values filled in: owner,
+    state_url (absolute, outside results/)."""
+    settings = section(config, "gcp")
+    if settings["ssh_access"] == "public" and not settings["ssh_source_cidr"]:
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: gcp.ssh_source_cidr: required with ssh_access: public "
+            "(your address, e.g. 203.0.113.7/32), or use ssh_access: iap"
+        )
+    if not settings["zone"].startswith(settings["region"] + "-"):
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: gcp.zone: {settings['zone']} is not in gcp.region "
+            f"{settings['region']}"
+        )
+    settings["owner"] = settings["owner"] or getpass.getuser()
+    if not settings["state_url"]:
+        settings["state_url"] = default_state_url()
+    return settings
+
+
+def default_state_url() -> str:
+    """Pulumi state outside results/ (an `rm -rf results` must not forget running clusters):
+    file://$XDG_STATE_HOME/ybscale/pulumi-state, by default ~/.local/state/ybscale/pulumi-state."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return "file://" + str(Path(base).resolve() / "ybscale" / "pulumi-state")
+
+
 def load(config: Mapping) -> dict:
     """The whole config, validated, every default filled, the active backend's section too."""
     out = validated(config, "config")
-    backend = out["backend"]
-    if backend in BACKEND_SECTIONS:
-        out[backend] = section(out, backend)
+    if out["backend"] == "gcp":
+        out["gcp"] = gcp_section(out)
+    elif out["backend"] == "existing":
+        out["existing"] = section(out, "existing")
     return out
 
 

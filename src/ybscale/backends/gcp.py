@@ -11,7 +11,6 @@ pgbench on the load-generator VM over SSH.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import re
 import shlex
@@ -26,25 +25,18 @@ import yaml
 
 from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
-from ybscale.backends.existing import YsqlCluster, psql_argv, rename_table, section
+from ybscale.backends.existing import (
+    FACTS_SCRIPT,
+    YsqlCluster,
+    master_problems,
+    parse_facts,
+    psql_argv,
+    rename_table,
+)
+from ybscale.settings import gcp_section as validate_section
 
 RESULTS = Path("results")
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
-
-
-def validate_section(config: Mapping) -> dict:
-    """The `gcp:` section validated (errors name `config/config.yaml: gcp.<field>`), with
-    defaults, and the derived values filled in: owner, state_url (absolute), ssh_key."""
-    settings = section(config, "gcp")
-    if settings["ssh_access"] == "public" and not settings["ssh_source_cidr"]:
-        raise ValueError(
-            "config/config.yaml: gcp.ssh_source_cidr: required with ssh_access: public "
-            "(your address, e.g. 203.0.113.7/32), or use ssh_access: iap"
-        )
-    settings["owner"] = settings["owner"] or getpass.getuser()
-    if not settings["state_url"]:
-        settings["state_url"] = "file://" + str((RESULTS / "pulumi-state").resolve())
-    return settings
 
 
 def endpoints_path(combo: str) -> Path:
@@ -53,6 +45,22 @@ def endpoints_path(combo: str) -> Path:
 
 def destroyed_path(combo: str) -> Path:
     return RESULTS / "clusters" / combo / "destroyed.json"
+
+
+@contextmanager
+def cluster_lock(combo: str) -> Iterator[None]:
+    """One row at a time per cluster (its single load generator); rows of different clusters
+    run in parallel. An flock on results/clusters/<combo>/measure.lock, released on exit."""
+    import fcntl
+
+    path = RESULTS / "clusters" / combo / "measure.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def known_hosts_path(combo: str) -> Path:
@@ -205,6 +213,11 @@ class LoadgenRunner:
             self.host, psql_argv("psql", endpoint), input=sql, env=pg_env, timeout=timeout
         )
 
+    def facts(self, pgbench: str = "pgbench") -> dict:
+        """The load generator's cores (`nproc`) and pgbench version."""
+        out = ssh.check_output(self.host, ["sh", "-c", FACTS_SCRIPT, pgbench], timeout=60)
+        return parse_facts(out)
+
     def fetch_glob(self, remote_glob: str, local_dir: Path) -> None:
         local_dir.mkdir(parents=True, exist_ok=True)
         ssh.copy_back(self.host, remote_glob, local_dir)
@@ -236,11 +249,7 @@ class GcpBackend(Backend):
         combo = row.infra_key
         endpoints = load_endpoints(combo)
         host = ssh_host(endpoints, self.settings)
-        nodes = [
-            Endpoint(host=ip, port=int(endpoints["ysql_port"]), dbname="yugabyte",
-                     user="yugabyte", role=f"tserver{i}")
-            for i, ip in enumerate(endpoints["tserver_ips"])
-        ]  # fmt: skip
+        nodes = tserver_endpoints(endpoints)
         record = {
             "backend": "gcp",
             "combination": combo,
@@ -253,8 +262,7 @@ class GcpBackend(Backend):
             "zone": endpoints.get("zone"),
             "load_generator": endpoints.get("loadgen_name"),
         }
-        master = ssh.start_master(host)  # one connection shared by every pgbench and psql
-        try:
+        with cluster_lock(combo), self._session(host):
             yield YsqlCluster(
                 nodes,
                 row,
@@ -262,31 +270,68 @@ class GcpBackend(Backend):
                 table="kv",
                 sharding=self.settings["table_sharding"],
                 record=record,
+                health=masters_health(host, endpoints),
             )
+
+    @staticmethod
+    @contextmanager
+    def _session(host: ssh.SshHost) -> Iterator[bool]:
+        """One SSH connection shared by every pgbench and psql of the row."""
+        master = ssh.start_master(host)
+        try:
+            yield master
         finally:
             ssh.stop_master(host, master)
 
 
-def wait_ready(endpoints: Mapping, settings: Mapping, log=print) -> None:
-    """Wait until the load generator answers over SSH and every tserver answers SELECT 1."""
+def tserver_endpoints(endpoints: Mapping) -> list[Endpoint]:
+    """The YSQL endpoint of every tserver of a cluster."""
+    port = int(endpoints["ysql_port"])
+    return [
+        Endpoint(host=ip, port=port, dbname="yugabyte", user="yugabyte", role=f"tserver{i}")
+        for i, ip in enumerate(endpoints["tserver_ips"])
+    ]
+
+
+def masters_health(host: ssh.SshHost, endpoints: Mapping):
+    """A check of the yb-master Raft group, asked from the load generator: the first master
+    that answers `/api/v1/masters` (web port 7000) must list every master as LEADER or
+    FOLLOWER, with exactly one leader."""
+    masters = [a.rsplit(":", 1)[0] for a in endpoints["master_addresses"].split(",")]
+
+    def health() -> list[str]:
+        errors = []
+        for ip in masters:
+            url = f"http://{ip}:7000/api/v1/masters"
+            try:
+                answer = ssh.check_output(host, ["curl", "-fsS", "--max-time", "10", url],
+                                          timeout=60)  # fmt: skip
+            except BackendError as exc:
+                errors.append(f"{url}: {exc}")
+                continue
+            return master_problems(answer, len(masters))
+        return ["no master answers: " + "; ".join(errors)]
+
+    return health
+
+
+def wait_ready(endpoints: Mapping, settings: Mapping, log=print, sleep=time.sleep) -> None:
+    """Wait until the cluster is ready: the VMs' startup finished, every master in the Raft
+    group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check)."""
     host = ssh_host(endpoints, settings)
-    probe = " && ".join(
-        f"psql -X -A -t -h {ip} -p {endpoints['ysql_port']} -U yugabyte -d yugabyte -c 'SELECT 1'"
-        for ip in endpoints["tserver_ips"]
-    )
+    cluster = YsqlCluster(tserver_endpoints(endpoints), {}, 0, LoadgenRunner(host),
+                          health=masters_health(host, endpoints))  # fmt: skip
     deadline = time.monotonic() + settings["ready_timeout"]
     last = ""
     while time.monotonic() < deadline:
         try:
-            ssh.check_output(
-                host, ["sh", "-c", f"test -f /var/lib/ybscale/ready && {probe}"], timeout=60,
-                env={"PGCONNECT_TIMEOUT": "5"},
-            )  # fmt: skip
-            log(f"{endpoints['stack']}: every tserver answers SELECT 1")
+            ssh.check_output(host, ["test", "-f", "/var/lib/ybscale/ready"], timeout=60)
+            cluster.check()
+            log(f"{endpoints['stack']}: ready (masters, yb_servers(), YSQL on every tserver)")
             return
         except BackendError as exc:
             last = str(exc)
-            time.sleep(15)
+            sleep(15)
     raise BackendError(
         f"{endpoints['stack']}: not ready after {settings['ready_timeout']}s: {last}"
     )
@@ -321,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="endpoints.json (up) / destroyed.json (down)")
     args = parser.parse_args(argv)
     config = _load_config(args.config, args.set)
+    stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
     try:
         settings = validate_section(config)
         if args.action == "up":
@@ -334,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     except (BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc}); what was brought up has been destroyed", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the Pulumi CLI (a Go program) from the Go module proxy when it is not cached yet, and
+# prints the binary's path. The engine is needed by the Automation-API lifecycle tests
+# (tests/test_stacks.py); it is cached outside the clone so a fresh clone reuses it.
+# A plain `go install ...@version` is refused (it asks the proxy for the version list), so the
+# exact module is downloaded, copied out of the read-only module cache, its `replace => ../sdk`
+# line dropped, and built with the version string the Python Automation API checks.
+set -euo pipefail
+
+version="${PULUMI_ENGINE_VERSION:-v3.259.0}"
+cache="${YBSCALE_CACHE:-$HOME/.cache/ybscale}/pulumi-$version"
+bin="$cache/pulumi"
+if [ -x "$bin" ] && "$bin" version >/dev/null 2>&1; then
+  echo "$bin"
+  exit 0
+fi
+
+go=$(command -v go || echo /usr/local/go/bin/go)
+[ -x "$go" ] || { echo "pulumi.sh: Go is needed to build the Pulumi engine (install golang)" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+export GOMODCACHE="${GOMODCACHE:-$("$go" env GOMODCACHE)}"
+export GOFLAGS=-mod=mod
+module="github.com/pulumi/pulumi/pkg/v3@$version"
+echo "pulumi.sh: downloading $module" >&2
+dir=$(cd "$work" && "$go" mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -d "$dir" ] || { echo "pulumi.sh: go mod download $module gave no directory" >&2; exit 1; }
+cp -r "$dir" "$work/pkg"
+chmod -R u+w "$work/pkg"
+sed -i '/=>[[:space:]]*\.\.\/sdk/d' "$work/pkg/go.mod"
+echo "pulumi.sh: building the Pulumi CLI $version (several minutes on 2 cores)" >&2
+mkdir -p "$cache"
+(cd "$work/pkg" && "$go" build -o "$work/pulumi" \
+  -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$version" ./cmd/pulumi)
+mv "$work/pulumi" "$bin"
+"$bin" version >&2
+echo "$bin"
