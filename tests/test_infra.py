@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 import sys
 from pathlib import Path
@@ -462,3 +463,26 @@ def test_tarball_checksum_is_verified(tmp_path, published):
         assert done.returncode != 0
         assert "checksum mismatch for file://yb" in done.stderr
         assert not (tmp_path / "yb").exists()
+
+
+def test_server_knobs_become_tserver_flags_and_ysql_settings():
+    """server.* knobs: PostgreSQL's catalogue names go to --ysql_pg_conf_csv, others are flags."""
+    from ybscale import stacks
+    from ybscale.row import ClusterShape
+    from ybscale.settings import gcp_section
+
+    settings = gcp_section({"gcp": {"project": "p", "owner": "ada"}})
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    server = {"work_mem": "16MB", "ysql_num_shards_per_tserver": "4"}
+    shape = ClusterShape(3, "large", False)
+    args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+    assert args.ysql_pg_conf == {"work_mem": "16MB"}
+    assert args.tserver_flags == {"ysql_num_shards_per_tserver": "4"}
+    assert args.machine_type == settings["machine_types"]["large"] and args.nodes == 3
+    flags = startup.tserver_flags(
+        "10.0.0.5", ["10.0.0.2"], "us-central1-a", args.tserver_flags, args.ysql_pg_conf
+    )
+    assert "--ysql_num_shards_per_tserver=4" in flags
+    assert "--ysql_pg_conf_csv=work_mem=16MB" in flags
+    odd = startup.tserver_flags("10.0.0.5", ["10.0.0.2"], "z-a", {}, {"search_path": "a, b"})
+    assert '--ysql_pg_conf_csv="search_path=a, b"' in odd

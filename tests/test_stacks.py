@@ -22,6 +22,7 @@ from conftest import row_from_levels
 from ybscale import stacks
 from ybscale.backends import gcp
 from ybscale.backends.base import BackendError
+from ybscale.row import ClusterShape
 
 NOW = dt.datetime(2026, 11, 22, 15, 0, tzinfo=dt.UTC)
 
@@ -304,7 +305,11 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
 
 def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(stacks, "up", lambda combo, s, out, ready: calls.append((combo, out)))
+    monkeypatch.setattr(
+        stacks,
+        "up",
+        lambda combo, s, out, ready, shape, server: calls.append((combo, out, shape, server)),
+    )
     monkeypatch.setattr(stacks, "destroy", lambda combo, s, out: calls.append(("down", out)))
     cfg = tmp_path / "config.yaml"
     cfg.write_text(
@@ -319,11 +324,15 @@ def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
                      "--out", str(out)]) == 0  # fmt: skip
     printed = capsys.readouterr().out
     assert "Plan: 1 clusters for 2 rows" in printed and "nodes5-large-replon" in printed
-    assert calls == [("nodes5-large-replon", out)]
+    # the shape comes from the design's rows, not from the combination's name
+    assert calls == [("nodes5-large-replon", out, ClusterShape(5, "large", True), {})]
     assert gcp.main(["down", "--combo", "c", "--config", str(cfg), "--out", str(out)]) == 0
     assert gcp.main(["up", "--combo", "c", "--config", str(cfg), "--out", str(out),
                      "--set", "gcp.ssh_access=telnet"]) == 1  # fmt: skip
     assert "gcp.ssh_access" in capsys.readouterr().err
+    assert gcp.main(["up", "--combo", "nodes7-small-reploff", "--config", str(cfg),
+                     "--out", str(out)]) == 1  # fmt: skip
+    assert "no row needs combination 'nodes7-small-reploff'" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ the real Pulumi engine

@@ -54,6 +54,8 @@ class ClusterArgs:
     yugabyte_sha256: str | None = None  # None: checked against the published <url>.sha
     pg_client_version: int = 16
     max_run_seconds: int = 8 * 3600  # Compute Engine deletes each VM after this, no sweep needed
+    tserver_flags: dict[str, str] = field(default_factory=dict)  # server.* knobs: yb-tserver flags
+    ysql_pg_conf: dict[str, str] = field(default_factory=dict)  # server.* knobs: YSQL settings
 
     def __post_init__(self) -> None:
         if self.replication_factor not in (1, self.nodes):
@@ -191,6 +193,8 @@ class YugabyteCluster(pulumi.ComponentResource):
                     version=args.yugabyte_version,
                     url=url,
                     sha256=args.yugabyte_sha256,
+                    flags=args.tserver_flags,
+                    pg_conf=args.ysql_pg_conf,
                 ),
                 role="tserver",
             )

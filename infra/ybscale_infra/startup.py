@@ -7,7 +7,7 @@ idempotent (GCE re-runs startup scripts on every boot) and ends by touching READ
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 YB_HOME = "/opt/yugabyte"
 DATA_DIR = "/mnt/d0"
@@ -157,8 +157,19 @@ def master_flags(
     ]
 
 
-def tserver_flags(ip: str, master_ips: Sequence[str], zone: str) -> list[str]:
-    """yb-tserver argv for the tserver at `ip` (YSQL on, real READ COMMITTED)."""
+def tserver_flags(
+    ip: str,
+    master_ips: Sequence[str],
+    zone: str,
+    flags: Mapping[str, str] | None = None,
+    pg_conf: Mapping[str, str] | None = None,
+) -> list[str]:
+    """yb-tserver argv for the tserver at `ip` (YSQL on, real READ COMMITTED), plus the design's
+    server.* knobs: `flags` as --name=value, `pg_conf` through --ysql_pg_conf_csv."""
+    extra = [f"--{name}={value}" for name, value in sorted((flags or {}).items())]
+    if pg_conf:
+        csv = ",".join(_csv_item(f"{k}={v}") for k, v in sorted(pg_conf.items()))
+        extra.append(f"--ysql_pg_conf_csv={csv}")
     return [
         f"{YB_HOME}/bin/yb-tserver",
         f"--tserver_master_addrs={master_addresses(master_ips)}",
@@ -170,7 +181,15 @@ def tserver_flags(ip: str, master_ips: Sequence[str], zone: str) -> list[str]:
         "--yb_enable_read_committed_isolation=true",
         "--start_cql_proxy=false",
         *_placement(zone),
+        *extra,
     ]
+
+
+def _csv_item(item: str) -> str:
+    """One ysql_pg_conf_csv entry; quoted when it holds a comma, quote or space."""
+    if any(c in item for c in ",\"' "):
+        return '"' + item.replace('"', '""') + '"'
+    return item
 
 
 def master_script(
@@ -194,13 +213,21 @@ def master_script(
 
 
 def tserver_script(
-    *, ip: str, master_ips: Sequence[str], zone: str, version: str, url: str, sha256=None
+    *,
+    ip: str,
+    master_ips: Sequence[str],
+    zone: str,
+    version: str,
+    url: str,
+    sha256=None,
+    flags: Mapping[str, str] | None = None,
+    pg_conf: Mapping[str, str] | None = None,
 ) -> str:
     """Startup script of a yb-tserver VM."""
     return (
         _header("yb-tserver")
         + _install_yugabyte(version, url, sha256)
-        + _service("yb-tserver", tserver_flags(ip, master_ips, zone))
+        + _service("yb-tserver", tserver_flags(ip, master_ips, zone, flags, pg_conf))
         + f"touch {READY_MARKER}\n"
     )
 

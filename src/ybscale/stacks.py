@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ybscale.backends.base import BackendError
+from ybscale.row import ClusterShape
 
 INFRA_DIR = Path(__file__).resolve().parents[2] / "infra"
 SERIAL_LOGS = Path("results/logs/cluster_up")
@@ -42,6 +43,28 @@ def _infra():
     return ybscale_infra
 
 
+def split_server_settings(server: Mapping[str, str]) -> tuple[dict, dict]:
+    """server.* knobs -> (yb-tserver flags, YSQL settings for --ysql_pg_conf_csv).
+
+    A name the PostgreSQL catalogue knows (checked against the local server binaries when they
+    are installed) is a YSQL setting; any other name is a yb-tserver flag, which cannot be
+    checked offline."""
+    known = _postgres_settings()
+    flags = {k: v for k, v in server.items() if k not in known}
+    pg_conf = {k: v for k, v in server.items() if k in known}
+    return dict(sorted(flags.items())), dict(sorted(pg_conf.items()))
+
+
+def _postgres_settings() -> set[str]:
+    from ybscale.backends import catalogue
+    from ybscale.backends.local import find_bindir
+
+    try:
+        return set(catalogue.describe(str(find_bindir())))
+    except (BackendError, OSError):
+        return set()
+
+
 def stack_name(combo: str, settings: Mapping) -> str:
     return f"{settings['name']}-{combo}"
 
@@ -58,22 +81,41 @@ def parse_expiry(value: str) -> dt.datetime:
     return dt.datetime.strptime(value, EXPIRY_FORMAT).replace(tzinfo=dt.UTC)
 
 
-def cluster_args(combo: str, settings: Mapping, now: dt.datetime, public_key: str):
-    """ClusterArgs of one combination (nodes, node_size, replication parsed from its id)."""
+def shape_of(combo: str) -> ClusterShape:
+    """The shape a seed-style combination id names (nodes3-small-reploff); the pipeline passes
+    the shape resolved from the design instead, which also covers server settings."""
     match = COMBO.match(combo)
     if not match:
-        raise ValueError(f"{combo!r} is not a combination id like nodes3-small-reploff")
-    nodes, size, repl = int(match["nodes"]), match["size"], match["repl"]
+        raise ValueError(
+            f"{combo!r} is not a combination id like nodes3-small-reploff: pass its shape"
+        )
+    if match["repl"] not in ("on", "off"):
+        raise ValueError(f"{combo}: replication level must be on or off, got {match['repl']!r}")
+    return ClusterShape(int(match["nodes"]), match["size"], match["repl"] == "on")
+
+
+def cluster_args(
+    combo: str,
+    settings: Mapping,
+    now: dt.datetime,
+    public_key: str,
+    shape: ClusterShape | None = None,
+    server: Mapping[str, str] | None = None,
+):
+    """ClusterArgs of one combination: its shape and server settings (server.* knobs)."""
+    shape = shape or shape_of(combo)
+    nodes, size = shape.nodes, shape.node_size
     types = settings["machine_types"]
     if size not in types:
         raise ValueError(f"config/config.yaml: gcp.machine_types.{size}: missing (for {combo})")
-    if repl not in ("on", "off"):
-        raise ValueError(f"{combo}: replication level must be on or off, got {repl!r}")
+    flags, pg_conf = split_server_settings(server or {})
     expiry = now + dt.timedelta(hours=settings["ttl_hours"])
     return _infra().ClusterArgs(
         nodes=nodes,
-        replication_factor=nodes if repl == "on" else 1,
+        replication_factor=nodes if shape.replication else 1,
         machine_type=types[size],
+        tserver_flags=flags,
+        ysql_pg_conf=pg_conf,
         master_machine_type=types["master"],
         loadgen_machine_type=types["loadgen"],
         zone=settings["zone"],
@@ -169,6 +211,19 @@ def wait_pulumi(timeout: float, log=print) -> bool:
     return True
 
 
+def release_lock(stack, log=print) -> None:
+    """Drop the lock an interrupted `pulumi up` left behind (once no Pulumi process runs).
+
+    Python closes the CLI's output pipe when the interrupt unwinds the Automation API call; the
+    CLI may then die on the broken pipe before it releases the stack's lock, and refresh and
+    destroy would refuse to run. `pulumi cancel` removes a file backend's lock files."""
+    try:
+        stack.cancel()
+        log(f"{stack.name}: released the lock of the interrupted update")
+    except Exception as exc:  # the Automation API raises its own error types
+        log(f"{stack.name}: no lock to release ({str(exc).strip()[-200:]})")
+
+
 def install_signal_handlers() -> None:
     """SIGTERM/SIGHUP (Snakemake, a closed terminal) cancel a running `pulumi up` gracefully and
     raise KeyboardInterrupt once, so the except/finally blocks destroy what was created.
@@ -255,12 +310,15 @@ def up(
     log: Callable[[str], object] = print,
     program: Callable | None = None,
     interrupt_wait: float = 600,
+    shape: ClusterShape | None = None,
+    server: Mapping[str, str] | None = None,
 ) -> dict:
     """Create or update the combination's stack, wait for `ready`, write and return endpoints.
 
     Any failure or interruption (up or ready; KeyboardInterrupt, SIGTERM with
     install_signal_handlers) destroys the stack before the error is raised. `program`: the
     inline Pulumi program (default: infra/'s YugabyteCluster; tests pass a cloud-free one).
+    `shape` and `server`: the combination as the design resolves it (see `cluster_args`).
     """
     from ybscale.backends import ssh
 
@@ -269,7 +327,7 @@ def up(
     if not settings.get("project"):
         raise ValueError("config/config.yaml: gcp.project: set your GCP project id")
     public_key = ssh.ensure_keypair(Path(settings["ssh_key"])).read_text().strip()
-    args = cluster_args(combo, settings, now, public_key)
+    args = cluster_args(combo, settings, now, public_key, shape, server)
     name = stack_name(combo, settings)
     stack = auto.create_or_select_stack(
         stack_name=name,
@@ -310,7 +368,8 @@ def up(
         log(f"{name}: bring-up {'interrupted' if interrupted else 'failed'} ({exc!r}); "
             "destroying the stack")  # fmt: skip
         try:
-            wait_pulumi(interrupt_wait, log)  # the cancelled up must release the stack's lock
+            if wait_pulumi(interrupt_wait, log) and interrupted:
+                release_lock(stack, log)
             if program is None:  # real VMs: keep their boot logs before they are gone
                 save_serial_output(name, args, settings, SERIAL_LOGS / name, log)
             teardown(stack, log)

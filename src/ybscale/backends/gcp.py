@@ -372,8 +372,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "up":
             loaded = study.load({**config, "backend": "gcp"}, args.design)
             print(plan_mod.format_plan(plan_mod.plan(loaded.rows, loaded.settings, [args.combo])))
+            if args.combo not in loaded.combinations:
+                raise ValueError(
+                    f"{loaded.design.source}: no row needs combination {args.combo!r} "
+                    f"(combinations: {', '.join(loaded.combinations)})"
+                )
+            row = loaded.row(loaded.combinations[args.combo][0])  # the combination's shape
             known_hosts_path(args.combo).unlink(missing_ok=True)
-            stacks.up(args.combo, settings, out=Path(args.out), ready=wait_ready)
+            stacks.up(
+                args.combo,
+                settings,
+                out=Path(args.out),
+                ready=wait_ready,
+                shape=row.cluster,
+                server=row.server,
+            )
         else:
             stacks.destroy(args.combo, settings, out=Path(args.out))
             known_hosts_path(args.combo).unlink(missing_ok=True)
