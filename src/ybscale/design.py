@@ -89,6 +89,7 @@ class Factor:
     name: str
     levels: tuple
     description: str = ""
+    block: bool = False  # a block column (e.g. original vs fold-over): analysed, never applied
 
     def level(self, sign: int) -> object:
         """Level label for a sign (-1 or +1)."""
@@ -180,9 +181,9 @@ class Design:
         return {letter: int(row[letter]) for letter in self.letters}
 
     def levels(self, run: str) -> dict[str, object]:
-        """Factor name -> level label for one run, keys sorted."""
+        """Factor name -> level label for one run, keys sorted (block columns left out)."""
         signs = self.signs(run)
-        named = {f.name: f.level(signs[f.letter]) for f in self.factors}
+        named = {f.name: f.level(signs[f.letter]) for f in self.factors if not f.block}
         return dict(sorted(named.items()))
 
     # ---- defining relation, aliases
@@ -367,6 +368,7 @@ def design_from_dict(data: object, source: str = "<memory>") -> Design:
             name=spec["name"],
             levels=tuple(spec["levels"]),
             description=spec.get("description", ""),
+            block=bool(spec.get("block", False)),
         )
         for letter, spec in data["factors"].items()
     )
@@ -406,6 +408,7 @@ def design_dict(design: Design) -> dict:
                 "levels": list(f.levels),
                 "description": f.description,
                 "generated": f.letter in design.generators,
+                "block": f.block,
             }
             for f in design.factors
         ],
