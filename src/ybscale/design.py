@@ -408,7 +408,7 @@ def design_dict(design: Design) -> dict:
                 "levels": list(f.levels),
                 "description": f.description,
                 "generated": f.letter in design.generators,
-                "block": f.block,
+                **({"block": True} if f.block else {}),
             }
             for f in design.factors
         ],
