@@ -164,9 +164,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--design", default=None, help="default: the config's design")
+    parser.add_argument("--detect", default=None, help="replications to detect e.g. 10%% or 500")
+    parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
     args = parser.parse_args(argv)
     try:
         config = yaml.safe_load(Path(args.config).read_text()) or {}
+        if args.detect:
+            from ybscale.design import load_design
+            from ybscale.power import detect
+
+            design = load_design(args.design or config["design"])
+            print(detect(args.detect, design, config, args.analysis))
+            return 0
         print(format_plan(plan_file(args.design or config["design"], config)))
     except (OSError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
