@@ -219,7 +219,9 @@ def describe(design: Design, pairs: list[tuple], best: Proposal) -> str:
         )
         if best.remaining:
             lines.append(
-                "Still confounded: " + ", ".join(f"{a} with {b}" for _, a, b in best.remaining)
+                "Still confounded: "
+                + ", ".join(f"{a} with {b}" for _, a, b in best.remaining)
+                + "."
             )
     else:
         lines.append(
