@@ -17,6 +17,7 @@ have_pg || packages+=(postgresql-15)
 python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
 [ -x /usr/sbin/sshd ] || packages+=(openssh-server)
 command -v ssh-keygen >/dev/null || packages+=(openssh-client)
+command -v chromium >/dev/null || packages+=(chromium)  # report rendering test (headless)
 if [ ${#packages[@]} -gt 0 ]; then
   echo "setup: installing ${packages[*]}" >&2
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

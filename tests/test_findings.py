@@ -124,7 +124,7 @@ def test_rst_copy_renders_without_docutils_warnings(study):
 def test_design_page_is_written_from_the_design(tmp_path):
     design = load_design(REPO / "config" / "design.yaml")
     text = design_rst(design)
-    assert "I = ABF = BCE = ACEF" in text and "resolution III" in text
+    assert "I = ABF = BCE = ACEF" in text and "Resolution III" in text
     assert "generated E = BC" in text and "**B = AF = CE**" in text
     other = tmp_path / "d.yaml"
     other.write_text(
@@ -137,5 +137,5 @@ def test_design_page_is_written_from_the_design(tmp_path):
         "generators: {E: ABCD}\n"
     )
     text = design_rst(load_design(other))
-    assert "I = ABCDE" in text and "resolution 5" in text
+    assert "I = ABCDE" in text and "Resolution 5" in text
     assert "sync" in text and "1GB" in text and "share a column" not in text

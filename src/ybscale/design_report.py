@@ -28,19 +28,19 @@ def _cell(value: object) -> str:
 def _meaning(design: Design) -> str:
     res = design.resolution
     if math.isinf(res):
-        return "a full factorial: every effect is estimated on its own."
+        return "A full factorial: every effect is estimated on its own."
     if res >= 5:
         return (
-            f"resolution {res}: main effects and two-factor interactions are free of each "
+            f"Resolution {res}: main effects and two-factor interactions are free of each "
             "other (aliased only with higher-order interactions)."
         )
     if res == 4:
         return (
-            "resolution IV: main effects are free of two-factor interactions, but two-factor "
+            "Resolution IV: main effects are free of two-factor interactions, but two-factor "
             "interactions are aliased with each other."
         )
     return (
-        f"resolution {'III' if res == 3 else res}: main effects are not aliased with each other, "
+        f"Resolution {'III' if res == 3 else res}: main effects are not aliased with each other, "
         "but they are aliased with two-factor interactions."
     )
 
@@ -67,9 +67,10 @@ def design_rst(design: Design) -> str:
         )
         if f.block:
             how += " (block)"
-        rows.append(
-            [f.letter, f.name, _cell(f.levels[0]), _cell(f.levels[1]), how, _cell(f.description)]
-        )
+        knob = getattr(f, "sets", None)  # the knob a factor sets, where the design says it
+        if knob:
+            how = f"sets {knob}; {how}"
+        rows.append([f.letter, f.name, _cell(f.levels[0]), _cell(f.levels[1]), how])
     gens = ", ".join(f"{x} = {w}" for x, w in design.generators.items()) or "none"
     lines = [
         "Design",
@@ -80,9 +81,9 @@ def design_rst(design: Design) -> str:
         + (f", each run {design.replications} times" if design.replications > 1 else "")
         + f" ({design.n_runs} runs). Tables *1. Design* hold its sign table and alias table.",
         "",
-        *_table(
-            ["letter", "factor", "level at −1", "level at +1", "how it is set", "description"], rows
-        ),
+        *_table(["letter", "factor", "level at −1", "level at +1", "how it is set"], rows),
+        "",
+        *(f"* **{f.name}**: {f.description}" for f in design.factors if f.description),
         "",
         f"* Generators: {gens}. Defining relation: **{design.defining_relation_string()}**.",
         f"* {_meaning(design)}",

@@ -397,7 +397,7 @@ def _rst_escape(text: str) -> str:
 def render(blocks: list, fmt: str) -> str:
     """Markdown (``md``) or reStructuredText (``rst``) of the blocks."""
     esc = _rst_escape if fmt == "rst" else (lambda s: s)
-    lines = [TITLE, "=" * len(TITLE), ""]
+    lines = [TITLE, ("-" if fmt == "rst" else "=") * len(TITLE), ""]  # rst: a section
     for block in blocks:
         if isinstance(block, str):
             lines += [esc(block), ""]
