@@ -35,11 +35,12 @@ def display_tolerance(text: str) -> float:
 
 @pytest.fixture
 def study(tmp_path):
-    """A synthetic study: workload (B) -12k, nodes (C) +3k, the rest noise; one outlier."""
+    """A synthetic study: workload (B) -12k, nodes (C) +3k, AD +2k, the rest noise; one outlier."""
     design = load_design(REPO / "config" / "design.yaml")
     signs = design.sign_table()
     rng = np.random.default_rng(3)
     y = 30_000 - 6_000 * signs["B"] + 1_500 * signs["C"] + rng.normal(0, 150, len(signs))
+    y += 1_000 * signs["A"] * signs["D"]
     y.iloc[6] += 2_500  # run07 stands out
     results = tmp_path / "results"
     ceilings = signs[list(design.letters)].assign(response=y, empirical_clients=4)
@@ -68,7 +69,7 @@ def test_active_effects_in_words_with_numbers_equal_to_effects_csv(study):
     design, results, text, _ = study
     effects = pd.read_csv(results / "effects.csv")
     active = effects[effects["active"]]
-    assert set(active["term"]) >= {"B", "C"}
+    assert set(active["term"]) >= {"B", "C", "AD"}
     items = re.findall(r"^\d+\. (.*)$", text, flags=re.M)
     assert len(items) == len(active)
     for item, (_, row) in zip(items, active.iterrows(), strict=True):  # same order
@@ -84,6 +85,9 @@ def test_active_effects_in_words_with_numbers_equal_to_effects_csv(study):
     assert items[0].startswith("**workload** write instead of read (B) lowers the ceiling")
     nodes = next(i for i in items if i.startswith("**nodes**"))
     assert "5 instead of 3 (C) raises" in nodes
+    ad = next(i for i in items if "(AD)" in i)
+    assert ad.startswith("the interaction **operation_size × isolation** (AD), both at their first")
+    assert "No other main effect or two-factor interaction shares this column" in ad
     # aliases and what cannot be separated
     assert "B = AF = CE = ABCEF" in items[0]
     assert "cannot separate workload (B), operation_size × node_size (AF) and nodes ×" in items[0]

@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pytest
 import yaml
 from conftest import REPO, servers_under
 from test_findings import NUMBER, display_tolerance, parse_number
-from test_pipeline import COPY, _local_defaults, snakemake
+from test_pipeline import COPY, _local_defaults, planned, snakemake
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -74,7 +75,8 @@ def test_report_builds_right_after_effects(built):
 def test_findings_page_first_with_the_numbers_of_effects_csv(built):
     work, _, _ = built
     page = _workflow_description((work / "report.html").read_text(encoding="utf-8"))
-    sections = [page.find(s) for s in ("Findings", "Design", "Measurement", "Analysis")]
+    heads = ("Findings\nResponse.", "Design\nThe design file", "Measurement\n", "Analysis\n")
+    sections = [page.find(s) for s in heads]
     assert -1 not in sections and sections == sorted(sections), sections
     findings = page[sections[0] : sections[1]]
     assert findings.split()[:2] == ["Findings", "Response."]
@@ -176,3 +178,19 @@ def test_report_renders_offline_in_headless_chromium(built, tmp_path):
         size = re.search(r'data-chart="(\d+)x(\d+)"', dom)
         assert size, f"{chart}: not shown"
         assert int(size.group(1)) > 200 and int(size.group(2)) > 150, (chart, size.group(0))
+
+
+def test_next_foldover_reuses_the_measured_rows(built):
+    """`ybscale next` writes the combined design; the pipeline would measure only the new rows."""
+    work, _, _ = built
+    out = subprocess.run(
+        [sys.executable, "-m", "ybscale.cli", "next", "--analysis", "results"]
+        + ["--out", "config/design-foldover.yaml"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    jobs = planned(work, "results/effects.csv", "--config", "design=config/design-foldover.yaml")
+    assert jobs["measure"] == {f"run{i}" for i in range(17, 33)}

@@ -85,13 +85,12 @@ def effect_sentence(design: Design, row: pd.Series) -> str:
     names = " × ".join(f.name for f in fs)
     if len(fs) == 2:
         same = (
-            f"{fs[0].name} and {fs[1].name} are both at their first level "
-            f"({fs[0].levels[0]}, {fs[1].levels[0]}) or both at their second "
-            f"({fs[0].levels[1]}, {fs[1].levels[1]}) rather than mixed"
+            f"both at their first level ({fs[0].levels[0]}, {fs[1].levels[0]}) or both at their "
+            f"second ({fs[0].levels[1]}, {fs[1].levels[1]}) instead of mixed"
         )
     else:
-        same = f"the product of the signs of {', '.join(f.name for f in fs)} is +1"
-    return f"the interaction **{names}** ({term}) {size} when {same}; {share}."
+        same = f"the product of the signs of {', '.join(f.name for f in fs)} +1 instead of -1"
+    return f"the interaction **{names}** ({term}), {same}, {size}; {share}."
 
 
 def alias_sentence(design: Design, row: pd.Series) -> str:
