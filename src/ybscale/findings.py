@@ -299,6 +299,8 @@ def _censored_text(study: Study) -> list[str]:
     c = study.ceilings
     if c.empty or "empirical_clients" not in c or study.ceiling != "empirical":
         return []
+    if not study.curves:
+        return []
     top = max(int(x) for curve in study.curves.values() for x in curve["clients"])
     at_top = c.loc[c["empirical_clients"] == top, "run"].astype(str).tolist()
     if not at_top:
