@@ -179,7 +179,7 @@ def response_section(study: Study) -> list[str]:
     meta = next(iter(study.measurements.values()), {})
     m = meta.get("measurement", {})
     backend = meta.get("applied", {}).get("backend", "?")
-    res = "full factorial" if math.isinf(d.resolution) else f"resolution {d.resolution}"
+    res = followup.resolution_text(d)
     how = (
         "the **empirical** ceiling: the largest median throughput over the client counts"
         if study.ceiling == "empirical"

@@ -194,9 +194,13 @@ def design_yaml(original_path: str | Path, combined: Design, note: str) -> str:
     return head + "\n" + yaml.safe_dump(out, sort_keys=False, allow_unicode=True)
 
 
-def _resolution(design: Design) -> str:
+ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
+
+
+def resolution_text(design: Design) -> str:
+    """``"resolution IV"`` (``"full factorial"`` without generators)."""
     res = design.resolution
-    return "full factorial" if math.isinf(res) else f"resolution {res}"
+    return "full factorial" if math.isinf(res) else f"resolution {ROMAN.get(res, res)}"
 
 
 def describe(design: Design, pairs: list[tuple], best: Proposal) -> str:
@@ -209,7 +213,8 @@ def describe(design: Design, pairs: list[tuple], best: Proposal) -> str:
         "rows, reused as measured.",
         f"Combined design: {combined.n_rows} rows, generators "
         + ", ".join(f"{k} = {v}" for k, v in combined.generators.items())
-        + f", defining relation {combined.defining_relation_string()}, {_resolution(combined)}.",
+        + f", defining relation {combined.defining_relation_string()}, "
+        + f"{resolution_text(combined)}.",
     ]
     if pairs:
         lines.append(
