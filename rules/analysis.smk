@@ -21,11 +21,15 @@ rule ceilings:
 
 
 rule effects:
-    """Effects, allocation of variation, significance, ANOVA and diagnostics charts."""
+    """Effects, ANOVA, diagnostics charts, then the findings page (the report's first page)."""
     input:
         design=config["design"],
         ceilings="results/ceilings.csv",
         clusters=cluster_teardowns,
+        # everything else the report shows, so `--report` works right after this target
+        sign_table="results/design/sign_table.csv",
+        throughput_chart="results/charts/throughput.svg",
+        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
     output:
         effects=report(
             "results/effects.csv",
@@ -63,6 +67,13 @@ rule effects:
             caption="../report/residuals.rst",
             category="4. Diagnostics",
         ),
+        findings=report(
+            "results/findings.md",
+            caption="../report/findings.rst",
+            category="0. Findings",
+        ),
+        findings_page="results/report/findings.rst",
+        design_page="results/report/design.rst",
     log:
         "results/logs/effects.log",
     conda:
@@ -70,21 +81,29 @@ rule effects:
     params:
         alpha=ANALYSIS["alpha"],
         model=ANALYSIS["model"],
+        ceiling=ANALYSIS["ceiling"],
     shell:
-        "python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
+        "(python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
         " --response response --alpha {params.alpha} --model {params.model} --out results"
-        " > {log} 2>&1"
+        " && python -m ybscale.findings --design {input.design} --analysis results"
+        " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
+        " --rst {output.findings_page} --design-rst {output.design_page}) > {log} 2>&1"
 
 
 rule throughput_chart:
-    """Throughput against clients for every row, with its USL curve and ceiling."""
+    """Throughput against clients, and second by second, for every row."""
     input:
         ceilings="results/ceilings.csv",
         curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
     output:
-        report(
+        throughput=report(
             "results/charts/throughput.svg",
             caption="../report/throughput.rst",
+            category="2. Measurements",
+        ),
+        per_second=report(
+            "results/charts/per_second.svg",
+            caption="../report/per_second.rst",
             category="2. Measurements",
         ),
     log:

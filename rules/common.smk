@@ -28,7 +28,7 @@ wildcard_constraints:
 
 def row_of(run):
     """The resolved row of a run id (plain JSON: the measuring rule's param)."""
-    return STUDY.row(run).to_dict()
+    return STUDY.row(run).params()
 
 
 def runs_of(combo):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -70,8 +72,16 @@ def _treatment(row: pd.Series, letters: Sequence[str]) -> str:
     return "".join(high) or "(1)"
 
 
-def _panel_labels(runs: Sequence[str], ceilings: pd.DataFrame | None) -> dict[str, str]:
-    """Facet header per run: ``run01 (1)``, ``run02 a``... when the sign columns are known."""
+def _panel_labels(
+    runs: Sequence[str], ceilings: pd.DataFrame | None, levels: dict | None = None
+) -> dict[str, str]:
+    """Facet header per run: its factor names and levels, lines split by ``|``.
+
+    Without the levels (``{run: {name: level}}``, e.g. from measurement.json) the header falls
+    back to the Yates treatment code: ``run01 (1)``, ``run02 a``...
+    """
+    if levels:
+        return {r: _levels_label(r, levels.get(r)) for r in runs}
     if ceilings is None or "run" not in ceilings:
         return {r: r for r in runs}
     letters = [c for c in ceilings.columns if len(c) == 1 and c.isupper()]
@@ -80,6 +90,30 @@ def _panel_labels(runs: Sequence[str], ceilings: pd.DataFrame | None) -> dict[st
         r: f"{r} {_treatment(by_run.loc[r], letters)}" if r in by_run.index and letters else r
         for r in runs
     }
+
+
+def _levels_label(run: str, levels: dict | None, per_line: int = 2) -> str:
+    """``run01|operation_size 1, workload read|...``: two factors per header line."""
+    if not levels:
+        return run
+    parts = [f"{name} {value}" for name, value in levels.items()]
+    lines = [", ".join(parts[i : i + per_line]) for i in range(0, len(parts), per_line)]
+    return "|".join([run, *lines])
+
+
+def read_levels(runs_dir: Path | str) -> dict[str, dict]:
+    """Run -> its factor levels, from every ``runs_dir/*/measurement.json`` that has them."""
+    out = {}
+    for path in sorted(Path(runs_dir).glob("*/measurement.json")):
+        levels = json.loads(path.read_text(encoding="utf-8")).get("levels")
+        if levels:
+            out[path.parent.name] = levels
+    return out
+
+
+def _header() -> alt.Header:
+    """Facet headers on several lines (labels split at ``|``)."""
+    return alt.Header(labelExpr="split(datum.value, '|')", labelLimit=0, labelFontSize=10)
 
 
 # ---------------------------------------------------------------------------- throughput
@@ -102,7 +136,7 @@ def _usl_grid(usl: pd.DataFrame | None, curves: pd.DataFrame, points: int = 60) 
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run"])
 
 
-def _throughput_data(curves, usl, ceilings) -> pd.DataFrame:
+def _throughput_data(curves, usl, ceilings, levels: dict | None = None) -> pd.DataFrame:
     """One long table (kind = measured | usl | ceiling) so the layers can share one facet."""
     measured = curves[["run", "clients", "tps", "tps_min", "tps_max"]].assign(kind="measured")
     fitted = _usl_grid(usl, curves).assign(kind="usl")
@@ -113,15 +147,19 @@ def _throughput_data(curves, usl, ceilings) -> pd.DataFrame:
         )
         parts.append(ceiling.dropna().assign(kind="ceiling"))
     data = pd.concat([p for p in parts if not p.empty], ignore_index=True)
-    labels = _panel_labels(sorted(data["run"].unique()), ceilings)
+    labels = _panel_labels(sorted(data["run"].unique()), ceilings, levels)
     return data.assign(panel=data["run"].map(labels))
 
 
 def throughput_chart(
-    curves: pd.DataFrame, usl: pd.DataFrame | None, ceilings: pd.DataFrame | None, columns: int = 4
+    curves: pd.DataFrame,
+    usl: pd.DataFrame | None,
+    ceilings: pd.DataFrame | None,
+    columns: int = 4,
+    levels: dict | None = None,
 ) -> alt.FacetChart:
     """Throughput vs clients per run: medians with min-max bars, USL fit, ceiling marked."""
-    data = _throughput_data(curves, usl, ceilings)
+    data = _throughput_data(curves, usl, ceilings, levels)
     log_x = bool((data["clients"] > 0).all())
     x = alt.X(
         "clients:Q",
@@ -151,7 +189,7 @@ def throughput_chart(
     return (
         layer.facet(
             data=data,
-            facet=alt.Facet("panel:N", title=None, sort=alt.SortField("run")),
+            facet=alt.Facet("panel:N", title=None, sort=alt.SortField("run"), header=_header()),
             columns=columns,
         )
         .resolve_scale(y="independent")
@@ -179,11 +217,100 @@ def read_curves(runs_dir: Path | str) -> pd.DataFrame:
 def throughput_charts(
     runs: Path | str | pd.DataFrame, ceilings: Path | str | pd.DataFrame | None, out_dir: Path | str
 ) -> list[Path]:
-    """Write ``out_dir/throughput.html|svg``; ``runs`` is results/runs or a curves table."""
+    """Write ``out_dir/throughput.html|svg``; ``runs`` is results/runs or a curves table.
+
+    With results/runs, also ``out_dir/per_second.html|svg`` from the pgbench aggregate logs."""
     curves = runs if isinstance(runs, pd.DataFrame) else read_curves(runs)
+    levels = None if isinstance(runs, pd.DataFrame) else read_levels(runs)
     if ceilings is not None and not isinstance(ceilings, pd.DataFrame):
         ceilings = pd.read_csv(ceilings)
-    return save(throughput_chart(curves, ceilings, ceilings), Path(out_dir) / "throughput")
+    chart = throughput_chart(curves, ceilings, ceilings, levels=levels)
+    paths = save(chart, Path(out_dir) / "throughput")
+    if not isinstance(runs, pd.DataFrame):
+        seconds = read_per_second(runs)
+        paths += save(per_second_chart(seconds, levels), Path(out_dir) / "per_second")
+    return paths
+
+
+# ---------------------------------------------------------------------------- per second
+
+_AGG_LOG = re.compile(r"c(\d+)_r(\d+)_(.+)\.\d+(\.\d+)?")
+
+
+def read_per_second(runs_dir: Path | str) -> pd.DataFrame:
+    """Per-second tps of every repetition from ``*/pgbench-logs/`` (all nodes added up).
+
+    Columns: run, clients, repetition, second (since the repetition's first interval), tps.
+    pgbench drops the last partial interval, so a 3 s repetition has 2-3 points.
+    """
+    from ybscale.pgbench import PgbenchError, parse_aggregate_logs
+
+    frames = []
+    for logs in sorted(Path(runs_dir).glob("*/pgbench-logs")):
+        groups: dict[tuple[int, int], list[Path]] = {}
+        for path in logs.iterdir():
+            match = _AGG_LOG.fullmatch(path.name)
+            if match:
+                key = (int(match.group(1)), int(match.group(2)))
+                groups.setdefault(key, []).append(path)
+        for (clients, rep), paths in sorted(groups.items()):
+            try:
+                agg = parse_aggregate_logs(sorted(paths))
+            except PgbenchError:
+                continue  # a repetition shorter than one interval
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "run": logs.parent.name,
+                        "clients": clients,
+                        "repetition": rep,
+                        "second": agg["interval_start"] - agg["interval_start"].min(),
+                        "tps": agg["tps"],
+                    }
+                )
+            )
+    columns = ["run", "clients", "repetition", "second", "tps"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def per_second_chart(
+    seconds: pd.DataFrame, levels: dict | None = None, columns: int = 4
+) -> alt.FacetChart:
+    """Small multiples: per-second tps of every repetition, one line per client count."""
+    labels = _panel_labels(sorted(seconds["run"].unique()), None, levels)
+    data = seconds.assign(
+        panel=seconds["run"].map(labels),
+        series=seconds["clients"].astype(str)
+        + " clients, rep "
+        + seconds["repetition"].astype(str),
+    )
+    chart = (
+        alt.Chart()
+        .mark_line(point=alt.OverlayMarkDef(size=12))
+        .encode(
+            x=alt.X("second:Q", title="second of the repetition"),
+            y=alt.Y("tps:Q", title="tps (per second)"),
+            color=alt.Color("clients:O", title="clients", scale=alt.Scale(scheme="viridis")),
+            detail="series:N",
+            tooltip=["run:N", "clients:O", "repetition:O", "second:Q", alt.Tooltip("tps:Q")],
+        )
+        .properties(**PANEL)
+    )
+    return (
+        chart.facet(
+            data=data,
+            facet=alt.Facet("panel:N", title=None, sort=alt.SortField("run"), header=_header()),
+            columns=columns,
+        )
+        .resolve_scale(y="independent")
+        .properties(
+            title=alt.TitleParams(
+                "Throughput second by second, per run",
+                subtitle="one line per client count and repetition (pgbench aggregate log, all "
+                "nodes added up; the first second is partial): look for warm-up, stalls, drops",
+            )
+        )
+    )
 
 
 # ---------------------------------------------------------------------------- effects
@@ -336,7 +463,8 @@ def interaction_data(design, responses: pd.DataFrame, response: str, x: str, y: 
 def interaction_title(design, x: str, y: str) -> alt.TitleParams:
     """Title naming both factors; marks a two-factor interaction aliased with a main effect."""
     names = {f.letter: f.name for f in design.factors}
-    text = f"{x} {names[x]} × {y} {names[y]}"
+    lv = {f.letter: f"{f.levels[0]} → {f.levels[1]}" for f in design.factors}
+    text = f"{names[x]} ({lv[x]}) × {names[y]} ({lv[y]}): interaction {x}{y}"
     subtitle = [f"aliases: {design.alias_string(x + y)}"]
     mains = confounded_with_main(design, x + y)
     if mains:

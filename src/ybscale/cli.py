@@ -11,6 +11,7 @@ COMMANDS = {
     "plan": ("ybscale.plan", "clusters, VM-hours, cost and wall time of a gcp study"),
     "sweep": ("ybscale.sweep", "destroy every gcp stack whose expiry has passed"),
     "design": ("ybscale.design", "write the sign table, aliases and resolution of a design"),
+    "next": ("ybscale.followup", "the fold-over follow-up design that de-aliases active effects"),
 }
 
 

@@ -90,6 +90,7 @@ class Factor:
     levels: tuple
     description: str = ""
     sets: str | None = None  # the knob it sets (None: the shorthand of its name)
+    block: bool = False  # a block column (e.g. original vs fold-over): analysed, never applied
 
     @property
     def knob(self) -> str:
@@ -186,9 +187,9 @@ class Design:
         return {letter: int(row[letter]) for letter in self.letters}
 
     def levels(self, run: str) -> dict[str, object]:
-        """Factor name -> level label for one run, keys sorted."""
+        """Factor name -> level label for one run, keys sorted (block columns left out)."""
         signs = self.signs(run)
-        named = {f.name: f.level(signs[f.letter]) for f in self.factors}
+        named = {f.name: f.level(signs[f.letter]) for f in self.factors if not f.block}
         return dict(sorted(named.items()))
 
     # ---- defining relation, aliases
@@ -307,7 +308,7 @@ def _check_factors(factors: tuple[Factor, ...], src: str) -> None:
             )
         if f.levels[0] == f.levels[1]:
             raise _fail(src, f"{where}.levels", f"duplicate level label {f.levels[0]!r}")
-        if not f.sets and f.name not in knobs.SHORTHANDS:
+        if f.block or not f.sets and f.name not in knobs.SHORTHANDS:
             continue  # fine for analysis; measuring it needs `sets:` (ybscale.row says so)
         field_name = f"{where}.sets" if f.sets else f"{where}.name"
         try:
@@ -386,6 +387,7 @@ def design_from_dict(data: object, source: str = "<memory>") -> Design:
             levels=tuple(spec["levels"]),
             description=spec.get("description", ""),
             sets=spec.get("sets"),
+            block=bool(spec.get("block", False)),
         )
         for letter, spec in data["factors"].items()
     )
@@ -426,6 +428,7 @@ def design_dict(design: Design) -> dict:
                 "description": f.description,
                 "sets": f.knob,
                 "generated": f.letter in design.generators,
+                **({"block": True} if f.block else {}),
             }
             for f in design.factors
         ],

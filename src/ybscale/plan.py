@@ -352,9 +352,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--design", default=None, help="default: the config's design")
+    parser.add_argument("--detect", default=None, help="replications to detect e.g. 10%% or 500")
+    parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
     args = parser.parse_args(argv)
     try:
         config = yaml.safe_load(Path(args.config).read_text()) or {}
+        if args.detect:
+            from ybscale.power import detect
+
+            loaded = study.load(config, args.design)
+            print(detect(args.detect, loaded.design, loaded.settings, args.analysis))
+            return 0
         config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
         loaded = study.load(config, args.design)
         print(format_factors(loaded.design))

@@ -68,8 +68,15 @@ class Row:
         return self.sources.get(knob, f"{CONFIG_SOURCE}: defaults")
 
     def to_dict(self) -> dict:
-        """Plain JSON (a rule's params; measurement.json)."""
+        """Plain JSON (measurement.json)."""
         return asdict(self)
+
+    def params(self) -> dict:
+        """What the measuring rule depends on: everything but where the values came from, so a
+        combined design (fold-over) that keeps a row's knobs reuses its measurement."""
+        data = self.to_dict()
+        del data["sources"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Row:
@@ -141,6 +148,8 @@ def _knob_values(design, defaults: Mapping) -> tuple[dict, dict, list[str]]:
                 errors.append(f"{where}: {exc}")
     by_factor = {}
     for f in design.factors:
+        if f.block:  # analysed, never applied
+            continue
         try:
             knob = f.knob
         except knobs.KnobError as exc:
@@ -218,6 +227,8 @@ def resolve_rows(design, config: Mapping) -> list[Row]:
     for run in design.run_ids:
         values, sources, labels = dict(base), {}, {}
         for f in design.factors:
+            if f.block:
+                continue
             knob, converted = by_factor[f.letter]
             sign = int(table.at[run, f.letter])
             index = 0 if sign < 0 else 1

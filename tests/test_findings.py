@@ -1,0 +1,145 @@
+"""Findings page: written from the results, only active effects, numbers equal to effects.csv."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO
+from docutils.core import publish_parts
+
+from ybscale.analysis import analyze
+from ybscale.design import load_design
+from ybscale.design_report import design_rst
+from ybscale.findings import write_findings
+
+NUMBER = r"(-?[\d,]+(?:\.\d+)?k?)"
+
+
+def parse_number(text: str) -> float:
+    """Inverse of the display form: '31.7k' -> 31700, '1,234' -> 1234."""
+    text = text.replace(",", "")
+    return float(text[:-1]) * 1000 if text.endswith("k") else float(text)
+
+
+def display_tolerance(text: str) -> float:
+    """Half a unit of the last displayed digit."""
+    if text.endswith("k"):
+        return 50.0
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return 0.5 * 10**-decimals
+
+
+@pytest.fixture
+def study(tmp_path):
+    """A synthetic study: workload (B) -12k, nodes (C) +3k, AD +2k, the rest noise; one outlier."""
+    design = load_design(REPO / "config" / "design.yaml")
+    signs = design.sign_table()
+    rng = np.random.default_rng(3)
+    y = 30_000 - 6_000 * signs["B"] + 1_500 * signs["C"] + rng.normal(0, 150, len(signs))
+    y += 1_000 * signs["A"] * signs["D"]
+    y.iloc[6] += 2_500  # run07 stands out
+    results = tmp_path / "results"
+    ceilings = signs[list(design.letters)].assign(response=y, empirical_clients=4)
+    ceilings.reset_index().to_csv(results.mkdir() or results / "ceilings.csv", index=False)
+    analyze(design, ceilings.reset_index(), "response", results, charts=False)
+    for run in design.run_ids:
+        (results / "runs" / run).mkdir(parents=True)
+        curve = pd.DataFrame(
+            {"clients": [1, 4], "tps": [1.0, 2.0], "tps_spread_pct": [2.0, 4.0], "repetitions": 3}
+        )
+        curve.to_csv(results / "runs" / run / "throughput.csv", index=False)
+        meta = {
+            "measurement": {"clients": [1, 4], "repetitions": 3, "seconds": 3, "rows": 1000},
+            "applied": {"backend": "local", "cpu": {"node1": {"mechanism": "cgroup2", "cpus": 1}}},
+            "started": "2026-01-01T00:00:00Z",
+            "finished": "2026-01-01T00:02:00Z",
+        }
+        (results / "runs" / run / "measurement.json").write_text(json.dumps(meta))
+    out = results / "findings.md"
+    rst = results / "report" / "findings.rst"
+    text = write_findings(design, results, out, rst)
+    return design, results, text, rst.read_text()
+
+
+def test_active_effects_in_words_with_numbers_equal_to_effects_csv(study):
+    design, results, text, _ = study
+    effects = pd.read_csv(results / "effects.csv")
+    active = effects[effects["active"]]
+    assert set(active["term"]) >= {"B", "C", "AD"}
+    items = re.findall(r"^\d+\. (.*)$", text, flags=re.M)
+    assert len(items) == len(active)
+    for item, (_, row) in zip(items, active.iterrows(), strict=True):  # same order
+        match = re.search(rf"by {NUMBER} tps \[{NUMBER}, {NUMBER}\]; ([\d.]+) %", item)
+        assert match, item
+        size, lo, hi, pct = match.groups()
+        magnitude = abs(row["effect"])
+        bounds = sorted(abs(v) for v in (row["ci_low"], row["ci_high"]))
+        assert parse_number(size) == pytest.approx(magnitude, abs=display_tolerance(size))
+        assert parse_number(lo) == pytest.approx(bounds[0], abs=display_tolerance(lo))
+        assert parse_number(hi) == pytest.approx(bounds[1], abs=display_tolerance(hi))
+        assert float(pct) == pytest.approx(row["variation_pct"], abs=0.05)
+    assert items[0].startswith("**workload** write instead of read (B) lowers the ceiling")
+    nodes = next(i for i in items if i.startswith("**nodes**"))
+    assert "5 instead of 3 (C) raises" in nodes
+    ad = next(i for i in items if "(AD)" in i)
+    assert ad.startswith("the interaction **operation_size × isolation** (AD), both at their first")
+    assert "No other main effect or two-factor interaction shares this column" in ad
+    # aliases and what cannot be separated
+    assert "B = AF = CE = ABCEF" in items[0]
+    assert "cannot separate workload (B), operation_size × node_size (AF) and nodes ×" in items[0]
+
+
+def test_effects_within_the_noise_are_not_findings(study):
+    _, results, text, _ = study
+    effects = pd.read_csv(results / "effects.csv")
+    quiet = effects[~effects["active"]]
+    for _, row in quiet.iterrows():
+        assert not re.search(rf"\({row['term']}\) (raises|lowers)", text)
+    assert f"The other {len(quiet)} columns" in text
+
+
+def test_noise_outliers_backend_and_next_steps(study):
+    _, results, text, _ = study
+    outliers = pd.read_csv(results / "outliers.csv")
+    assert list(outliers["run"]) == ["run07"]
+    assert "PSE = " in text
+    assert "spread by 3.0 % (median" in text
+    for run in outliers["run"]:
+        assert run in text.split("**Outliers.**")[1].split("**")[0]
+    assert "12 of 16" not in text and "16 of 16 rows reached" in text  # clients 4 = largest
+    assert "adding a node adds no CPU" in text
+    assert "``ybscale next`` proposes" in text and "full fold-over" in text
+    assert "Replications needed" in text
+
+
+def test_rst_copy_renders_without_docutils_warnings(study):
+    design, _, _, rst = study
+    for source in (rst, design_rst(design)):
+        parts = publish_parts(source, writer="html", settings_overrides={"halt_level": 2})
+        assert "<ol" in parts["body"] or "<table" in parts["body"]
+    html = publish_parts(rst, writer="html")["body"]
+    assert "|effect|" in html  # the pipes of |effect| are text, not a substitution
+
+
+def test_design_page_is_written_from_the_design(tmp_path):
+    design = load_design(REPO / "config" / "design.yaml")
+    text = design_rst(design)
+    assert "I = ABF = BCE = ACEF" in text and "Resolution III" in text
+    assert "generated E = BC" in text and "**B = AF = CE**" in text
+    other = tmp_path / "d.yaml"
+    other.write_text(
+        "factors:\n"
+        "  A: {name: rows, levels: [1, 100]}\n"
+        "  B: {name: workload, levels: [read, write]}\n"
+        "  C: {name: isolation, levels: [read committed, serializable]}\n"
+        "  D: {name: sync, levels: ['off', 'on']}\n"
+        "  E: {name: buffers, levels: [64MB, 1GB]}\n"
+        "generators: {E: ABCD}\n"
+    )
+    text = design_rst(load_design(other))
+    assert "I = ABCDE" in text and "Resolution 5" in text
+    assert "sync" in text and "1GB" in text and "share a column" not in text

@@ -1,0 +1,196 @@
+"""The README sequence on the tiny config: effects, then the report, findings first and rendered.
+
+`snakemake --cores 2 results/effects.csv --configfile config/test.yaml`, then
+`snakemake --report report.html --configfile config/test.yaml`, on real PostgreSQL, in a copy of
+the workflow with its own RAM data root; the report is opened in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO, servers_under
+from test_findings import NUMBER, display_tolerance, parse_number
+from test_pipeline import COPY, _local_defaults, planned, snakemake
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: no name resolves
+]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The README sequence, run once: effects.csv, then the report."""
+    work = tmp_path_factory.mktemp("report-study")
+    for name in COPY:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    root = Path("/dev/shm") / f"ybscale-test-{uuid.uuid4().hex[:8]}"
+    root.mkdir(exist_ok=True)
+    cfg = yaml.safe_load((work / "config" / "test.yaml").read_text())
+    cfg["local"] = {**_local_defaults(), "data_root": str(root)}
+    (work / "config" / "test.yaml").write_text(yaml.safe_dump(cfg))
+    try:
+        snakemake(work, "results/effects.csv")
+        report = snakemake(work, "--report", "report.html", check=False)
+        yield work, root, report
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _workflow_description(html: str) -> str:
+    """The report's first page (Snakemake embeds it as a JS string in #workflow-desc)."""
+    match = re.search(
+        r'<script id="workflow-desc">\s*var workflow_desc = (".*?");\s*</script>', html, re.S
+    )
+    assert match, "no workflow description in report.html"
+    return htmllib.unescape(re.sub(r"<[^>]+>", "", json.loads(match.group(1))))
+
+
+def test_report_builds_right_after_effects(built):
+    work, root, report = built
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
+    assert (work / "report.html").stat().st_size > 100_000
+    assert servers_under(root) == []
+
+
+def test_findings_page_first_with_the_numbers_of_effects_csv(built):
+    work, _, _ = built
+    page = _workflow_description((work / "report.html").read_text(encoding="utf-8"))
+    heads = ("Findings\nResponse.", "Design\nThe design file", "Measurement\n", "Analysis\n")
+    sections = [page.find(s) for s in heads]
+    assert -1 not in sections and sections == sorted(sections), sections
+    findings = page[sections[0] : sections[1]]
+    assert findings.split()[:2] == ["Findings", "Response."]
+    effects = pd.read_csv(work / "results/effects.csv")
+    active = effects[effects["active"].astype(bool)]
+    sizes = re.findall(
+        rf"(raises|lowers) the ceiling by {NUMBER} tps \[{NUMBER}, {NUMBER}\]; "
+        r"([\d.]+) % of the variation",
+        findings,
+    )
+    assert len(sizes) == len(active) > 0
+    for (verb, size, lo, hi, pct), (_, row) in zip(sizes, active.iterrows(), strict=True):
+        assert verb == ("raises" if row["effect"] > 0 else "lowers")
+        assert parse_number(size) == pytest.approx(abs(row["effect"]), abs=display_tolerance(size))
+        bounds = sorted(abs(v) for v in (row["ci_low"], row["ci_high"]))
+        assert parse_number(lo) == pytest.approx(bounds[0], abs=display_tolerance(lo))
+        assert parse_number(hi) == pytest.approx(bounds[1], abs=display_tolerance(hi))
+        assert float(pct) == pytest.approx(row["variation_pct"], abs=0.05)
+        assert row["alias"] in findings
+    # the same text as results/findings.md
+    md = (work / "results/findings.md").read_text(encoding="utf-8")
+    for sentence in re.findall(r"the ceiling by [^;]+;", md):
+        assert sentence in findings
+    # the design part is written from the design
+    assert "I = ABF = BCE = ACEF" in page and "generated E = BC" in page
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("chromium is not installed (setup.sh installs the Debian package chromium)")
+    return exe
+
+
+def _dump_dom(page: Path, profile: Path) -> str:
+    out = subprocess.run(
+        [
+            _chromium(),
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+# opens one chart of the report as a reader would (the view a result's button opens) and records
+# whether the browser decoded it; polls, since React renders the app asynchronously
+SHOW_CHART = """
+<script>
+window.addEventListener("load", () => {
+  const key = Object.keys(results).find(k => k.endsWith("%s"));
+  let asked = false;
+  const poll = setInterval(() => {
+    if (!document.querySelector("#app").children.length) return;
+    if (!asked) {
+      app.setView({content: "img", contentPath: results[key].data_uri, resultPath: key});
+      asked = true;
+      return;
+    }
+    const img = [...document.querySelectorAll("#app img")].find(
+      i => i.src === results[key].data_uri);
+    if (img && img.complete) {
+      document.body.dataset.chart = img.naturalWidth + "x" + img.naturalHeight;
+      clearInterval(poll);
+    }
+  }, 200);
+});
+</script>
+"""
+
+
+def _with_script(html: str, script: str) -> str:
+    """The report with a script before its last </body> (the others are inside JS strings)."""
+    head, _, tail = html.rpartition("</body>")
+    return head + script + "</body>" + tail
+
+
+def test_report_renders_offline_in_headless_chromium(built, tmp_path):
+    work, _, _ = built
+    report = work / "report.html"
+    html = report.read_text(encoding="utf-8")
+    assert not re.search(r"<script[^>]+src=[\"']https?://", html)
+    dom = _dump_dom(report, tmp_path / "profile1")
+    text = " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
+    first = [text.find(s) for s in ("Findings Response.", "Design The design file", "Backend:")]
+    assert -1 not in first and first == sorted(first), first  # the landing page: findings first
+    assert "instead of" in text and "of the variation" in text
+    for chart in ("pareto.svg", "throughput.svg", "per_second.svg"):
+        page = tmp_path / f"show-{chart}.html"
+        page.write_text(_with_script(html, SHOW_CHART % chart), encoding="utf-8")
+        dom = _dump_dom(page, tmp_path / f"profile-{chart}")
+        size = re.search(r'data-chart="(\d+)x(\d+)"', dom)
+        assert size, f"{chart}: not shown"
+        assert int(size.group(1)) > 200 and int(size.group(2)) > 150, (chart, size.group(0))
+
+
+def test_next_foldover_reuses_the_measured_rows(built):
+    """`ybscale next` writes the combined design; the pipeline would measure only the new rows."""
+    work, _, _ = built
+    out = subprocess.run(
+        [sys.executable, "-m", "ybscale.cli", "next", "--analysis", "results"]
+        + ["--out", "config/design-foldover.yaml"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    jobs = planned(work, "results/effects.csv", "--config", "design=config/design-foldover.yaml")
+    assert jobs["measure"] == {f"run{i}" for i in range(17, 33)}
