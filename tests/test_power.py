@@ -85,7 +85,10 @@ def test_plan_detect_prints_replications_from_the_studys_noise(tmp_path, capsys)
         json.dumps({"started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z"})
     )
     config = tmp_path / "config.yaml"
-    config.write_text(f"design: {REPO / 'config' / 'design.yaml'}\nbackend: local\n")
+    config.write_text(
+        f"design: {REPO / 'config' / 'design.yaml'}\nbackend: local\n"
+        f"workloads: {REPO / 'workloads'}\nmeasurement: {{clients: [1]}}\n"
+    )
     code = plan_main(["--config", str(config), "--detect", "10%", "--analysis", str(results)])
     out = capsys.readouterr().out
     assert code == 0

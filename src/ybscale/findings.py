@@ -357,7 +357,10 @@ def next_section(study: Study, analysis: Path) -> list[str]:
         items.append(
             "``ybscale plan --detect 10%``: "
             + power.detect(
-                DETECT, study.design, {"analysis": {"alpha": study.alpha}}, analysis
+                DETECT,
+                study.design,
+                {"analysis": {"alpha": study.alpha}, "backend": None},  # time, no cost
+                analysis,
             ).replace("\n", " ")
         )
     except (ValueError, KeyError, OSError) as exc:
