@@ -21,8 +21,10 @@ import sys
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 import yaml
 from jsonschema import Draft202012Validator
 
@@ -170,6 +172,8 @@ class Design:
 
     def sign_table(self) -> pd.DataFrame:
         """Index ``run``; columns ``row``, ``replicate`` and one +-1 int column per letter."""
+        import pandas as pd  # lazily: the workflow's parse needs only `signs`
+
         cols = self._columns()
         reps = self.replications
         data = {
@@ -183,8 +187,11 @@ class Design:
 
     def signs(self, run: str) -> dict[str, int]:
         """Letter -> +1/-1 for one run."""
-        row = self.sign_table().loc[run]
-        return {letter: int(row[letter]) for letter in self.letters}
+        if run not in self.run_ids:
+            raise KeyError(run)
+        index = (self.run_ids.index(run)) % self.n_rows
+        cols = self._columns()
+        return {letter: cols[letter][index] for letter in self.letters}
 
     def levels(self, run: str) -> dict[str, object]:
         """Factor name -> level label for one run, keys sorted (block columns left out)."""
@@ -257,6 +264,8 @@ class Design:
 
     def model_matrix(self) -> pd.DataFrame:
         """Index ``run``; one +-1 column per estimable term (product of its letters)."""
+        import pandas as pd
+
         table = self.sign_table()
         out = {}
         for term in self.terms:
@@ -457,6 +466,8 @@ def write_design_outputs(design: Design, out_dir: str | Path) -> dict[str, Path]
         "design": out / "design.json",
     }
     table.to_csv(paths["sign_table"])
+    import pandas as pd
+
     aliases = pd.DataFrame(
         [(t, design.alias_string(t)) for t in design.terms], columns=["term", "alias"]
     )

@@ -222,16 +222,15 @@ def resolve_rows(design, config: Mapping) -> list[Row]:
         errors += _check_scripts(design, by_factor, base, workloads_dir)
     if errors:
         raise RowError("\n".join(errors))
-    table = design.sign_table()
     rows = []
     for run in design.run_ids:
+        signs = design.signs(run)
         values, sources, labels = dict(base), {}, {}
         for f in design.factors:
             if f.block:
                 continue
             knob, converted = by_factor[f.letter]
-            sign = int(table.at[run, f.letter])
-            index = 0 if sign < 0 else 1
+            index = 0 if signs[f.letter] < 0 else 1
             values[knob] = converted[index]
             sources[knob] = f"{design.source}: factors.{f.letter}.levels[{index}]"
             labels[f.name] = f.levels[index]
