@@ -1,8 +1,17 @@
 # gcp backend: one Pulumi stack per infrastructure combination (included when backend == gcp).
 # Rows sharing a combination share its cluster; a cluster is destroyed once every row that needs
 # it is measured (and by destroy_all in `onerror:`). Nothing here runs at parse time.
-from ybscale.plan import format_plan, plan
+from ybscale.plan import format_plan, plan, previous_in_slot
 from ybscale.settings import write_json
+
+# at most gcp.max_clusters clusters live: each slot brings its next cluster up only after it
+# destroyed the previous one (a resource cannot span up -> measure -> down; a chain can)
+PREVIOUS_IN_SLOT = previous_in_slot(STUDY.rows, SETTINGS)
+
+
+def previous_destroyed(wildcards):
+    before = PREVIOUS_IN_SLOT[wildcards.combo]
+    return [] if before is None else f"results/clusters/{before}/destroyed.json"
 
 
 onstart:
@@ -24,6 +33,7 @@ rule cluster_up:
     """Bring up the stack of one combination (pulumi up, wait until ready), write endpoints."""
     input:
         settings="results/clusters/settings.json",
+        previous=previous_destroyed,
     output:
         temp("results/clusters/{combo}/endpoints.json"),
     log:
