@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import sys
-from pathlib import Path
 
 import pulumi
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra"))
-
-from ybscale_infra import (  # noqa: E402
+from ybscale_infra import (
     IAP_RANGE,
     ClusterArgs,
     YugabyteCluster,

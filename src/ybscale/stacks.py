@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import sys
 import time
 from collections.abc import Callable, Mapping
 from importlib import metadata
@@ -21,7 +20,6 @@ from pathlib import Path
 from ybscale.backends.base import BackendError
 from ybscale.row import ClusterShape
 
-INFRA_DIR = Path(__file__).resolve().parents[2] / "infra"
 SERIAL_LOGS = Path("results/logs/cluster_up")
 EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
 COMBO = re.compile(r"^nodes(?P<nodes>\d+)-(?P<size>[a-z0-9_]+)-repl(?P<repl>[a-z0-9_]+)$")
@@ -36,9 +34,7 @@ def _auto(auto):
 
 
 def _infra():
-    if str(INFRA_DIR) not in sys.path:
-        sys.path.insert(0, str(INFRA_DIR))
-    import ybscale_infra
+    import ybscale_infra  # installed with the package (infra/ybscale_infra)
 
     return ybscale_infra
 

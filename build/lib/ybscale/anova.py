@@ -1,0 +1,166 @@
+"""ANOVA on the estimable terms of a 2^(k-p) design, residuals and outliers.
+
+One regressor per alias group (the columns of ``design.model_matrix()``), fitted with statsmodels
+OLS; the table comes from ``anova_lm(typ=2)`` (the columns are orthogonal, so all types agree).
+
+Error term:
+* r >= 2: the full model leaves pure error with 2^(k-p)(r−1) degrees of freedom.
+* r == 1: the saturated model has no residual degrees of freedom, so the terms that Lenth's
+  method does not flag active (|effect| <= ME) are pooled into the error. The pooled terms are
+  still listed, with ``pooled = True``, their own df and SS and NaN F / p (their SS is part of the
+  residual line). If every term is active nothing can be pooled: F and p are NaN and the residual
+  line has 0 df. Pooling chosen from the data makes F tests optimistic; read them with Lenth's.
+
+Residuals (of the model after pooling; on the log10 scale for the multiplicative model) carry the
+internally studentized residual (statsmodels OLSInfluence) as ``standardized`` and the externally
+studentized residual with its Bonferroni p value. A run is an ``outlier`` when
+|standardized| > 3 (Montgomery's rule of thumb) or its Bonferroni p value is below alpha.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import statsmodels.formula.api as smf
+from statsmodels.stats.anova import anova_lm
+from statsmodels.stats.outliers_influence import OLSInfluence
+
+from ybscale.effects import aligned_responses, contrasts, lenth, transform
+
+OUTLIER_Z = 3.0
+RESIDUAL = "residual"
+ANOVA_COLUMNS = ["term", "alias", "df", "sum_sq", "mean_sq", "F", "p_value", "pooled"]
+RESIDUAL_COLUMNS = [
+    "run",
+    "row",
+    "replicate",
+    "observed",
+    "fitted",
+    "residual",
+    "standardized",
+    "studentized_external",
+    "bonferroni_p",
+    "leverage",
+    "order",
+    "outlier",
+]
+
+
+@dataclass
+class AnovaResult:
+    """ANOVA table, residuals and the terms pooled into error."""
+
+    table: pd.DataFrame
+    residuals: pd.DataFrame
+    pooled: list[str] = field(default_factory=list)
+    model: str = "additive"
+
+
+def pooled_terms(design, y: pd.Series, alpha: float = 0.05) -> list[str]:
+    """Terms pooled into error: none when replicated, else those Lenth does not flag at ME."""
+    if design.replications > 1:
+        return []
+    effect = contrasts(design, y)
+    me = lenth(effect.to_numpy(), alpha)["me"]
+    return [t for t in effect.index if not abs(effect[t]) > me]
+
+
+def _var(term: str) -> str:
+    """Formula-safe variable name for a term (C, I, Q are special in formula languages)."""
+    return f"t_{term}"
+
+
+def _fit(design, y: pd.Series, kept: list[str]):
+    """OLS of y on the kept term columns (intercept only when none are kept)."""
+    data = design.model_matrix().loc[y.index].astype(float)
+    data = data.rename(columns=_var)
+    data["y"] = y.to_numpy()
+    rhs = " + ".join(_var(t) for t in kept) or "1"
+    return smf.ols(f"y ~ {rhs}", data=data).fit()
+
+
+def _table(design, y: pd.Series, fit, kept: list[str], pooled: list[str]) -> pd.DataFrame:
+    """ANOVA rows in the design's term order, then the residual line."""
+    n = len(y)
+    effect = contrasts(design, y)
+    ss_term = n * (effect / 2.0) ** 2
+    df_resid = int(round(fit.df_resid))
+    ss_resid = float(fit.ssr) if df_resid > 0 else 0.0
+    lm = None
+    if kept and df_resid > 0:
+        lm = anova_lm(fit, typ=2)
+    rows = []
+    for term in effect.index:
+        ss = float(lm.loc[_var(term), "sum_sq"]) if lm is not None and term in kept else None
+        ss = float(ss_term[term]) if ss is None else ss
+        f_val = p_val = math.nan
+        if lm is not None and term in kept:
+            f_val = float(lm.loc[_var(term), "F"])
+            p_val = float(lm.loc[_var(term), "PR(>F)"])
+        row = (term, design.alias_string(term), 1, ss, ss, f_val, p_val, term in pooled)
+        rows.append(row)
+    ms_resid = ss_resid / df_resid if df_resid > 0 else math.nan
+    rows.append((RESIDUAL, "", df_resid, ss_resid, ms_resid, math.nan, math.nan, False))
+    return pd.DataFrame(rows, columns=ANOVA_COLUMNS)
+
+
+def _residuals(design, y: pd.Series, fit, alpha: float) -> pd.DataFrame:
+    """Residual diagnostics per run, in run (measurement) order."""
+    signs = design.sign_table().loc[y.index]
+    out = pd.DataFrame(
+        {
+            "run": y.index,
+            "row": signs["row"].to_numpy(),
+            "replicate": signs["replicate"].to_numpy(),
+            "observed": y.to_numpy(),
+            "fitted": np.asarray(fit.fittedvalues),
+            "residual": np.asarray(fit.resid),
+        }
+    )
+    df_resid = int(round(fit.df_resid))
+    nan = np.full(len(y), np.nan)
+    internal, external, bonf, leverage = nan, nan.copy(), nan.copy(), nan.copy()
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        infl = OLSInfluence(fit)
+        leverage = np.asarray(infl.hat_matrix_diag)
+        if df_resid > 0 and fit.ssr > 0:
+            internal = np.asarray(infl.resid_studentized_internal)
+        if df_resid > 1 and fit.ssr > 0:
+            test = fit.outlier_test(method="bonf")
+            external = test["student_resid"].to_numpy()
+            bonf = test["bonf(p)"].to_numpy()
+    out["standardized"] = internal
+    out["studentized_external"] = external
+    out["bonferroni_p"] = bonf
+    out["leverage"] = leverage
+    out["order"] = np.arange(1, len(y) + 1)
+    out["outlier"] = (np.abs(internal) > OUTLIER_Z) | (bonf < alpha)
+    return out[RESIDUAL_COLUMNS]
+
+
+def fit_anova(
+    design, responses: pd.Series, alpha: float = 0.05, model: str = "additive"
+) -> AnovaResult:
+    """ANOVA table and residuals for one response per run (see the module docstring)."""
+    y = transform(aligned_responses(design, responses), model)
+    pooled = pooled_terms(design, y, alpha)
+    kept = [t for t in design.terms if t not in pooled]
+    fit = _fit(design, y, kept)
+    table = _table(design, y, fit, kept, pooled)
+    table.attrs.update({"pooled": pooled, "model": model, "alpha": alpha})
+    return AnovaResult(table, _residuals(design, y, fit, alpha), pooled, model)
+
+
+def anova(design, responses: pd.Series, alpha: float = 0.05, model: str = "additive"):
+    """Just the ANOVA table of `fit_anova`."""
+    return fit_anova(design, responses, alpha, model).table
+
+
+def outliers(residuals: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a residuals table flagged as outliers."""
+    return residuals[residuals["outlier"].astype(bool)].reset_index(drop=True)

@@ -1,0 +1,119 @@
+"""The backend interface: how a design row's levels become a running cluster to measure."""
+
+from __future__ import annotations
+
+import abc
+import os
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ybscale.row import Row
+
+
+class BackendError(RuntimeError):
+    """A cluster could not be provided or failed while measuring; the message says which."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One SQL endpoint a pgbench client can connect to."""
+
+    host: str
+    port: int
+    dbname: str = "postgres"
+    user: str = "postgres"
+    password_env: str | None = None  # name of the environment variable holding the password
+    role: str = "primary"  # primary | standby | shard
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a share of the clients goes, and the pgbench -D variables of its key space."""
+
+    endpoint: Endpoint
+    variables: Mapping[str, int] = field(default_factory=dict)
+
+
+def spawn_local(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen:
+    """Start a load-generating command on this machine, in its own session, output captured."""
+    return subprocess.Popen(
+        list(argv),
+        env={**os.environ, **env},
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+class Cluster(abc.ABC):
+    """A running cluster for one row. Everything that talks to the servers goes through here."""
+
+    @abc.abstractmethod
+    def targets(self, workload: str) -> list[Target]:
+        """Endpoints that can serve `workload` (read | write: `Row.kind`), with key variables."""
+
+    @abc.abstractmethod
+    def run(
+        self, argv: Sequence[str], env: Mapping[str, str], timeout: float, cwd: Path
+    ) -> subprocess.Popen:
+        """Start a command (pgbench) where the load is generated; the caller waits on it."""
+
+    def fetch(self, remote: Path, local: Path) -> None:  # noqa: B027 - optional hook
+        """Copy a file the load generator wrote back into results (no-op when it is local)."""
+
+    @abc.abstractmethod
+    def reset(self, workload: str) -> None:
+        """Bring the dataset back to its starting state before a client count."""
+
+    @abc.abstractmethod
+    def check(self) -> None:
+        """Raise BackendError unless every node is up (and, with replication, the quorum is met)."""
+
+    @abc.abstractmethod
+    def applied(self) -> dict:
+        """What was applied (isolation read back, CPU limits, storage), for measurement.json."""
+
+
+class Backend(abc.ABC):
+    """Turns a resolved design row into a cluster; translates knobs into its own mechanism."""
+
+    name: str
+
+    def __init__(self, config: Mapping):
+        self.config = config
+
+    @abc.abstractmethod
+    def node_sizes(self) -> list[str]:
+        """The backend's size table: the values `cluster.node_size` may take."""
+
+    def check_rows(self, rows: Sequence[Row]) -> list[str]:
+        """Problems with the rows' knobs on this backend, one line each naming file and field."""
+        errors = []
+        sizes = self.node_sizes()
+        for row in rows:
+            if row.cluster.node_size not in sizes:
+                errors.append(
+                    f"{row.source('cluster.node_size')}: cluster.node_size: "
+                    f"{row.cluster.node_size!r} is not in the {self.name} size table "
+                    f"({', '.join(sizes)})"
+                )
+        return sorted(set(errors))
+
+    @abc.abstractmethod
+    @contextmanager
+    def cluster(self, row: Row, workdir: Path) -> Iterator[Cluster]:
+        """Yield a ready cluster with the row's dataset loaded; stop what was started on exit."""
+
+
+def settings_by_source(rows: Sequence[Row], kind: str) -> dict[str, dict[str, str]]:
+    """`server` or `session` setting name -> {value: where the first row took it from}."""
+    out: dict[str, dict[str, str]] = {}
+    for row in rows:
+        for name, value in getattr(row, kind).items():
+            out.setdefault(name, {}).setdefault(value, row.source(f"{kind}.{name}"))
+    return out

@@ -1,0 +1,132 @@
+"""Per-node CPU limits on one machine: cgroup v2, else cgroup v1 CFS quota, else CPU affinity."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PERIOD_US = 100_000
+MECHANISMS = ("cgroup2", "cgroup1", "affinity", "none")
+
+
+@dataclass
+class CpuLimits:
+    """Creates one CPU limit per node and removes them all again."""
+
+    group: str  # unique name of this cluster's group
+    mechanism: str = "auto"
+    largest: float = 1.0  # largest CPU setting: affinity gives it every core
+    chosen: str = ""
+    warning: str | None = None
+    _dirs: list[Path] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        order = MECHANISMS if self.mechanism == "auto" else (self.mechanism,)
+        for name in order:
+            if name == "none" or _AVAILABLE[name]():
+                self.chosen = name
+                break
+        else:
+            self.chosen = "none"
+        if self.chosen == "none":
+            self.warning = (
+                f"no CPU limit mechanism usable here (asked: {self.mechanism}); node_size levels "
+                "were NOT applied and small/large nodes ran with the same CPU"
+            )
+
+    def prefix(self, node: str, cpus: float) -> tuple[list[str], dict]:
+        """Command prefix that starts a process under the limit, and a record of what applies."""
+        if self.chosen == "cgroup2":
+            path = self._make(_cgroup2_base() / self.group / node)
+            (path / "cpu.max").write_text(f"{int(cpus * PERIOD_US)} {PERIOD_US}\n")
+            return _enter(path), {"mechanism": "cgroup2", "cpus": cpus, "path": str(path)}
+        if self.chosen == "cgroup1":
+            path = self._make(CGROUP_ROOT / "cpu" / "ybscale" / self.group / node)
+            (path / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
+            (path / "cpu.cfs_quota_us").write_text(f"{int(cpus * PERIOD_US)}\n")
+            return _enter(path), {"mechanism": "cgroup1", "cpus": cpus, "path": str(path)}
+        if self.chosen == "affinity":
+            cores = sorted(os.sched_getaffinity(0))
+            keep = cores[: max(1, min(len(cores), round(cpus / self.largest * len(cores))))]
+            return (
+                ["taskset", "-c", ",".join(map(str, keep))],
+                {"mechanism": "affinity", "cpus": cpus, "cores": keep},
+            )
+        return [], {"mechanism": "none", "cpus": cpus, "warning": self.warning}
+
+    def _make(self, path: Path) -> Path:
+        path.mkdir(parents=True, exist_ok=True)
+        self._dirs.append(path)
+        return path
+
+    def cleanup(self) -> None:
+        """Remove the groups this object created (their processes must have exited)."""
+        for path in reversed(self._dirs):
+            for _ in range(50):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        for parent in {p.parent for p in self._dirs}:
+            try:
+                parent.rmdir()
+            except OSError:
+                pass
+        self._dirs.clear()
+
+
+def _enter(path: Path) -> list[str]:
+    """`sh -c` that moves itself into the group, then execs the rest of the command line."""
+    return ["sh", "-c", f'echo $$ > "{path}/cgroup.procs" && exec "$@"', "cpu-limit"]
+
+
+def _cgroup2_base() -> Path:
+    if (CGROUP_ROOT / "cgroup.controllers").exists():
+        return CGROUP_ROOT / "ybscale"
+    return CGROUP_ROOT / "unified" / "ybscale"
+
+
+def _cgroup2_usable() -> bool:
+    base = _cgroup2_base()
+    try:
+        if "cpu" not in (base.parent / "cgroup.controllers").read_text().split():
+            return False
+        base.mkdir(exist_ok=True)
+        (base.parent / "cgroup.subtree_control").write_text("+cpu\n")
+        probe = base / f"probe-{os.getpid()}"
+        probe.mkdir(exist_ok=True)
+        ok = (probe / "cpu.max").exists()
+        probe.rmdir()
+        (base / "cgroup.subtree_control").write_text("+cpu\n")
+        return ok
+    except OSError:
+        return False
+
+
+def _cgroup1_usable() -> bool:
+    probe = CGROUP_ROOT / "cpu" / "ybscale" / f"probe-{os.getpid()}"
+    try:
+        probe.mkdir(parents=True, exist_ok=True)
+        (probe / "cpu.cfs_quota_us").write_text("-1\n")
+        probe.rmdir()
+        return True
+    except OSError:
+        return False
+
+
+def _affinity_usable() -> bool:
+    return shutil.which("taskset") is not None and len(os.sched_getaffinity(0)) > 1
+
+
+_AVAILABLE = {
+    "cgroup2": _cgroup2_usable,
+    "cgroup1": _cgroup1_usable,
+    "affinity": _affinity_usable,
+}

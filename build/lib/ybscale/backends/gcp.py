@@ -1,0 +1,403 @@
+"""`gcp` backend: YugabyteDB VMs on Google Compute Engine, one Pulumi stack per combination.
+
+Clusters are brought up and destroyed by the cluster_up / cluster_down rules (rules/cloud.smk),
+which call this module's CLI; `GcpBackend.cluster()` only reads the endpoints they wrote and runs
+pgbench on the load-generator VM over SSH.
+
+    python -m ybscale.backends.gcp up --combo C --out results/clusters/C/endpoints.json
+    python -m ybscale.backends.gcp down --combo C --out results/clusters/C/destroyed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+from ybscale.backends import ssh
+from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
+from ybscale.backends.existing import (
+    FACTS_SCRIPT,
+    YsqlCluster,
+    master_problems,
+    parse_facts,
+    psql_argv,
+    rename_table,
+)
+from ybscale.settings import gcp_section as validate_section
+
+RESULTS = Path("results")
+PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
+
+
+def endpoints_path(combo: str) -> Path:
+    return RESULTS / "clusters" / combo / "endpoints.json"
+
+
+def destroyed_path(combo: str) -> Path:
+    return RESULTS / "clusters" / combo / "destroyed.json"
+
+
+@contextmanager
+def cluster_lock(combo: str) -> Iterator[None]:
+    """One row at a time per cluster (its single load generator); rows of different clusters
+    run in parallel. An flock on results/clusters/<combo>/measure.lock, released on exit."""
+    import fcntl
+
+    path = RESULTS / "clusters" / combo / "measure.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def known_hosts_path(combo: str) -> Path:
+    """Host keys of this cluster's incarnation (removed by up/down: a new VM has a new key)."""
+    return RESULTS / "clusters" / combo / "known_hosts"
+
+
+def load_endpoints(combo: str) -> dict:
+    """endpoints.json of a live cluster; BackendError when missing or already destroyed."""
+    path = endpoints_path(combo)
+    if not path.exists():
+        raise BackendError(
+            f"{path}: missing; the cluster_up rule (python -m ybscale.backends.gcp up "
+            f"--combo {combo}) brings this cluster up"
+        )
+    endpoints = json.loads(path.read_text())
+    gone = destroyed_path(combo)
+    if gone.exists() and json.loads(gone.read_text()).get("destroyed", "") >= endpoints.get(
+        "created", ""
+    ):
+        raise BackendError(f"{path}: the cluster was destroyed since ({gone}); bring it up again")
+    return endpoints
+
+
+def ssh_host(endpoints: Mapping, settings: Mapping) -> ssh.SshHost:
+    """How to reach the load generator: its public IP, or its name through an IAP tunnel."""
+    proxy = None
+    host = endpoints["loadgen_ip"]
+    if endpoints.get("ssh_access", settings["ssh_access"]) == "iap":
+        host = endpoints["loadgen_name"]
+        proxy = (
+            f"gcloud compute start-iap-tunnel %h %p --listen-on-stdin "
+            f"--project={endpoints['project']} --zone={endpoints['zone']} --verbosity=warning"
+        )
+    return ssh.SshHost(
+        host=host,
+        user=endpoints["ssh_user"],
+        key=Path(settings["ssh_key"]),
+        known_hosts=known_hosts_path(endpoints["combination"]),
+        proxy_command=proxy,
+        control_path=ssh.control_path(),
+    )
+
+
+class _LogFetchingPopen(subprocess.Popen):
+    """An ssh Popen that copies the remote pgbench logs back once the command has finished."""
+
+    fetch_back: tuple | None = None
+
+    def communicate(self, *args, **kwargs):
+        out = super().communicate(*args, **kwargs)
+        if self.fetch_back and self.returncode == 0:
+            runner, remote, local = self.fetch_back
+            self.fetch_back = None
+            runner.fetch_glob(remote + "*", local.parent)
+        return out
+
+
+class LoadgenRunner:
+    """pgbench and psql on the load-generator VM over SSH.
+
+    Local paths in argv are mapped into a remote work folder: `-f script` is uploaded,
+    `--log-prefix=P` writes under the folder and the logs are copied back next to P when pgbench
+    has finished (also on demand with `fetch`). Only PG* environment variables are sent.
+    """
+
+    def __init__(self, host: ssh.SshHost, table: str = "kv", remote_root: str = "ybscale"):
+        self.host = host
+        self.table = table
+        self.remote_root = remote_root
+        self._uploaded: dict[Path, str] = {}
+        self._cwd: Path | None = None
+
+    def remote_dir(self, cwd: Path) -> str:
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(Path(cwd).resolve()).strip("/"))
+        return f"{self.remote_root}/{slug[-120:]}"
+
+    def remote_path(self, local: Path, cwd: Path | None = None) -> str:
+        cwd = Path(cwd or self._cwd or Path.cwd()).resolve()
+        local = Path(local)
+        local = local if local.is_absolute() else cwd / local
+        rel = local.relative_to(cwd) if local.is_relative_to(cwd) else Path(local.name)
+        return f"{self.remote_dir(cwd)}/{rel.as_posix()}"
+
+    def _upload(self, script: Path, rdir: str) -> str:
+        script = script.resolve()
+        if script not in self._uploaded:
+            ssh.check_output(self.host, ["mkdir", "-p", f"{rdir}/scripts"], timeout=60)
+            remote = f"{rdir}/scripts/{script.name}"
+            if self.table != "kv":
+                ssh.check_output(
+                    self.host, ["sh", "-c", 'cat > "$0"', remote],
+                    input=rename_table(script.read_text(), self.table), timeout=60,
+                )  # fmt: skip
+            else:
+                ssh.copy_to(self.host, script, remote)
+            self._uploaded[script] = remote
+        return self._uploaded[script]
+
+    def command(self, argv, cwd: Path) -> tuple[list[str], str | None, Path | None]:
+        """(remote argv, remote log prefix, local log prefix) for a local pgbench argv."""
+        rdir = self.remote_dir(cwd)
+        out, remote_log, local_log = [], None, None
+        args = list(argv)
+        i = 0
+        while i < len(args):
+            arg = str(args[i])
+            if i == 0 and Path(arg).name == "pgbench":
+                arg = "pgbench"
+            elif arg == "-f" and i + 1 < len(args):
+                out += ["-f", self._upload(Path(args[i + 1]), rdir)]
+                i += 2
+                continue
+            elif arg.startswith("--log-prefix="):
+                local_log = Path(arg.split("=", 1)[1])
+                remote_log = self.remote_path(local_log, cwd)
+                arg = f"--log-prefix={remote_log}"
+            out.append(arg)
+            i += 1
+        return out, remote_log, local_log
+
+    def popen(self, argv, env, timeout, cwd) -> subprocess.Popen:
+        """One ssh connection: clear earlier logs of this prefix, cd, run pgbench."""
+        self._cwd = Path(cwd)
+        remote_argv, remote_log, local_log = self.command(argv, Path(cwd))
+        rdir = self.remote_dir(cwd)
+        prep = f"mkdir -p {shlex.quote(rdir)}"
+        if remote_log:  # a re-run must not fetch an earlier attempt's logs
+            prep += f" {shlex.quote(str(Path(remote_log).parent))}"
+            prep += f" && rm -f -- {shlex.quote(remote_log)}*"
+        pg_env = {k: v for k, v in env.items() if PASS_ENV.match(k)}
+        command = (
+            prep + " && " + ssh.remote_command(remote_argv, env=pg_env, cwd=rdir, timeout=timeout)
+        )
+        proc = _LogFetchingPopen(
+            ssh.ssh_argv(self.host, command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        if remote_log:
+            proc.fetch_back = (self, remote_log, local_log)
+        return proc
+
+    def psql(self, endpoint: Endpoint, sql: str, env, timeout) -> str:
+        pg_env = {"PGCONNECT_TIMEOUT": "10", **{k: v for k, v in env.items() if PASS_ENV.match(k)}}
+        return ssh.check_output(
+            self.host, psql_argv("psql", endpoint), input=sql, env=pg_env, timeout=timeout
+        )
+
+    def facts(self, pgbench: str = "pgbench") -> dict:
+        """The load generator's cores (`nproc`) and pgbench version."""
+        out = ssh.check_output(self.host, ["sh", "-c", FACTS_SCRIPT, pgbench], timeout=60)
+        return parse_facts(out)
+
+    def fetch_glob(self, remote_glob: str, local_dir: Path) -> None:
+        local_dir.mkdir(parents=True, exist_ok=True)
+        ssh.copy_back(self.host, remote_glob, local_dir)
+
+    def fetch(self, remote: Path, local: Path) -> None:
+        """Copy what the load generator wrote at local-style path `remote` (globs allowed)."""
+        path = self.remote_path(remote)
+        if any(c in str(remote) for c in "*?[") or local.is_dir():
+            self.fetch_glob(path, local if local.is_dir() else local.parent)
+        else:
+            ssh.copy_back(self.host, path, local)
+
+
+class GcpBackend(Backend):
+    """Measures on the cluster the cluster_up rule brought up for the row's combination."""
+
+    name = "gcp"
+
+    def __init__(self, config: Mapping):
+        super().__init__(config)
+        self.settings = validate_section(config)
+
+    def node_sizes(self) -> list[str]:
+        """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""
+        return sorted(set(self.settings["machine_types"]) - {"master", "loadgen"})
+
+    @contextmanager
+    def cluster(self, row, workdir) -> Iterator[Cluster]:
+        combo = row.infra_key
+        endpoints = load_endpoints(combo)
+        host = ssh_host(endpoints, self.settings)
+        nodes = tserver_endpoints(endpoints)
+        record = {
+            "backend": "gcp",
+            "combination": combo,
+            "stack": endpoints.get("stack"),
+            "machine_type": endpoints.get("machine_type"),
+            "replication_factor": endpoints.get("replication_factor"),
+            "masters": len(endpoints["master_addresses"].split(",")),
+            "tservers": len(nodes),
+            "yugabyte_version": endpoints.get("yugabyte_version"),
+            "zone": endpoints.get("zone"),
+            "load_generator": endpoints.get("loadgen_name"),
+        }
+        with cluster_lock(combo), self._session(host):
+            yield YsqlCluster(
+                nodes,
+                row,
+                LoadgenRunner(host),
+                table="kv",
+                sharding=self.settings["table_sharding"],
+                record=record,
+                health=masters_health(host, endpoints),
+            )
+
+    @staticmethod
+    @contextmanager
+    def _session(host: ssh.SshHost) -> Iterator[bool]:
+        """One SSH connection shared by every pgbench and psql of the row."""
+        master = ssh.start_master(host)
+        try:
+            yield master
+        finally:
+            ssh.stop_master(host, master)
+
+
+def tserver_endpoints(endpoints: Mapping) -> list[Endpoint]:
+    """The YSQL endpoint of every tserver of a cluster."""
+    port = int(endpoints["ysql_port"])
+    return [
+        Endpoint(host=ip, port=port, dbname="yugabyte", user="yugabyte", role=f"tserver{i}")
+        for i, ip in enumerate(endpoints["tserver_ips"])
+    ]
+
+
+def masters_health(host: ssh.SshHost, endpoints: Mapping):
+    """A check of the yb-master Raft group, asked from the load generator: the first master
+    that answers `/api/v1/masters` (web port 7000) must list every master as LEADER or
+    FOLLOWER, with exactly one leader."""
+    masters = [a.rsplit(":", 1)[0] for a in endpoints["master_addresses"].split(",")]
+
+    def health() -> list[str]:
+        errors = []
+        for ip in masters:
+            url = f"http://{ip}:7000/api/v1/masters"
+            try:
+                answer = ssh.check_output(host, ["curl", "-fsS", "--max-time", "10", url],
+                                          timeout=60)  # fmt: skip
+            except BackendError as exc:
+                errors.append(f"{url}: {exc}")
+                continue
+            return master_problems(answer, len(masters))
+        return ["no master answers: " + "; ".join(errors)]
+
+    return health
+
+
+def wait_ready(endpoints: Mapping, settings: Mapping, log=print, sleep=time.sleep) -> None:
+    """Wait until the cluster is ready: the VMs' startup finished, every master in the Raft
+    group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check)."""
+    host = ssh_host(endpoints, settings)
+    cluster = YsqlCluster(tserver_endpoints(endpoints), {}, 0, LoadgenRunner(host),
+                          health=masters_health(host, endpoints))  # fmt: skip
+    deadline = time.monotonic() + settings["ready_timeout"]
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            ssh.check_output(host, ["test", "-f", "/var/lib/ybscale/ready"], timeout=60)
+            cluster.check()
+            log(f"{endpoints['stack']}: ready (masters, yb_servers(), YSQL on every tserver)")
+            return
+        except BackendError as exc:
+            last = str(exc)
+            sleep(15)
+    raise BackendError(
+        f"{endpoints['stack']}: not ready after {settings['ready_timeout']}s: {last}"
+    )
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _load_config(path: str, overrides: list[str]) -> dict:
+    config = yaml.safe_load(Path(path).read_text()) or {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        target = config
+        *parents, leaf = key.split(".")
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[leaf] = yaml.safe_load(value)
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`up` / `down` one combination's stack (used by rules/cloud.smk)."""
+    from ybscale import plan as plan_mod
+    from ybscale import stacks, study
+
+    parser = argparse.ArgumentParser(prog="python -m ybscale.backends.gcp")
+    parser.add_argument("action", choices=["up", "down"])
+    parser.add_argument("--combo", required=True, help="e.g. nodes3-small-reploff")
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument("--design", default=None, help="design file (default: config's)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--out", required=True, help="endpoints.json (up) / destroyed.json (down)")
+    args = parser.parse_args(argv)
+    config = _load_config(args.config, args.set)
+    stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
+    try:
+        settings = validate_section(config)
+        if args.action == "up":
+            loaded = study.load({**config, "backend": "gcp"}, args.design)
+            print(plan_mod.format_plan(plan_mod.plan(loaded.rows, loaded.settings, [args.combo])))
+            if args.combo not in loaded.combinations:
+                raise ValueError(
+                    f"{loaded.design.source}: no row needs combination {args.combo!r} "
+                    f"(combinations: {', '.join(loaded.combinations)})"
+                )
+            row = loaded.row(loaded.combinations[args.combo][0])  # the combination's shape
+            known_hosts_path(args.combo).unlink(missing_ok=True)
+            stacks.up(
+                args.combo,
+                settings,
+                out=Path(args.out),
+                ready=wait_ready,
+                shape=row.cluster,
+                server=row.server,
+            )
+        else:
+            stacks.destroy(args.combo, settings, out=Path(args.out))
+            known_hosts_path(args.combo).unlink(missing_ok=True)
+    except (BackendError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc}); what was brought up has been destroyed", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,524 @@
+"""Local backend: a real multi-node PostgreSQL cluster on 127.0.0.1 for one design row.
+
+cluster.nodes          -> that many postgres servers, each its own data directory and port.
+cluster.replication on -> node1 primary, the others synchronous quorum standbys (ANY k, majority).
+cluster.replication off-> the table hash-sharded (k mod n) across n independent nodes.
+cluster.node_size      -> per-node CPU limit (cpu.py, sizes from `local.cpu`).
+server.<setting>       -> postgresql.conf of every node, read back with SHOW before measuring.
+session.<setting>      -> PGOPTIONS of every session, read back with SHOW before measuring.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ybscale import workload
+from ybscale.backends import catalogue
+from ybscale.backends.base import (
+    Backend,
+    BackendError,
+    Cluster,
+    Endpoint,
+    Target,
+    settings_by_source,
+    spawn_local,
+)
+from ybscale.backends.cpu import CpuLimits
+from ybscale.row import Row
+
+COMMAND_TIMEOUT = 60  # seconds for any server administration command
+PREFIX = "ybscale-"
+
+
+def find_bindir() -> Path:
+    """Directory with the PostgreSQL server binaries (pg_config --bindir, else Debian's layout)."""
+    candidates = []
+    if shutil.which("pg_config"):
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, timeout=10)
+        candidates.append(out.stdout.strip())
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True)
+    for cand in candidates:
+        if cand and all((Path(cand) / exe).is_file() for exe in ("initdb", "postgres", "pgbench")):
+            return Path(cand)
+    raise BackendError(
+        "local backend: PostgreSQL server binaries (initdb, postgres, pgbench) not found via "
+        "pg_config --bindir or /usr/lib/postgresql/*/bin; on Debian: apt-get install postgresql-15"
+    )
+
+
+def _version_key(path: str) -> float:
+    try:
+        return float(Path(path).parent.name)
+    except ValueError:
+        return 0.0
+
+
+def choose_data_root(setting: str, fallback: Path) -> tuple[Path, str]:
+    """Where data directories go, and what kind of storage that is."""
+    if setting == "auto":
+        shm = Path("/dev/shm")
+        if shm.is_dir() and os.access(shm, os.W_OK):
+            return shm, "tmpfs (/dev/shm, RAM)"
+        return fallback, "disk (no writable /dev/shm)"
+    path = Path(setting)
+    path.mkdir(parents=True, exist_ok=True)
+    return path, _fs_type(path)
+
+
+def _fs_type(path: Path) -> str:
+    out = subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Node:
+    """One postgres server: its own data directory and port."""
+
+    name: str
+    datadir: Path
+    port: int
+    runas: list[str]
+    bindir: Path
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(host="127.0.0.1", port=self.port, role=self.name)
+
+    @property
+    def logfile(self) -> Path:
+        return self.datadir.parent / f"{self.name}.log"
+
+    def configure(self, shared_buffers: str, extra: Mapping[str, str] = {}) -> None:
+        """Append this node's settings (then `extra`, which wins) to postgresql.conf."""
+        settings = {
+            "listen_addresses": "'127.0.0.1'",
+            "port": str(self.port),
+            "unix_socket_directories": f"'{self.datadir}'",
+            "max_connections": "300",
+            "shared_buffers": shared_buffers,
+            "wal_level": "replica",
+            "max_wal_senders": "10",
+            "max_replication_slots": "10",
+            "hot_standby": "on",
+            "cluster_name": f"'{self.name}'",
+            **extra,
+        }
+        with open(self.datadir / "postgresql.conf", "a") as conf:
+            conf.write("\n# ybscale\n")
+            conf.writelines(f"{k} = {conf_value(v)}\n" for k, v in settings.items())
+
+    def start(self, limit_prefix: Sequence[str]) -> None:
+        """Start the server under its CPU limit and wait until it accepts connections."""
+        argv = [*limit_prefix, *self.runas, str(self.bindir / "pg_ctl"), "start", "-w", "-t", "30"]
+        argv += ["-D", str(self.datadir), "-l", str(self.logfile)]
+        _run(argv, f"start {self.name}")
+
+    def stop(self) -> None:
+        """Stop fast, then immediately, then kill: the server must not outlive the cluster."""
+        for mode in ("fast", "immediate"):
+            argv = [*self.runas, str(self.bindir / "pg_ctl"), "stop", "-m", mode, "-w", "-t", "20"]
+            try:
+                subprocess.run(argv + ["-D", str(self.datadir)], capture_output=True, timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            if not self.running():
+                return
+        kill_postmaster(self.datadir)
+
+    def running(self) -> bool:
+        pid = postmaster_pid(self.datadir)
+        return pid is not None and _alive(pid)
+
+    def psql(self, sql: str, env: Mapping[str, str] = {}, timeout: float = COMMAND_TIMEOUT) -> str:
+        """Run SQL statements one by one (not in one transaction); return stdout."""
+        argv = [str(self.bindir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"]
+        argv += ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+        full_env = {**os.environ, "PGCONNECT_TIMEOUT": "10", **env}
+        try:
+            out = subprocess.run(
+                argv, input=sql, capture_output=True, text=True, timeout=timeout, env=full_env
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise BackendError(f"{self.name}: SQL timed out after {timeout}s: {sql[:80]}") from exc
+        if out.returncode != 0:
+            raise BackendError(f"{self.name}: SQL failed: {out.stderr.strip()} ({sql[:80]})")
+        return out.stdout.strip()
+
+
+def conf_value(value: str) -> str:
+    """A postgresql.conf value: quoted unless it already is (ybscale's own settings are)."""
+    text = str(value)
+    if text.startswith("'") and text.endswith("'") and len(text) > 1:
+        return text
+    return "'" + text.replace("'", "''") + "'"
+
+
+def postmaster_pid(datadir: Path) -> int | None:
+    try:
+        return int((datadir / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kill_postmaster(datadir: Path) -> None:
+    pid = postmaster_pid(datadir)
+    if pid and _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(50):
+            if not _alive(pid):
+                return
+            time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _run(argv: Sequence[str], what: str, timeout: float = COMMAND_TIMEOUT) -> str:
+    try:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise BackendError(f"{what}: timed out after {timeout}s") from exc
+    if out.returncode != 0:
+        raise BackendError(f"{what} failed: {(out.stderr or out.stdout).strip()[-800:]}")
+    return out.stdout
+
+
+def reap_orphans(root: Path) -> list[str]:
+    """Stop servers and remove data left by ybscale processes that died (e.g. killed -9)."""
+    reaped = []
+    for owner in root.glob(PREFIX + "*/owner.json"):
+        try:
+            pid = json.loads(owner.read_text())["pid"]
+        except (OSError, ValueError, KeyError):
+            continue
+        if _alive(pid):
+            continue
+        for datadir in owner.parent.glob("*/"):
+            kill_postmaster(datadir)
+        shutil.rmtree(owner.parent, ignore_errors=True)
+        reaped.append(str(owner.parent))
+    return reaped
+
+
+class LocalCluster(Cluster):
+    """Nodes of one row, the topology mapping and the dataset."""
+
+    def __init__(self, nodes: list[Node], row: Row, record: dict):
+        self.nodes = nodes
+        self.row = row
+        self.rows = row.dataset_rows
+        self.replicated = row.cluster.replication
+        self.record = record
+        self.pgbench = str(nodes[0].bindir / "pgbench")
+
+    @property
+    def quorum(self) -> int:
+        """Standbys that must confirm a commit: a majority of all nodes, counting the primary."""
+        return len(self.nodes) // 2
+
+    def targets(self, kind: str) -> list[Target]:
+        n = len(self.nodes)
+        if not self.replicated:
+            return [
+                Target(node.endpoint, workload.key_variables(self.rows, i, n))
+                for i, node in enumerate(self.nodes)
+            ]
+        serving = self.nodes if kind == "read" else self.nodes[:1]
+        return [Target(node.endpoint, workload.key_variables(self.rows, 0, 1)) for node in serving]
+
+    def run(self, argv, env, timeout, cwd) -> subprocess.Popen:
+        return spawn_local(argv, env, cwd)
+
+    def reset(self, kind: str) -> None:
+        """Reload the dataset (writes grow it) so every client count starts from the same state."""
+        if kind != "write":
+            return
+        self.load()
+
+    def load(self) -> None:
+        """(Re)create `rows` keys: split over the shards, or on the primary when replicated."""
+        if self.replicated:
+            self.nodes[0].psql(workload.load_sql(self.rows) + "CHECKPOINT;\n", timeout=300)
+            self.wait_replayed()
+        else:
+            n = len(self.nodes)
+            for i, node in enumerate(self.nodes):
+                node.psql(workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n", timeout=300)
+
+    def wait_replayed(self, timeout: float = COMMAND_TIMEOUT) -> None:
+        """Wait until every standby has replayed everything the primary wrote."""
+        target = self.nodes[0].psql("SELECT pg_current_wal_lsn()")
+        deadline = time.monotonic() + timeout
+        for node in self.nodes[1:]:
+            sql = f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn"
+            while node.psql(sql) != "t":
+                if time.monotonic() > deadline:
+                    raise BackendError(f"{node.name}: standby did not catch up within {timeout}s")
+                time.sleep(0.05)
+
+    def check(self) -> None:
+        for node in self.nodes:
+            if not node.running():
+                raise BackendError(
+                    f"{node.name} (port {node.port}) is not running; see {node.logfile}"
+                )
+            node.psql("SELECT 1", timeout=15)
+        if self.replicated and len(self.nodes) > 1:
+            quorum = self.nodes[0].psql(
+                "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'quorum'", timeout=15
+            )
+            if int(quorum) < len(self.nodes) - 1:
+                raise BackendError(
+                    f"replication quorum not met: {quorum} of {len(self.nodes) - 1} standbys "
+                    "in sync_state 'quorum'"
+                )
+
+    def applied(self) -> dict:
+        """Server and session settings read back from every node; BackendError on a mismatch."""
+        env = workload.session_env(self.row.session)
+        isolation = {n.name: n.psql("SHOW transaction_isolation", env=env) for n in self.nodes}
+        in_effect = {"server": {}, "session": {}}
+        for kind, wanted, session_env in (
+            ("server", self.row.server, {}),
+            ("session", self.row.session, env),
+        ):
+            for node in self.nodes:
+                got = read_settings(node, list(wanted), session_env)
+                in_effect[kind][node.name] = got
+                wrong = {k: v for k, v in got.items() if not same_setting(v, wanted[k])}
+                if wrong:
+                    raise BackendError(
+                        f"{node.name}: {kind} settings in effect {wrong} differ from the "
+                        f"row's {dict(wanted)}"
+                    )
+        version = self.nodes[0].psql("SHOW server_version")
+        return {
+            **self.record,
+            "isolation_in_effect": isolation,
+            "settings_in_effect": in_effect,
+            "server_version": version,
+        }
+
+
+def read_settings(node: Node, names: list[str], env: Mapping[str, str]) -> dict[str, str]:
+    """Setting -> value as the server reports it (SHOW), in a session with `env`."""
+    if not names:
+        return {}
+    sql = "\n".join(f"SHOW {name};" for name in names)
+    return dict(zip(names, node.psql(sql, env=env).splitlines(), strict=True))
+
+
+def same_setting(shown: str, wanted: str) -> bool:
+    """Whether SHOW's answer is the value asked for (on/true, 64MB/65536kB etc. agree)."""
+    norm = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}
+    a, b = shown.strip().lower(), str(wanted).strip().lower()
+    return a == b or norm.get(a, a) == norm.get(b, b) or _bytes(a) == _bytes(b) is not None
+
+
+def _bytes(text: str) -> int | None:
+    units = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
+    number, unit = text.rstrip("abgkmt"), text[len(text.rstrip("abgkmt")) :]
+    if not number.isdigit() or unit not in units:
+        return None
+    return int(number) * units[unit]
+
+
+class LocalBackend(Backend):
+    """Starts a real PostgreSQL cluster per row on 127.0.0.1."""
+
+    name = "local"
+
+    def __init__(self, config: Mapping):
+        super().__init__(config)
+        self.settings = config["local"]
+
+    def node_sizes(self) -> list[str]:
+        return sorted(self.settings["cpu"])
+
+    def check_rows(self, rows) -> list[str]:
+        """Sizes against `local.cpu`; settings against the installed server's catalogue."""
+        errors = super().check_rows(rows)
+        server = settings_by_source(rows, "server")
+        session = settings_by_source(rows, "session")
+        if set(server) | set(session) - {"default_transaction_isolation"}:
+            user = self.settings["user"]
+            errors += catalogue.check_settings(str(find_bindir()), server, session, user)
+        return errors
+
+    def runas(self) -> list[str]:
+        """Prefix that runs server commands as the unprivileged user when we are root."""
+        if os.geteuid() != 0:
+            return []
+        user = self.settings["user"]
+        try:
+            pwd.getpwnam(user)
+        except KeyError as exc:
+            raise BackendError(
+                f"config: local.user: user {user!r} does not exist; servers cannot run as root"
+            ) from exc
+        return ["runuser", "-u", user, "--"]
+
+    def _chown(self, path: Path) -> None:
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam(self.settings["user"])
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def template(self, root: Path, bindir: Path, runas: list[str]) -> Path:
+        """An initialised data directory, made once per PostgreSQL version and cloned per node."""
+        version = bindir.parent.name
+        path = root / f"ybscale-template-{version}"
+        with open(root / f"ybscale-template-{version}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (path / "PG_VERSION").exists():
+                shutil.rmtree(path, ignore_errors=True)
+                path.mkdir(mode=0o700)
+                self._chown(path)
+                argv = [*runas, str(bindir / "initdb"), "-D", str(path), "-U", "postgres"]
+                argv += [
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                    "--no-instructions",
+                ]
+                _run(argv, "initdb of the template data directory", timeout=120)
+        return path
+
+    @contextmanager
+    def cluster(self, row: Row, workdir: Path) -> Iterator[LocalCluster]:
+        bindir = find_bindir()
+        runas = self.runas()
+        root, storage = choose_data_root(self.settings["data_root"], workdir / "pgdata")
+        root.mkdir(parents=True, exist_ok=True)
+        reaped = reap_orphans(root)
+        template = self.template(root, bindir, runas)
+        cluster_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        home = root / (PREFIX + cluster_id)
+        home.mkdir(mode=0o755)
+        (home / "owner.json").write_text(json.dumps({"pid": os.getpid(), "workdir": str(workdir)}))
+        self._chown(home)
+        cpu_setting = self.settings["cpu"]
+        limits = CpuLimits(
+            group=cluster_id,
+            mechanism=self.settings["cpu_mechanism"],
+            largest=max(cpu_setting.values()),
+        )
+        n = row.cluster.nodes
+        nodes = [
+            Node(f"node{i + 1}", home / f"node{i + 1}", free_port(), runas, bindir)
+            for i in range(n)
+        ]
+        record = {
+            "backend": "local",
+            "bindir": str(bindir),
+            "storage": {"data_root": str(root), "kind": storage},
+            "topology": "primary + quorum standbys"
+            if row.cluster.replication
+            else f"{n} hash shards",
+            "nodes": [{"name": nd.name, "port": nd.port} for nd in nodes],
+            "reaped_orphans": reaped,
+        }
+        cluster = LocalCluster(nodes, row, record)
+        try:
+            self._start(cluster, template, limits, cpu_setting[row.cluster.node_size])
+            record["warnings"] = [limits.warning] if limits.warning else []
+            cluster.load()
+            cluster.check()
+            yield cluster
+        finally:
+            for node in reversed(nodes):
+                node.stop()
+            for node in nodes:
+                if node.logfile.exists():
+                    shutil.copy(node.logfile, workdir / node.logfile.name)
+            shutil.rmtree(home, ignore_errors=True)
+            limits.cleanup()
+
+    def _start(self, cluster: LocalCluster, template: Path, limits: CpuLimits, cpus: float) -> None:
+        """Clone the template per node, start them, and wire up replication when asked."""
+        nodes, shared_buffers = cluster.nodes, self.settings["shared_buffers"]
+        cluster.record["cpu"] = {}
+        for node in nodes:
+            _run(["cp", "-a", str(template), str(node.datadir)], f"clone template for {node.name}")
+        primary, standbys = nodes[0], nodes[1:]
+        for node in nodes:
+            extra = dict(cluster.row.server)
+            if cluster.replicated and node is not primary:
+                extra |= {
+                    "primary_conninfo": f"'host=127.0.0.1 port={primary.port} user=postgres "
+                    f"application_name={node.name}'",
+                    "primary_slot_name": f"'{node.name}'",
+                }
+                (node.datadir / "standby.signal").touch()
+                self._chown(node.datadir / "standby.signal")
+            node.configure(shared_buffers, extra)
+            prefix, applied = limits.prefix(node.name, cpus)
+            cluster.record["cpu"][node.name] = applied
+            if cluster.replicated and node is not primary:
+                continue
+            node.start(prefix)
+        if not cluster.replicated or not standbys:
+            return
+        for node in standbys:
+            primary.psql(f"SELECT pg_create_physical_replication_slot('{node.name}', true)")
+        for node in standbys:
+            node.start(limits.prefix(node.name, cpus)[0])
+        names = ", ".join(n.name for n in standbys)
+        # a server.synchronous_commit factor (postgresql.conf) wins over the backend's default
+        commit = cluster.row.server.get("synchronous_commit", "remote_apply")
+        sql = f"ALTER SYSTEM SET synchronous_standby_names = 'ANY {cluster.quorum} ({names})';\n"
+        if "synchronous_commit" not in cluster.row.server:
+            sql += "ALTER SYSTEM SET synchronous_commit = 'remote_apply';\n"
+        primary.psql(sql + "SELECT pg_reload_conf();\n")
+        _wait_quorum(primary, len(standbys))
+        cluster.record["replication"] = {
+            "synchronous_standby_names": f"ANY {cluster.quorum} ({names})",
+            "synchronous_commit": commit,
+        }
+
+
+def _wait_quorum(primary: Node, standbys: int, timeout: float = COMMAND_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    sql = "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'quorum'"
+    while int(primary.psql(sql)) < standbys:
+        if time.monotonic() > deadline:
+            raise BackendError(f"standbys did not reach sync_state 'quorum' within {timeout}s")
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":  # pragma: no cover - manual smoke test
+    print(find_bindir(), file=sys.stderr)

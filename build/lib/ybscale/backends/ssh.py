@@ -1,0 +1,206 @@
+"""Commands and file copies on a remote host through the OpenSSH client (`ssh`, `scp`)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ybscale.backends.base import BackendError
+
+DEFAULT_KNOWN_HOSTS = Path("results/ssh/known_hosts")
+
+
+@dataclass(frozen=True)
+class SshHost:
+    """How to reach one host. `proxy_command` e.g. tunnels through IAP with gcloud."""
+
+    host: str
+    user: str
+    key: Path
+    port: int = 22
+    known_hosts: Path = DEFAULT_KNOWN_HOSTS
+    connect_timeout: int = 15
+    proxy_command: str | None = None
+    control_path: str | None = None  # reuse a master connection (see start_master) when set
+
+    def options(self, master: bool = False) -> list[str]:
+        """`-o` options shared by ssh and scp (non-interactive, new host keys accepted once)."""
+        self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+        opts = {
+            "BatchMode": "yes",
+            "StrictHostKeyChecking": "accept-new",
+            "UserKnownHostsFile": str(self.known_hosts.resolve()),
+            "ConnectTimeout": str(self.connect_timeout),
+            "ServerAliveInterval": "15",
+            "ServerAliveCountMax": "4",
+            "IdentitiesOnly": "yes",
+            "LogLevel": "ERROR",  # keep ssh's own notices out of pgbench's stderr
+        }
+        if self.proxy_command:
+            opts["ProxyCommand"] = self.proxy_command
+        if self.control_path:  # use the master when it exists, else connect directly
+            opts["ControlMaster"] = "yes" if master else "no"
+            opts["ControlPath"] = self.control_path
+            if master:
+                opts["ControlPersist"] = "yes"
+        argv = ["-i", str(self.key)]
+        for key, value in opts.items():
+            argv += ["-o", f"{key}={value}"]
+        return argv
+
+    @property
+    def login(self) -> str:
+        return f"{self.user}@{self.host}"
+
+
+def remote_command(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    timeout: float | None = None,
+) -> str:
+    """One shell command line for the remote side: cd, env, a `timeout` guard, quoted argv."""
+    parts: list[str] = []
+    if cwd:
+        parts += ["mkdir -p", shlex.quote(cwd), "&&", "cd", shlex.quote(cwd), "&&"]
+    if env:
+        parts += ["env"] + [shlex.quote(f"{k}={v}") for k, v in env.items()]
+    if timeout:
+        parts += ["timeout", "--kill-after=10", f"{max(1, int(timeout + 0.999))}s"]
+    parts += [shlex.quote(str(a)) for a in argv]
+    return " ".join(parts)
+
+
+def ssh_argv(target: SshHost, command: str) -> list[str]:
+    """argv running `command` (one remote shell line) on the target."""
+    return ["ssh", *target.options(), "-p", str(target.port), target.login, command]
+
+
+def run(
+    target: SshHost,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    timeout: float | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+) -> subprocess.Popen:
+    """Start `argv` on the target; the remote side is killed by `timeout` after that long.
+
+    Returns the local ssh Popen (text pipes for stdout and stderr); its return code is the remote
+    command's (255 when ssh itself failed, 124 when the remote timeout fired).
+    """
+    command = remote_command(argv, env=env, cwd=cwd, timeout=timeout)
+    return subprocess.Popen(
+        ssh_argv(target, command),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def check_output(
+    target: SshHost,
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    input: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """Run `argv` remotely, wait, return stdout; BackendError with stderr when it fails."""
+    proc = run(target, argv, env=env, timeout=timeout, stdin=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout + 30)
+    except subprocess.TimeoutExpired as exc:
+        proc.kill()
+        proc.communicate()
+        raise BackendError(f"{target.login}: {shlex.join(map(str, argv))}: timed out") from exc
+    if proc.returncode != 0:
+        raise BackendError(
+            f"{target.login}: {shlex.join(map(str, argv))} exited {proc.returncode}: "
+            f"{err.strip()[-2000:]}"
+        )
+    return out
+
+
+def _scp(target: SshHost, src: str, dst: str, timeout: float) -> None:
+    argv = ["scp", "-q", *target.options(), "-P", str(target.port), src, dst]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise BackendError(f"scp {src} {dst}: timed out after {timeout:g} s") from exc
+    if done.returncode != 0:
+        raise BackendError(f"scp {src} {dst} exited {done.returncode}: {done.stderr.strip()}")
+
+
+def copy_back(target: SshHost, remote: str, local: Path, timeout: float = 300) -> None:
+    """Copy `remote` (a path or glob on the target) to `local` (a file, or a directory)."""
+    Path(local).parent.mkdir(parents=True, exist_ok=True)
+    _scp(target, f"{target.login}:{remote}", str(local), timeout)
+
+
+def copy_to(target: SshHost, local: Path, remote: str, timeout: float = 300) -> None:
+    """Copy the local file `local` to `remote` on the target."""
+    _scp(target, str(local), f"{target.login}:{remote}", timeout)
+
+
+def control_path() -> str:
+    """A short socket path for connection sharing (%C: hash of host, port and user)."""
+    return str(Path(tempfile.gettempdir()) / "ybscale-ssh-%C")
+
+
+def start_master(target: SshHost, timeout: float = 120) -> bool:
+    """Open a background master connection for `target.control_path`; False if that failed.
+
+    Its stdio is /dev/null, so it never holds a later command's pipes open.
+    """
+    if not target.control_path:
+        return False
+    argv = ["ssh", *target.options(master=True), "-p", str(target.port), "-N", "-f"]
+    try:
+        done = subprocess.run(
+            [*argv, target.login],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0
+
+
+def stop_master(target: SshHost, started: bool = True) -> None:
+    """Close the master connection opened by start_master."""
+    if target.control_path and started:
+        subprocess.run(
+            ["ssh", *target.options(), "-p", str(target.port), "-O", "exit", target.login],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+        )
+
+
+def ensure_keypair(path: Path, comment: str = "ybscale") -> Path:
+    """Create an ed25519 key pair at `path` (no passphrase) unless it exists; return `path`.pub."""
+    path = Path(path)
+    pub = path.with_name(path.name + ".pub")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.chmod(0o700)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+            check=True,
+            capture_output=True,
+        )
+    if not pub.exists():
+        out = subprocess.run(
+            ["ssh-keygen", "-y", "-f", str(path)], check=True, capture_output=True, text=True
+        )
+        pub.write_text(out.stdout)
+    return pub

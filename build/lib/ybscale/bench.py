@@ -1,0 +1,285 @@
+"""Measure one design row: at each client count, a warm-up and repetitions of pgbench."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from ybscale import __version__, pgbench, workload
+from ybscale.backends import get_backend
+from ybscale.backends.base import BackendError, Cluster
+from ybscale.row import Row
+
+THROUGHPUT_COLUMNS = [
+    "clients",
+    "tps",
+    "tps_min",
+    "tps_max",
+    "tps_spread_pct",
+    "repetitions",
+    "latency_ms",
+    "latency_stddev_ms",
+    "transactions",
+    "retried",
+    "retries",
+    "failures",
+    "seconds",
+]
+
+
+class MeasurementError(RuntimeError):
+    """A row could not be measured; the message says which row, client count and why."""
+
+
+def split(total: int, parts: int) -> list[int]:
+    """Spread `total` clients (or threads) evenly over `parts` targets, largest shares first."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def run_pgbench(
+    cluster: Cluster,
+    kind: str,
+    script: Path,
+    env: Mapping[str, str],
+    clients: int,
+    seconds: int,
+    settings: Mapping,
+    log_prefix: Path | None,
+    seed: int | None = None,
+    variables: Mapping[str, str] | None = None,
+) -> pgbench.PgbenchResult:
+    """One pgbench per serving node at the same time; their results merged.
+
+    `seed` makes the key choices repeatable: target i runs with --random-seed=seed+i.
+    `variables` are the row's workload variables; each target adds its key space.
+    """
+    targets = cluster.targets(kind)
+    shares = split(clients, len(targets))
+    threads = split(min(clients, os.cpu_count() or 1), len(targets))
+    procs = []
+    for i, (target, share) in enumerate(zip(targets, shares, strict=True)):
+        if share == 0:
+            continue
+        argv = pgbench.command(
+            bindir_or_exe=getattr(cluster, "pgbench", "pgbench"),
+            script=script,
+            endpoint_host=target.endpoint.host,
+            port=target.endpoint.port,
+            dbname=target.endpoint.dbname,
+            user=target.endpoint.user,
+            clients=share,
+            threads=max(1, threads[i]),
+            seconds=seconds,
+            variables={**(variables or {}), **target.variables},
+            log_prefix=f"{log_prefix}_{target.endpoint.role}" if log_prefix else None,
+            max_tries=settings["max_tries"],
+            progress=1,
+            extra=(f"--random-seed={seed + i}",) if seed is not None else (),
+        )
+        cwd = log_prefix.parent if log_prefix else Path.cwd()
+        raw = Path(f"{log_prefix}_{target.endpoint.role}") if log_prefix else None
+        procs.append((target, raw, cluster.run(argv, env, seconds + settings["timeout"], cwd)))
+    try:
+        results = [_wait(t, raw, proc, seconds + settings["timeout"]) for t, raw, proc in procs]
+    finally:
+        for _, _, proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+    return pgbench.merge(results)
+
+
+def _wait(target, raw: Path | None, proc: subprocess.Popen, timeout: float):
+    """Wait for one pgbench, keep its raw output, and parse it (errors name the node)."""
+    where = f"{target.endpoint.role} ({target.endpoint.host}:{target.endpoint.port})"
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise MeasurementError(f"pgbench against {where} did not finish within {timeout}s") from exc
+    if raw is not None:
+        raw.with_suffix(".stdout").write_text(out)
+        raw.with_suffix(".stderr").write_text(err)
+    if proc.returncode != 0:
+        raise MeasurementError(
+            f"pgbench against {where} exited with {proc.returncode}: {(err or out).strip()[-600:]}"
+        )
+    try:
+        return pgbench.parse_output(out, err)
+    except pgbench.PgbenchError as exc:
+        raise MeasurementError(f"pgbench against {where}: {exc}") from exc
+
+
+def summarize(clients: int, reps: list[pgbench.PgbenchResult], seconds: int) -> dict:
+    """One throughput line: the median over repetitions and its spread."""
+    tps = [r.tps for r in reps]
+    median = statistics.median(tps)
+    latencies = [r.latency_ms for r in reps if r.latency_ms is not None]
+    stddevs = [r.latency_stddev_ms for r in reps if r.latency_stddev_ms is not None]
+    return {
+        "clients": clients,
+        "tps": median,
+        "tps_min": min(tps),
+        "tps_max": max(tps),
+        "tps_spread_pct": 100 * (max(tps) - min(tps)) / median if median else float("nan"),
+        "repetitions": len(reps),
+        "latency_ms": statistics.median(latencies) if latencies else float("nan"),
+        "latency_stddev_ms": statistics.median(stddevs) if stddevs else float("nan"),
+        "transactions": sum(r.transactions for r in reps),
+        "retried": sum(r.retried for r in reps),
+        "retries": sum(r.retries for r in reps),
+        "failures": sum(r.failed for r in reps),
+        "seconds": seconds,
+    }
+
+
+def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
+    """Measure one row and write throughput.csv, repetitions.csv, measurement.json and raw logs."""
+    settings = config["measurement"]
+    run, kind = row.run, row.kind
+    script = Path(row.script_path).resolve()
+    env = workload.session_env(row.session)
+    outdir.mkdir(parents=True, exist_ok=True)
+    logs = outdir.resolve() / "pgbench-logs"
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir()
+    backend = get_backend(config)
+    started = dt.datetime.now(dt.UTC)
+    lines, rep_rows = [], []
+    progress(f"{run}: starting {backend.name} cluster {row.infra_key} for {row.levels}")
+    with backend.cluster(row, outdir) as cluster:
+        applied = cluster.applied()
+        _check_isolation(row, applied)
+        for warning in applied.get("warnings", []):
+            progress(f"{run}: WARNING: {warning}")
+        for clients in settings["clients"]:
+            cluster.reset(kind)
+            cluster.check()
+            if settings.get("warmup", 0) > 0:
+                run_pgbench(
+                    cluster,
+                    kind,
+                    script,
+                    env,
+                    clients,
+                    settings["warmup"],
+                    settings,
+                    None,
+                    variables=row.variables,
+                )
+            reps = []
+            for rep in range(1, settings["repetitions"] + 1):
+                prefix = logs / f"c{clients:03d}_r{rep}"
+                seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
+                try:
+                    result = run_pgbench(
+                        cluster,
+                        kind,
+                        script,
+                        env,
+                        clients,
+                        settings["seconds"],
+                        settings,
+                        prefix,
+                        seed,
+                        variables=row.variables,
+                    )
+                except MeasurementError as exc:
+                    msg = f"{run}, {clients} clients, repetition {rep}: {exc}"
+                    raise MeasurementError(msg) from exc
+                reps.append(result)
+                rep_rows.append(
+                    {"clients": clients, "repetition": rep, "random_seed": seed, **vars(result)}
+                )
+                progress(
+                    f"{run}: {clients:>4} clients, repetition {rep}/{settings['repetitions']}: "
+                    f"{result.tps:,.0f} tps, {result.latency_ms or float('nan'):.2f} ms"
+                )
+            try:
+                cluster.check()
+            except BackendError as exc:
+                raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
+            lines.append(summarize(clients, reps, settings["seconds"]))
+    finished = dt.datetime.now(dt.UTC)
+    pd.DataFrame(rep_rows).to_csv(outdir / "repetitions.csv", index=False)
+    meta = {
+        "run": run,
+        "levels": row.levels,
+        "row": row.to_dict(),
+        "workload_script": str(
+            script.relative_to(Path.cwd()) if script.is_relative_to(Path.cwd()) else script
+        ),
+        "workload_sql": script.read_text(),
+        "started": started.isoformat(),
+        "finished": finished.isoformat(),
+        "measurement": dict(settings),
+        "applied": applied,
+        "warnings": applied.get("warnings", []),
+        "versions": _versions(getattr(cluster, "pgbench", "pgbench")),
+    }
+    (outdir / "measurement.json").write_text(json.dumps(meta, indent=2, default=str))
+    path = outdir / "throughput.csv"
+    pd.DataFrame(lines, columns=THROUGHPUT_COLUMNS).to_csv(path, index=False)
+    best = max(lines, key=lambda line: line["tps"])
+    progress(
+        f"{run}: done in {(finished - started).total_seconds():.0f}s, best {best['tps']:,.0f} "
+        f"tps at {best['clients']} clients"
+    )
+    return path
+
+
+def _check_isolation(row: Row, applied: Mapping) -> None:
+    for node, got in applied["isolation_in_effect"].items():
+        if got != row.isolation:
+            raise MeasurementError(
+                f"{row.run}: {node} runs {got!r}, the design asks for {row.isolation!r}"
+            )
+
+
+def _versions(pgbench_exe: str) -> dict:
+    try:
+        pgb = pgbench.version(pgbench_exe)
+    except (OSError, subprocess.SubprocessError):
+        pgb = "unknown"
+    return {"ybscale": __version__, "pgbench": pgb, "python": platform.python_version()}
+
+
+def _terminate_on_signal() -> None:
+    """Turn SIGTERM/SIGHUP into an exception so clusters are stopped by their finally blocks."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def measure_job(smk) -> None:
+    """Entry point of the Snakemake measuring rule (`script:`): progress to terminal and log."""
+    _terminate_on_signal()
+    out = Path(smk.output.throughput).parent
+    with open(smk.log[0], "w") as log:
+
+        def progress(msg: str) -> None:
+            stamp = dt.datetime.now().strftime("%H:%M:%S")
+            print(f"[{stamp}] {msg}", file=sys.stderr, flush=True)
+            print(f"[{stamp}] {msg}", file=log, flush=True)
+
+        try:
+            measure(Row.from_dict(smk.params.row), smk.config, out, progress)
+        except (MeasurementError, BackendError, FileNotFoundError, ValueError) as exc:
+            progress(f"FAILED: {exc}")
+            sys.exit(1)

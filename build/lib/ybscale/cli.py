@@ -1,0 +1,37 @@
+"""`ybscale` command: each subcommand is the `main(argv)` of one module."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "analyze": ("ybscale.analysis", "effects, ANOVA, diagnostics and charts of a responses table"),
+    "usl": ("ybscale.usl", "fit the Universal Scalability Law to one throughput curve"),
+    "plan": ("ybscale.plan", "clusters, VM-hours, cost and wall time of a gcp study"),
+    "sweep": ("ybscale.sweep", "destroy every gcp stack whose expiry has passed"),
+    "design": ("ybscale.design", "write the sign table, aliases and resolution of a design"),
+    "next": ("ybscale.followup", "the fold-over follow-up design that de-aliases active effects"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: ybscale COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<8} {help_}" for name, (_, help_) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    if argv[0] not in COMMANDS:
+        print(f"ybscale: unknown command {argv[0]!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return module.main(argv[1:]) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,502 @@
+"""Two-level fractional factorial designs 2^(k-p): sign table, defining relation, aliases.
+
+The design file (``config/design.yaml``, schema ``ybscale/schemas/design.schema.yaml``) gives the
+factors (letter -> name and two levels, in the order (level at -1, level at +1)), generators
+(``E: BC`` means column E = B * C; ``E: -BC`` means E = -B * C) and replications.
+
+Words (effects) are written with their letters in alphabetical order (``"ABF"``); a word with a
+negative sign is written with a leading minus (``"-ABCE"``). Words are sorted by (length, letters).
+A full factorial (no generators) has an empty defining relation and ``resolution == math.inf``.
+
+Run ``python -m ybscale.design config/design.yaml results/design`` to write ``sign_table.csv``,
+``aliases.csv`` and ``design.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+import yaml
+from jsonschema import Draft202012Validator
+
+from ybscale import knobs, settings
+
+# A signed word: (sign, letters). The identity I is (1, frozenset()).
+Word = tuple[int, frozenset]
+
+
+class DesignError(ValueError):
+    """An invalid design; the message names the file and the field."""
+
+
+def _fail(source: str, field_path: str, message: str) -> DesignError:
+    return DesignError(f"{source}: {field_path}: {message}")
+
+
+# --------------------------------------------------------------------------- word algebra
+
+
+def _mul(a: Word, b: Word) -> Word:
+    """Product of two signed words (letters squared cancel)."""
+    return a[0] * b[0], a[1] ^ b[1]
+
+
+def _letters(word: Word) -> str:
+    return "".join(sorted(word[1]))
+
+
+def _fmt(word: Word) -> str:
+    """``"-ABC"`` style; the identity is ``"I"``."""
+    text = _letters(word) or "I"
+    return ("-" if word[0] < 0 else "") + text
+
+
+def _key(word: Word) -> tuple[int, str]:
+    """Sort key: (length, letters), sign ignored."""
+    return len(word[1]), _letters(word)
+
+
+def _parse_generator(text: str) -> tuple[int, str]:
+    """``"-ABC"`` -> (-1, "ABC")."""
+    text = text.strip().upper()
+    if text.startswith("-"):
+        return -1, text[1:]
+    return 1, text.lstrip("+")
+
+
+def _yates_words(base: list[str]) -> list[frozenset]:
+    """Non-empty base words in Yates order: A, B, AB, C, AC, BC, ABC, ..."""
+    return [
+        frozenset(b for j, b in enumerate(base) if i >> j & 1) for i in range(1, 2 ** len(base))
+    ]
+
+
+# --------------------------------------------------------------------------- dataclasses
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One two-level factor; ``levels`` is (level at -1, level at +1)."""
+
+    letter: str
+    name: str
+    levels: tuple
+    description: str = ""
+    sets: str | None = None  # the knob it sets (None: the shorthand of its name)
+    block: bool = False  # a block column (e.g. original vs fold-over): analysed, never applied
+
+    @property
+    def knob(self) -> str:
+        """The knob this factor sets, e.g. ``cluster.nodes`` (see ``ybscale.knobs``)."""
+        return knobs.knob_of(self.name, self.sets)
+
+    def level(self, sign: int) -> object:
+        """Level label for a sign (-1 or +1)."""
+        return self.levels[0] if sign < 0 else self.levels[1]
+
+
+@dataclass(frozen=True)
+class Design:
+    """A 2^(k-p) design; validated on construction (raises DesignError)."""
+
+    factors: tuple[Factor, ...]
+    generators: dict[str, str] = field(default_factory=dict)
+    replications: int = 1
+    source: str = "<memory>"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "factors", tuple(sorted(self.factors, key=lambda f: f.letter)))
+        gens = {k: v.strip().upper() for k, v in sorted(self.generators.items())}
+        object.__setattr__(self, "generators", gens)
+        _check(self)
+
+    # ---- basic shape
+
+    @property
+    def letters(self) -> list[str]:
+        """All factor letters, sorted."""
+        return [f.letter for f in self.factors]
+
+    @property
+    def base(self) -> list[str]:
+        """Letters that are not generated, in order."""
+        return [f.letter for f in self.factors if f.letter not in self.generators]
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of one replicate: 2 ** len(base)."""
+        return 2 ** len(self.base)
+
+    @property
+    def n_runs(self) -> int:
+        """Rows times replications."""
+        return self.n_rows * self.replications
+
+    @property
+    def run_ids(self) -> list[str]:
+        """``run01`` ... zero padded to at least two digits."""
+        width = max(2, len(str(self.n_runs)))
+        return [f"run{i:0{width}d}" for i in range(1, self.n_runs + 1)]
+
+    def factor(self, letter: str) -> Factor:
+        """The factor with this letter."""
+        for f in self.factors:
+            if f.letter == letter:
+                return f
+        raise KeyError(letter)
+
+    # ---- sign table
+
+    def _columns(self) -> dict[str, list[int]]:
+        """Letter -> +-1 column over one replicate (Yates order)."""
+        cols = {
+            b: [1 if (i >> j) & 1 else -1 for i in range(self.n_rows)]
+            for j, b in enumerate(self.base)
+        }
+        for letter, text in self.generators.items():
+            sign, rhs = _parse_generator(text)
+            col = [sign] * self.n_rows
+            for r in rhs:
+                col = [x * y for x, y in zip(col, cols[r], strict=True)]
+            cols[letter] = col
+        return cols
+
+    def sign_table(self) -> pd.DataFrame:
+        """Index ``run``; columns ``row``, ``replicate`` and one +-1 int column per letter."""
+        import pandas as pd  # lazily: the workflow's parse needs only `signs`
+
+        cols = self._columns()
+        reps = self.replications
+        data = {
+            "row": list(range(1, self.n_rows + 1)) * reps,
+            "replicate": [r for r in range(1, reps + 1) for _ in range(self.n_rows)],
+        }
+        for letter in self.letters:
+            data[letter] = cols[letter] * reps
+        table = pd.DataFrame(data, index=pd.Index(self.run_ids, name="run"))
+        return table.astype("int64")
+
+    def signs(self, run: str) -> dict[str, int]:
+        """Letter -> +1/-1 for one run."""
+        if run not in self.run_ids:
+            raise KeyError(run)
+        index = (self.run_ids.index(run)) % self.n_rows
+        cols = self._columns()
+        return {letter: cols[letter][index] for letter in self.letters}
+
+    def levels(self, run: str) -> dict[str, object]:
+        """Factor name -> level label for one run, keys sorted (block columns left out)."""
+        signs = self.signs(run)
+        named = {f.name: f.level(signs[f.letter]) for f in self.factors if not f.block}
+        return dict(sorted(named.items()))
+
+    # ---- defining relation, aliases
+
+    def _defining_words(self) -> list[Word]:
+        """All products of generator words (the subgroup without I), sorted."""
+        gens: list[Word] = []
+        for letter, text in self.generators.items():
+            sign, rhs = _parse_generator(text)
+            gens.append((sign, frozenset(rhs) | {letter}))
+        words = []
+        for n in range(1, len(gens) + 1):
+            for combo in combinations(gens, n):
+                word: Word = (1, frozenset())
+                for g in combo:
+                    word = _mul(word, g)
+                words.append(word)
+        return sorted(words, key=_key)
+
+    def defining_relation(self) -> list[str]:
+        """Words of the defining relation without ``I``, e.g. ``["ABF", "BCE", "ACEF"]``."""
+        return [_fmt(w) for w in self._defining_words()]
+
+    def defining_relation_string(self) -> str:
+        """``"I = ABF = BCE = ACEF"`` (just ``"I"`` for a full factorial)."""
+        return " = ".join(["I", *self.defining_relation()])
+
+    @property
+    def resolution(self) -> int | float:
+        """Length of the shortest defining word; ``math.inf`` for a full factorial."""
+        words = self._defining_words()
+        return min(len(w[1]) for w in words) if words else math.inf
+
+    def _groups(self) -> list[tuple[str, list[str]]]:
+        subgroup = [(1, frozenset()), *self._defining_words()]
+        groups = []
+        for base_word in _yates_words(self.base):
+            coset = sorted((_mul((1, base_word), d) for d in subgroup), key=_key)
+            term_sign = coset[0][0]
+            # signs relative to the term: term = s * member
+            members = [_fmt((w[0] * term_sign, w[1])) for w in coset]
+            groups.append((members[0], members))
+        return groups
+
+    def alias_groups(self) -> list[tuple[str, list[str]]]:
+        """One (term, members) per estimable column, in Yates order of the base words.
+
+        Members are sorted by (length, letters) and carry their sign relative to the term
+        (``"-BCDE"`` when the term column equals minus the BCDE column); term = members[0].
+        """
+        return self._groups()
+
+    @property
+    def terms(self) -> list[str]:
+        """Estimable terms (one per alias group), Yates order."""
+        return [term for term, _ in self._groups()]
+
+    def alias_string(self, term: str) -> str:
+        """``"A = BF = CEF = ABCE"``; ``term`` may be any member of the group."""
+        wanted = "".join(sorted(term.strip().lstrip("-").upper()))
+        for _, members in self._groups():
+            if wanted in (m.lstrip("-") for m in members):
+                return " = ".join(members)
+        raise KeyError(f"{term!r} is not an estimable effect of {self.source}")
+
+    def model_matrix(self) -> pd.DataFrame:
+        """Index ``run``; one +-1 column per estimable term (product of its letters)."""
+        import pandas as pd
+
+        table = self.sign_table()
+        out = {}
+        for term in self.terms:
+            col = pd.Series(1, index=table.index, dtype="int64")
+            for letter in term:
+                col = col * table[letter]
+            out[term] = col
+        return pd.DataFrame(out, index=table.index)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check(design: Design) -> None:
+    """Semantic checks beyond the JSON schema."""
+    src = design.source
+    _check_factors(design.factors, src)
+    if not isinstance(design.replications, int) or isinstance(design.replications, bool):
+        raise _fail(src, "replications", f"must be an integer >= 1, got {design.replications!r}")
+    if design.replications < 1:
+        raise _fail(src, "replications", f"must be an integer >= 1, got {design.replications}")
+    _check_generators(design, src)
+    _check_columns(design, src)
+
+
+def _check_factors(factors: tuple[Factor, ...], src: str) -> None:
+    if not factors:
+        raise _fail(src, "factors", "at least one factor is required")
+    seen_letters: set[str] = set()
+    seen_names: dict[str, str] = {}
+    seen_knobs: dict[str, str] = {}
+    for f in factors:
+        where = f"factors.{f.letter}"
+        if not (isinstance(f.letter, str) and len(f.letter) == 1 and "A" <= f.letter <= "Z"):
+            raise _fail(src, "factors", f"factor letter {f.letter!r} is not a single A-Z letter")
+        if f.letter in seen_letters:
+            raise _fail(src, where, f"duplicate factor letter {f.letter!r}")
+        seen_letters.add(f.letter)
+        if f.name in seen_names:
+            raise _fail(
+                src,
+                f"{where}.name",
+                f"duplicate factor name {f.name!r} (also {seen_names[f.name]})",
+            )
+        seen_names[f.name] = where
+        if len(f.levels) != 2:
+            raise _fail(
+                src, f"{where}.levels", f"needs exactly 2 levels, got {len(f.levels)}: {f.levels!r}"
+            )
+        if f.levels[0] == f.levels[1]:
+            raise _fail(src, f"{where}.levels", f"duplicate level label {f.levels[0]!r}")
+        if f.block or not f.sets and f.name not in knobs.SHORTHANDS:
+            continue  # fine for analysis; measuring it needs `sets:` (ybscale.row says so)
+        field_name = f"{where}.sets" if f.sets else f"{where}.name"
+        try:
+            knob = f.knob
+            knobs.parse(knob)
+        except knobs.KnobError as exc:
+            raise _fail(src, field_name, str(exc)) from None
+        if knob in seen_knobs:
+            raise _fail(
+                src,
+                field_name,
+                f"sets {knob}, which {seen_knobs[knob]} sets too: one knob, one factor",
+            )
+        seen_knobs[knob] = where
+
+
+def _check_generators(design: Design, src: str) -> None:
+    letters = set(design.letters)
+    rhs_of = {k: _parse_generator(v)[1] for k, v in design.generators.items()}
+    for letter, text in design.generators.items():
+        where = f"generators.{letter}"
+        if letter not in letters:
+            raise _fail(src, where, f"generated factor {letter!r} is not declared in factors")
+        users = [k for k, rhs in rhs_of.items() if letter in rhs]
+        if users:
+            raise _fail(
+                src,
+                where,
+                f"{letter!r} is a base factor (used in generators.{users[0]}: "
+                f"{design.generators[users[0]]!r}) and cannot be generated",
+            )
+        rhs = rhs_of[letter]
+        for r in rhs:
+            if r not in letters:
+                raise _fail(src, where, f"unknown factor {r!r} in {text!r}")
+        if len(set(rhs)) != len(rhs):
+            raise _fail(src, where, f"repeated letter in {text!r}")
+        if len(rhs) < 2:
+            raise _fail(src, where, f"needs at least 2 base factors, got {text!r}")
+
+
+def _check_columns(design: Design, src: str) -> None:
+    """No two factor columns may be equal (or opposite): they could not be separated."""
+    cols = design._columns()
+    for a, b in combinations(design.letters, 2):
+        neg = [-x for x in cols[b]]
+        if cols[a] == cols[b] or cols[a] == neg:
+            gen = b if b in design.generators else a
+            raise _fail(
+                src,
+                f"generators.{gen}",
+                f"makes column {b} identical to column {a} (up to sign); "
+                f"{a} and {b} would be completely confounded",
+            )
+
+
+def _validate_schema(data: object, source: str) -> None:
+    validator = Draft202012Validator(settings.schema("design"))
+    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        lines = []
+        for err in errors:
+            where = ".".join(str(p) for p in err.absolute_path) or "<top level>"
+            lines.append(f"{source}: {where}: {err.message}")
+        raise DesignError("\n".join(lines))
+
+
+def design_from_dict(data: object, source: str = "<memory>") -> Design:
+    """Build a Design from parsed YAML, validating schema and semantics (defaults filled)."""
+    _validate_schema(data, source)
+    data = settings.fill_defaults(settings.schema("design"), dict(data))
+    factors = tuple(
+        Factor(
+            letter=str(letter),
+            name=spec["name"],
+            levels=tuple(spec["levels"]),
+            description=spec.get("description", ""),
+            sets=spec.get("sets"),
+            block=bool(spec.get("block", False)),
+        )
+        for letter, spec in data["factors"].items()
+    )
+    return Design(
+        factors=factors,
+        generators={str(k): v for k, v in (data.get("generators") or {}).items()},
+        replications=data["replications"],
+        source=source,
+    )
+
+
+def load_design(path: str | Path) -> Design:
+    """Read, validate and build the design in ``path``."""
+    source = str(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise DesignError(f"{source}: <file>: cannot read: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise DesignError(f"{source}: <file>: invalid YAML: {exc}") from exc
+    return design_from_dict(data, source)
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def design_dict(design: Design) -> dict:
+    """JSON-ready description of the design."""
+    res = design.resolution
+    return {
+        "source": design.source,
+        "factors": [
+            {
+                "letter": f.letter,
+                "name": f.name,
+                "levels": list(f.levels),
+                "description": f.description,
+                "sets": f.knob,
+                "generated": f.letter in design.generators,
+                **({"block": True} if f.block else {}),
+            }
+            for f in design.factors
+        ],
+        "base": design.base,
+        "generators": dict(design.generators),
+        "defining_relation": design.defining_relation_string(),
+        "defining_words": design.defining_relation(),
+        "resolution": None if math.isinf(res) else res,
+        "n_rows": design.n_rows,
+        "replications": design.replications,
+        "n_runs": design.n_runs,
+        "aliases": [{"term": t, "members": m} for t, m in design.alias_groups()],
+    }
+
+
+def write_design_outputs(design: Design, out_dir: str | Path) -> dict[str, Path]:
+    """Write sign_table.csv, aliases.csv and design.json into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table = design.sign_table()
+    for f in design.factors:
+        table[f.name] = [f.level(s) for s in table[f.letter]]
+    paths = {
+        "sign_table": out / "sign_table.csv",
+        "aliases": out / "aliases.csv",
+        "design": out / "design.json",
+    }
+    table.to_csv(paths["sign_table"])
+    import pandas as pd
+
+    aliases = pd.DataFrame(
+        [(t, design.alias_string(t)) for t in design.terms], columns=["term", "alias"]
+    )
+    aliases.to_csv(paths["aliases"], index=False)
+    with open(paths["design"], "w", encoding="utf-8") as fh:
+        json.dump(design_dict(design), fh, indent=2)
+        fh.write("\n")
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ybscale.design DESIGN.yaml OUT_DIR``."""
+    parser = argparse.ArgumentParser(prog="ybscale.design", description=__doc__.splitlines()[0])
+    parser.add_argument("design", help="design YAML file")
+    parser.add_argument("out_dir", help="directory for sign_table.csv, aliases.csv, design.json")
+    args = parser.parse_args(argv)
+    try:
+        design = load_design(args.design)
+    except DesignError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    write_design_outputs(design, args.out_dir)
+    k, p = len(design.factors), len(design.generators)
+    print(
+        f"2^({k}-{p}) design, {design.n_runs} runs, {design.defining_relation_string()}, "
+        f"resolution {design.resolution}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""The design part of the report, written from the design itself (reStructuredText).
+
+Factors (letter, name, description, levels at -1 and +1, base or generated), generators,
+defining relation, resolution and what it means, and the full alias structure: nothing in it is
+fixed text about one particular design.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ybscale.design import Design
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A reStructuredText grid-free simple table."""
+    cells = [header, *rows]
+    widths = [max(len(str(r[i])) for r in cells) for i in range(len(header))]
+    rule = "  ".join("=" * w for w in widths)
+    fmt = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
+    return [rule, fmt(header), rule, *(fmt(r) for r in rows), rule]
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "/") or "-"
+
+
+def _meaning(design: Design) -> str:
+    res = design.resolution
+    if math.isinf(res):
+        return "A full factorial: every effect is estimated on its own."
+    if res >= 5:
+        return (
+            f"Resolution {res}: main effects and two-factor interactions are free of each "
+            "other (aliased only with higher-order interactions)."
+        )
+    if res == 4:
+        return (
+            "Resolution IV: main effects are free of two-factor interactions, but two-factor "
+            "interactions are aliased with each other."
+        )
+    return (
+        f"Resolution {'III' if res == 3 else res}: main effects are not aliased with each other, "
+        "but they are aliased with two-factor interactions."
+    )
+
+
+def _low_order(design: Design) -> list[str]:
+    """Alias strings that confound a main effect or 2FI with another main effect or 2FI."""
+    out = []
+    for _, members in design.alias_groups():
+        low = [m.lstrip("-") for m in members if len(m.lstrip("-")) <= 2]
+        if len(low) > 1:
+            out.append(" = ".join(low))
+    return out
+
+
+def design_rst(design: Design) -> str:
+    """The design section of the report."""
+    k, p = len(design.factors), len(design.generators)
+    rows = []
+    for f in design.factors:
+        how = (
+            f"generated {f.letter} = {design.generators[f.letter]}"
+            if f.letter in design.generators
+            else "base"
+        )
+        if f.block:
+            how += " (block)"
+        knob = getattr(f, "sets", None)  # the knob a factor sets, where the design says it
+        if knob:
+            how = f"sets {knob}; {how}"
+        rows.append([f.letter, f.name, _cell(f.levels[0]), _cell(f.levels[1]), how])
+    gens = ", ".join(f"{x} = {w}" for x, w in design.generators.items()) or "none"
+    lines = [
+        "Design",
+        "------",
+        "",
+        f"The design file ``{design.source}`` defines a 2\\ :sup:`{k}-{p}` design with "
+        f"{design.n_rows} rows"
+        + (f", each run {design.replications} times" if design.replications > 1 else "")
+        + f" ({design.n_runs} runs). Tables *1. Design* hold its sign table and alias table.",
+        "",
+        *_table(["letter", "factor", "level at −1", "level at +1", "how it is set"], rows),
+        "",
+        *(f"* **{f.name}**: {f.description}" for f in design.factors if f.description),
+        "",
+        f"* Generators: {gens}. Defining relation: **{design.defining_relation_string()}**.",
+        f"* {_meaning(design)}",
+    ]
+    low = _low_order(design)
+    if low:
+        lines.append(
+            "* Main effects and two-factor interactions that share a column: "
+            + "; ".join(f"**{s}**" for s in low)
+            + ". Each estimate is the sum of its alias string; the design cannot tell them apart."
+        )
+    lines += ["", f"Alias structure ({len(design.terms)} estimable columns):", ""]
+    lines += [f"* {design.alias_string(t)}" for t in design.terms]
+    return "\n".join(lines) + "\n"

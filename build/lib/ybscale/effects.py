@@ -1,0 +1,207 @@
+"""Sign-table effects of a 2^(k-p) design, allocation of variation and their significance.
+
+For every estimable term (one per alias group) the effect is mean(y at +) − mean(y at −) and the
+coefficient is q = effect / 2 (Jain's q_i). Sums of squares follow Jain: SS = 2^(k-p)·r·q².
+
+Significance, always on the effect scale:
+* r == 1 (no error degrees of freedom): Lenth (1989). s0 = 1.5·median|c|,
+  PSE = 1.5·median{|c| : |c| < 2.5·s0}, d = m/3, ME = t(1−α/2, d)·PSE,
+  SME = t(γ, d)·PSE with γ = (1 + (1−α)^(1/m))/2; active = |effect| > ME, active_sme = > SME.
+* r >= 2: Jain ch. 18. s_e² = SSE / (2^(k-p)(r−1)), s_q = s_e / sqrt(2^(k-p)·r),
+  CI = q ± t(1−α/2, 2^(k-p)(r−1))·s_q, reported doubled (effect scale); active = CI excludes 0.
+
+model="multiplicative" analyses log10(response) (Jain 18.7); effects are then log10 ratios.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+MODELS = ("additive", "multiplicative")
+COLUMNS = [
+    "term",
+    "alias",
+    "effect",
+    "coefficient",
+    "sum_sq",
+    "variation_pct",
+    "std_error",
+    "standardized",
+    "me",
+    "sme",
+    "ci_low",
+    "ci_high",
+    "active",
+    "active_sme",
+    "method",
+    "model",
+]
+ERROR_TERM = "error"
+
+
+def transform(values: pd.Series, model: str) -> pd.Series:
+    """The analysed response: as is (additive) or log10 (multiplicative)."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    if model == "additive":
+        return values.astype(float)
+    if (values <= 0).any():
+        bad = values[values <= 0].index[0]
+        raise ValueError(f"multiplicative model needs positive responses; {bad} is {values[bad]}")
+    return np.log10(values.astype(float))
+
+
+def aligned_responses(design, responses: pd.Series) -> pd.Series:
+    """Responses reindexed to the design's run ids; ValueError on missing/extra/NaN runs."""
+    runs = list(design.run_ids)
+    extra = sorted(set(responses.index) - set(runs))
+    if extra:
+        raise ValueError(f"responses for runs not in the design: {', '.join(map(str, extra))}")
+    if responses.index.duplicated().any():
+        dup = responses.index[responses.index.duplicated()][0]
+        raise ValueError(f"more than one response for run {dup}")
+    y = pd.to_numeric(responses.reindex(runs), errors="coerce").astype(float)
+    missing = y.index[y.isna()].tolist()
+    if missing:
+        raise ValueError(f"missing or non-numeric responses for runs: {', '.join(missing)}")
+    return y
+
+
+def contrasts(design, y: pd.Series) -> pd.Series:
+    """Effect of every estimable term: mean at + minus mean at −, in the design's term order."""
+    x = design.model_matrix().loc[y.index].astype(float)
+    half = len(y) / 2.0
+    return pd.Series(x.to_numpy().T @ y.to_numpy() / half, index=x.columns, name="effect")
+
+
+def lenth(effects, alpha: float = 0.05) -> dict[str, float]:
+    """Lenth (1989) pseudo standard error, margin of error and simultaneous margin of error."""
+    c = np.abs(np.asarray(effects, dtype=float))
+    m = len(c)
+    s0 = 1.5 * float(np.median(c))
+    kept = c[c < 2.5 * s0]
+    pse = 1.5 * float(np.median(kept)) if len(kept) else 0.0
+    d = m / 3.0
+    gamma = (1.0 + (1.0 - alpha) ** (1.0 / m)) / 2.0
+    return {
+        "s0": s0,
+        "pse": pse,
+        "d": d,
+        "gamma": gamma,
+        "me": float(stats.t.ppf(1.0 - alpha / 2.0, d)) * pse,
+        "sme": float(stats.t.ppf(gamma, d)) * pse,
+    }
+
+
+def _variation(design, y: pd.Series, effect: pd.Series) -> tuple[pd.Series, float, float]:
+    """(SS per term, SST, SSE); SSE = SST − ΣSS (pure error, 0 when unreplicated)."""
+    n = len(y)
+    sum_sq = n * (effect / 2.0) ** 2
+    sst = float(((y - y.mean()) ** 2).sum())
+    sse = max(sst - float(sum_sq.sum()), 0.0) if design.replications > 1 else 0.0
+    return sum_sq, sst, sse
+
+
+def _lenth_columns(effect: pd.Series, alpha: float) -> tuple[pd.DataFrame, dict]:
+    info = lenth(effect.to_numpy(), alpha)
+    out = pd.DataFrame(index=effect.index)
+    out["std_error"] = info["pse"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["standardized"] = effect / info["pse"]
+    out["me"] = info["me"]
+    out["sme"] = info["sme"]
+    out["ci_low"] = effect - info["me"]
+    out["ci_high"] = effect + info["me"]
+    out["active"] = effect.abs() > info["me"]
+    out["active_sme"] = effect.abs() > info["sme"]
+    out["method"] = "lenth"
+    return out, info
+
+
+def _t_columns(
+    effect: pd.Series, sse: float, n_rows: int, r: int, alpha: float
+) -> tuple[pd.DataFrame, dict]:
+    df_error = n_rows * (r - 1)
+    s_e = math.sqrt(sse / df_error)
+    s_q = s_e / math.sqrt(n_rows * r)
+    t = float(stats.t.ppf(1.0 - alpha / 2.0, df_error))
+    half = 2.0 * t * s_q
+    out = pd.DataFrame(index=effect.index)
+    out["std_error"] = 2.0 * s_q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["standardized"] = effect / (2.0 * s_q)
+    out["me"] = half
+    out["sme"] = math.nan
+    out["ci_low"] = effect - half
+    out["ci_high"] = effect + half
+    out["active"] = (out["ci_low"] > 0) | (out["ci_high"] < 0)
+    out["active_sme"] = False
+    out["method"] = "t"
+    info = {"s_e": s_e, "s_q": s_q, "df_error": df_error, "t": t}
+    return out, info
+
+
+def estimate_effects(
+    design, responses: pd.Series, alpha: float = 0.05, model: str = "additive"
+) -> pd.DataFrame:
+    """Effects table (see COLUMNS), sorted by |effect| descending; r >= 2 adds an 'error' line.
+
+    ``responses`` holds one value per run id (replicates included). Summary numbers (mean, SST,
+    SSE, PSE or s_e, ...) are in ``result.attrs``.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    y = transform(aligned_responses(design, responses), model)
+    effect = contrasts(design, y)
+    sum_sq, sst, sse = _variation(design, y, effect)
+    r = design.replications
+    if r > 1:
+        sig, info = _t_columns(effect, sse, design.n_rows, r, alpha)
+    else:
+        sig, info = _lenth_columns(effect, alpha)
+    table = pd.DataFrame(
+        {
+            "term": effect.index,
+            "alias": [design.alias_string(t) for t in effect.index],
+            "effect": effect.to_numpy(),
+            "coefficient": effect.to_numpy() / 2.0,
+            "sum_sq": sum_sq.to_numpy(),
+            "variation_pct": _pct(sum_sq.to_numpy(), sst),
+        }
+    )
+    table = pd.concat([table, sig.reset_index(drop=True)], axis=1)
+    table["model"] = model
+    table = table.sort_values("effect", key=np.abs, ascending=False, kind="stable")
+    if r > 1:
+        table = pd.concat([table, _error_line(sse, sst, model)], ignore_index=True)
+    table = table.reset_index(drop=True)[COLUMNS]
+    table.attrs.update(
+        {"mean": float(y.mean()), "sst": sst, "sse": sse, "alpha": alpha, "model": model, **info}
+    )
+    return table
+
+
+def _pct(sum_sq, sst: float):
+    """Share of SST in percent (NaN when SST is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 100.0 * np.asarray(sum_sq, dtype=float) / sst if sst > 0 else np.nan * sum_sq
+
+
+def _error_line(sse: float, sst: float, model: str) -> pd.DataFrame:
+    """The 'error' line of the allocation of variation (replicated designs)."""
+    row = {c: math.nan for c in COLUMNS}
+    row.update(
+        term=ERROR_TERM,
+        alias="",
+        sum_sq=sse,
+        variation_pct=float(_pct(np.array([sse]), sst)[0]),
+        active=False,
+        active_sme=False,
+        method="t",
+        model=model,
+    )
+    return pd.DataFrame([row])

@@ -1,0 +1,459 @@
+"""What the study found, in words: results/findings.md and the first page of the report.
+
+Written from the results, never from fixed text: the response and how it was measured
+(``runs/*/measurement.json``), the active effects in order with size, 95 % interval and share of
+variation in terms of the factor names and levels (``effects.csv``), the aliases of each and what
+the design cannot separate (the design), the noise and the outlier rows (``outliers.csv``), what
+the backend cannot show, and the follow-up ``ybscale next`` and ``ybscale plan --detect`` propose.
+Only effects flagged ``active`` are presented as findings.
+
+``python -m ybscale.findings --design config/design.yaml --analysis results
+--out results/findings.md --rst results/report/findings.rst`` (the report includes the .rst copy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ybscale import followup, power
+from ybscale.design import Design, load_design
+
+DETECT = "10%"
+
+
+# ---------------------------------------------------------------------------- numbers, words
+
+
+def number(x: float, model: str = "additive", scale: float | None = None) -> str:
+    """Display form: ``31.7k`` from 10 000, ``1,234`` from 100, else 3 significant digits.
+
+    ``scale`` picks the form by another magnitude (an interval written like its effect)."""
+    if model == "multiplicative":
+        return f"{x:.3g}"
+    a = abs(x if scale is None else scale)
+    if a >= 10_000:
+        return f"{x / 1000:,.1f}k"
+    if a >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
+
+
+def _names(design: Design) -> dict[str, str]:
+    return {f.letter: f.name for f in design.factors}
+
+
+def word_name(design: Design, word: str) -> str:
+    """``"AF"`` -> ``"operation_size × node_size"``."""
+    names = _names(design)
+    return " × ".join(names[x] for x in word.lstrip("-"))
+
+
+def _size(effect: float, low: float, high: float, model: str) -> str:
+    """``"lowers the ceiling by 9,711 tps [8,064, 11,358]"`` (interval of the magnitude)."""
+    if model == "multiplicative":
+        return (
+            f"multiplies the ceiling by {number(10**effect, model)} "
+            f"[{number(10**low, model)}, {number(10**high, model)}]"
+        )
+    verb = "raises" if effect > 0 else "lowers"
+    lo, hi = sorted((low, high)) if effect > 0 else sorted((-high, -low))
+    size = abs(effect)
+    return (
+        f"{verb} the ceiling by {number(size)} tps "
+        f"[{number(lo, scale=size)}, {number(hi, scale=size)}]"
+    )
+
+
+def effect_sentence(design: Design, row: pd.Series) -> str:
+    """One active effect in plain words, with factor names and levels."""
+    term, model = str(row["term"]), str(row["model"])
+    size = _size(float(row["effect"]), float(row["ci_low"]), float(row["ci_high"]), model)
+    share = f"{float(row['variation_pct']):.1f} % of the variation"
+    if len(term) == 1:
+        f = design.factor(term)
+        what = f"**{f.name}** {f.levels[1]} instead of {f.levels[0]} ({term})"
+        return f"{what} {size}; {share}."
+    fs = [design.factor(x) for x in term]
+    names = " × ".join(f.name for f in fs)
+    if len(fs) == 2:
+        same = (
+            f"both at their first level ({fs[0].levels[0]}, {fs[1].levels[0]}) or both at their "
+            f"second ({fs[0].levels[1]}, {fs[1].levels[1]}) instead of mixed"
+        )
+    else:
+        same = f"the product of the signs of {', '.join(f.name for f in fs)} +1 instead of -1"
+    return f"the interaction **{names}** ({term}), {same}, {size}; {share}."
+
+
+def alias_sentence(design: Design, row: pd.Series) -> str:
+    """The term's alias string and the interpretations the design cannot separate."""
+    term = str(row["term"])
+    members = [m.lstrip("-") for m in str(row["alias"]).split(" = ")]
+    low = [m for m in members if len(m) <= 2]
+    high = len(members) - len(low)
+    text = f"Aliases: {' = '.join(members)}."
+    blocks = {f.letter for f in design.factors if f.block}
+    others = [m for m in low if m != term]
+    if not others:
+        text += (
+            f" No other main effect or two-factor interaction shares this column: read it as "
+            f"{word_name(design, term)}"
+            + (f" (assuming the {high} higher-order interactions are negligible)." if high else ".")
+        )
+        return text
+    readings = [
+        ("the block (original vs follow-up rows)" if set(m) <= blocks else word_name(design, m))
+        + f" ({m})"
+        for m in low
+    ]
+    text += (
+        " The design cannot separate "
+        + ", ".join(readings[:-1])
+        + f" and {readings[-1]}: the estimate is their sum, any of them may be responsible."
+    )
+    return text
+
+
+# ---------------------------------------------------------------------------- the study
+
+
+@dataclass
+class Study:
+    """Everything the findings read from results/."""
+
+    design: Design
+    effects: pd.DataFrame
+    outliers: pd.DataFrame
+    ceilings: pd.DataFrame
+    measurements: dict[str, dict]
+    curves: dict[str, pd.DataFrame]
+    alpha: float
+    ceiling: str
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path) if path.is_file() else pd.DataFrame()
+
+
+def load_study(design: Design, analysis: Path, alpha: float, ceiling: str) -> Study:
+    runs = analysis / "runs"
+    measurements, curves = {}, {}
+    for run in design.run_ids:
+        meta, curve = runs / run / "measurement.json", runs / run / "throughput.csv"
+        if meta.is_file():
+            measurements[run] = json.loads(meta.read_text(encoding="utf-8"))
+        if curve.is_file():
+            curves[run] = pd.read_csv(curve)
+    return Study(
+        design=design,
+        effects=pd.read_csv(analysis / "effects.csv"),
+        outliers=_read_csv(analysis / "outliers.csv"),
+        ceilings=_read_csv(analysis / "ceilings.csv"),
+        measurements=measurements,
+        curves=curves,
+        alpha=alpha,
+        ceiling=ceiling,
+    )
+
+
+def _terms(study: Study) -> pd.DataFrame:
+    rows = study.effects[study.effects["term"].astype(str) != "error"].copy()
+    rows["active"] = rows["active"].astype(str).str.lower().isin(["true", "1"])
+    return rows
+
+
+# ---------------------------------------------------------------------------- sections
+
+
+def response_section(study: Study) -> list[str]:
+    d = study.design
+    k, p = len(d.factors), len(d.generators)
+    meta = next(iter(study.measurements.values()), {})
+    m = meta.get("measurement", {})
+    backend = meta.get("applied", {}).get("backend", "?")
+    res = followup.resolution_text(d)
+    how = (
+        "the **empirical** ceiling: the largest median throughput over the client counts"
+        if study.ceiling == "empirical"
+        else "the **USL** ceiling X(N*) of the Universal Scalability Law fit"
+    )
+    reps = m.get("repetitions", "?")
+    text = (
+        f"**Response.** The throughput ceiling of each row, {how} "
+        f"{m.get('clients', '?')}, each client count measured {reps} time(s) for "
+        f"{m.get('seconds', '?')} s after {m.get('warmup', '?')} s of warm-up (median kept), with "
+        f"pgbench on the **{backend}** backend over {m.get('rows', '?'):,} rows. "
+        if isinstance(m.get("rows"), int)
+        else f"**Response.** The throughput ceiling of each row ({how}), backend {backend}. "
+    )
+    y = study.ceilings["response"] if "response" in study.ceilings else pd.Series(dtype=float)
+    text += (
+        f"Design: 2^({k}-{p}), {res}, {d.n_runs} runs; mean ceiling {number(float(y.mean()))} tps "
+        f"(from {number(float(y.min()))} to {number(float(y.max()))})."
+        if len(y)
+        else f"Design: 2^({k}-{p}), {res}, {d.n_runs} runs."
+    )
+    return [text]
+
+
+def effects_section(study: Study) -> list[str]:
+    terms = _terms(study)
+    active = terms[terms["active"]]
+    method = str(terms["method"].iloc[0]) if len(terms) else "?"
+    se = float(terms["std_error"].iloc[0]) if len(terms) else math.nan
+    model = str(terms["model"].iloc[0]) if len(terms) else "additive"
+    unit = "" if model == "multiplicative" else " tps"
+    if method == "lenth":
+        rule = (
+            f"Lenth's method at α = {study.alpha:g}: active when |effect| exceeds the margin of "
+            f"error ME = {number(float(terms['me'].iloc[0]), model)}{unit}; the interval is "
+            "effect ± ME"
+        )
+    else:
+        rule = (
+            f"t test on the replicate error at α = {study.alpha:g}: active when the 95 % "
+            "interval excludes 0"
+        )
+    lines = [f"**Active effects**, largest first ({rule}; 95 % intervals in brackets)."]
+    if active.empty:
+        lines.append(
+            "None: no effect stands out from the noise (standard error of an effect "
+            f"{number(se, model)}{unit}). The study cannot tell any factor's effect from zero."
+        )
+        return lines
+    items = [
+        effect_sentence(study.design, row) + " " + alias_sentence(study.design, row)
+        for _, row in active.iterrows()
+    ]
+    lines.append(("ol", items))
+    quiet = terms[~terms["active"]]
+    if len(quiet):
+        lines.append(
+            f"The other {len(quiet)} columns ({', '.join(quiet['term'].astype(str))}) are within "
+            "the noise: this study cannot tell their effects from zero (which is not evidence "
+            "that they are zero)."
+        )
+    return lines
+
+
+def noise_section(study: Study) -> list[str]:
+    terms = _terms(study)
+    model = str(terms["model"].iloc[0]) if len(terms) else "additive"
+    unit = "" if model == "multiplicative" else " tps"
+    se = float(terms["std_error"].iloc[0]) if len(terms) else math.nan
+    if len(terms) and str(terms["method"].iloc[0]) == "lenth":
+        noise = (
+            f"**Noise.** Unreplicated design: the noise is estimated from the small effects "
+            f"(Lenth's pseudo standard error PSE = {number(se, model)}{unit}, the standard error "
+            f"of one effect; simultaneous margin SME = {number(float(terms['sme'].iloc[0]), model)}"
+            f"{unit})."
+        )
+    else:
+        noise = (
+            f"**Noise.** Standard error of an effect from the replicate (pure) error: "
+            f"{number(se, model)}{unit}."
+        )
+    spreads = [
+        c.loc[c["repetitions"] > 1, "tps_spread_pct"] for c in study.curves.values() if len(c)
+    ]
+    spreads = pd.concat(spreads) if spreads else pd.Series(dtype=float)
+    if len(spreads):
+        noise += (
+            f" Repetitions of one client count spread by {spreads.median():.1f} % (median "
+            f"over rows and client counts; largest {spreads.max():.1f} %)."
+        )
+    else:
+        noise += " One repetition per client count: no within-row spread was measured."
+    lines = [noise, _outlier_text(study), *_censored_text(study)]
+    return lines
+
+
+def _outlier_text(study: Study) -> str:
+    out = study.outliers
+    if out.empty:
+        return "**Outliers.** No run stood out in the residual analysis."
+    items = []
+    for _, row in out.iterrows():
+        run = str(row["run"])
+        levels = ", ".join(f"{k} {v}" for k, v in study.design.levels(run).items())
+        items.append(
+            f"{run} ({levels}): observed {number(float(row['observed']))}, fitted "
+            f"{number(float(row['fitted']))}, standardized residual "
+            f"{float(row['standardized']):.2f}"
+        )
+    return (
+        "**Outliers.** Flagged by the residual analysis (check their throughput panels and "
+        "measurement.json before trusting the effects): " + "; ".join(items) + "."
+    )
+
+
+def _censored_text(study: Study) -> list[str]:
+    c = study.ceilings
+    if c.empty or "empirical_clients" not in c or study.ceiling != "empirical":
+        return []
+    if not study.curves:
+        return []
+    top = max(int(x) for curve in study.curves.values() for x in curve["clients"])
+    at_top = c.loc[c["empirical_clients"] == top, "run"].astype(str).tolist()
+    if not at_top:
+        return []
+    return [
+        f"**Ceilings at the edge.** {len(at_top)} of {len(c)} rows reached their largest "
+        f"throughput at the largest client count measured ({top}): their ceiling is a lower "
+        f"bound ({', '.join(at_top)})."
+    ]
+
+
+def backend_section(study: Study) -> list[str]:
+    applied = [m.get("applied", {}) for m in study.measurements.values()]
+    backend = applied[0].get("backend") if applied else None
+    if backend != "local":
+        return []
+    cpus = []
+    for a in applied:
+        quotas = [n.get("cpus") for n in (a.get("cpu") or {}).values() if n.get("cpus")]
+        if quotas:
+            cpus.append(sum(quotas))
+    mechanisms = sorted(
+        {n.get("mechanism", "?") for a in applied for n in (a.get("cpu") or {}).values()}
+    )
+    quota = (
+        f" The CPU quotas granted per row add up to {min(cpus):g} to {max(cpus):g} CPUs "
+        f"({', '.join(mechanisms)}), on a machine with {os.cpu_count()} cores."
+        if cpus
+        else ""
+    )
+    return [
+        "**What the local backend cannot show.** Every node is a PostgreSQL server on this one "
+        "machine: the nodes share its cores, memory and disk, so adding a node adds no CPU and "
+        "no network hop. The nodes effect measures the coordination cost of more servers "
+        "(sharding, quorum replication), not added capacity; node size is a CPU quota, not a "
+        "bigger machine; replication is PostgreSQL streaming replication, not a Raft group. "
+        "Absolute throughput is not that of a cluster of machines; the effects are the result."
+        + quota
+    ]
+
+
+def next_section(study: Study, analysis: Path) -> list[str]:
+    active = followup.active_terms(study.effects)
+    lines = ["**What to run next.**"]
+    items = []
+    if study.design.replications == 1 and not any(f.block for f in study.design.factors):
+        pairs, proposals = followup.propose(study.design, active)
+        if pairs:
+            items.append(
+                "``ybscale next`` proposes: "
+                + followup.describe(study.design, pairs, proposals[0]).replace("\n", " ")
+            )
+    try:
+        items.append(
+            "``ybscale plan --detect 10%``: "
+            + power.detect(
+                DETECT,
+                study.design,
+                {"analysis": {"alpha": study.alpha}, "backend": None},  # time, no cost
+                analysis,
+            ).replace("\n", " ")
+        )
+    except (ValueError, KeyError, OSError) as exc:
+        items.append(f"``ybscale plan --detect 10%``: not available ({exc}).")
+    if not items:
+        return []
+    lines.append(("ul", items))
+    return lines
+
+
+def findings_blocks(study: Study, analysis: Path) -> list:
+    """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists."""
+    return [
+        *response_section(study),
+        *effects_section(study),
+        *noise_section(study),
+        *backend_section(study),
+        *next_section(study, analysis),
+    ]
+
+
+# ---------------------------------------------------------------------------- rendering
+
+TITLE = "Findings"
+
+
+def _rst_escape(text: str) -> str:
+    """Escape what reStructuredText would read as markup (trailing underscores, pipes)."""
+    out = []
+    for token in text.split(" "):
+        token = token.replace("|", "\\|")
+        if token.endswith("_") and not token.endswith("\\_"):
+            token = token[:-1] + "\\_"
+        out.append(token)
+    return " ".join(out)
+
+
+def render(blocks: list, fmt: str) -> str:
+    """Markdown (``md``) or reStructuredText (``rst``) of the blocks."""
+    esc = _rst_escape if fmt == "rst" else (lambda s: s)
+    lines = [TITLE, ("-" if fmt == "rst" else "=") * len(TITLE), ""]  # rst: a section
+    for block in blocks:
+        if isinstance(block, str):
+            lines += [esc(block), ""]
+            continue
+        kind, items = block
+        for i, item in enumerate(items, start=1):
+            bullet = f"{i}. " if kind == "ol" else "* "
+            lines += [bullet + esc(item), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_findings(
+    design: Design,
+    analysis: Path | str,
+    out: Path | str,
+    rst: Path | str | None = None,
+    alpha: float = 0.05,
+    ceiling: str = "empirical",
+) -> str:
+    """Write findings.md (and the .rst copy); returns the Markdown."""
+    analysis = Path(analysis)
+    study = load_study(design, analysis, alpha, ceiling)
+    blocks = findings_blocks(study, analysis)
+    text = render(blocks, "md")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text, encoding="utf-8")
+    if rst:
+        Path(rst).parent.mkdir(parents=True, exist_ok=True)
+        Path(rst).write_text(render(blocks, "rst"), encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ybscale.findings", description=__doc__.splitlines()[0])
+    parser.add_argument("--design", required=True, type=Path)
+    parser.add_argument("--analysis", default="results", type=Path)
+    parser.add_argument("--out", default="results/findings.md", type=Path)
+    parser.add_argument("--rst", default=None, type=Path, help="reStructuredText copy")
+    parser.add_argument("--design-rst", default=None, type=Path, help="design page for the report")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--ceiling", default="empirical")
+    args = parser.parse_args(argv)
+    design = load_design(args.design)
+    text = write_findings(design, args.analysis, args.out, args.rst, args.alpha, args.ceiling)
+    if args.design_rst:
+        from ybscale.design_report import design_rst
+
+        args.design_rst.parent.mkdir(parents=True, exist_ok=True)
+        args.design_rst.write_text(design_rst(design), encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,377 @@
+"""`ybscale plan`: clusters, VMs, VM-hours, estimated cost and wall time before anything runs.
+
+The cost is an ESTIMATE from the editable per-region price table `gcp.prices`: VMs, persistent
+disks, Cloud NAT (gateway and data) and egress; what it leaves out is printed with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ybscale.row import Row
+from ybscale.settings import gcp_section
+
+HOURS_PER_MONTH = 730  # how GCP prices a GB-month of disk per hour
+NOT_INCLUDED = (
+    "sustained/committed-use discounts, taxes, Cloud Logging/Monitoring beyond the free tier, "
+    "disk snapshots"
+)
+PER_COUNT_OVERHEAD_S = 15  # reset + checks + process start per client count (estimate)
+LOAD_ROWS_PER_S = 20_000  # dataset (re)load speed assumed for write rows (estimate)
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    combination: str
+    runs: list[str]
+    masters: int
+    tservers: int
+    machine_types: dict[str, int]  # machine type -> VMs
+    measure_seconds: float  # its rows, back to back
+    hours_min: float  # as scheduled: provisioning + its own rows, back to back
+    hours_max: float  # the cloud-side bound: max_run_duration (ttl_hours) deletes every VM
+    disk_gb: int = 0  # boot disks of all its VMs
+    slot: int = 0  # which of the gcp.max_clusters slots it runs in
+    start_seconds: float = 0.0  # scheduled bring-up, from the start of the study
+    end_seconds: float = 0.0  # scheduled tear-down
+
+    @property
+    def vms(self) -> int:
+        return sum(self.machine_types.values())
+
+
+@dataclass(frozen=True)
+class Plan:
+    clusters: list[ClusterPlan]
+    row_seconds: dict[str, float]
+    wall_seconds: float
+    prices: dict[str, float]
+    provisioning_minutes: float
+    missing_prices: list[str] = field(default_factory=list)
+    state_url: str = ""
+    region: str = ""
+    rates: dict = field(default_factory=dict)  # the region's price table (gcp.prices.<region>)
+    disk_type: str = "pd-ssd"
+    nat_gb_per_vm: float = 0.0
+    egress_gb_per_row: float = 0.0
+    max_clusters: int = 2
+    peaks: dict = field(default_factory=dict)  # quota metric -> (what, peak need)
+    quotas: dict | None = None  # quota metric -> (limit, usage), None when not read
+    quota_note: str = ""
+
+    def vm_hours(self, worst: bool = True) -> float:
+        return sum(c.vms * (c.hours_max if worst else c.hours_min) for c in self.clusters)
+
+    def costs(self, worst: bool = True) -> dict[str, float]:
+        """Estimated cost by item (USD)."""
+
+        def hours(c: ClusterPlan) -> float:
+            return c.hours_max if worst else c.hours_min
+
+        disk_hour = self.rates.get("disk_gb_month", {}).get(self.disk_type, 0.0) / HOURS_PER_MONTH
+        vms = sum(c.vms for c in self.clusters)
+        return {
+            "VMs": sum(
+                n * self.prices.get(mt, 0.0) * hours(c)
+                for c in self.clusters
+                for mt, n in c.machine_types.items()
+            ),
+            "disks": sum(c.disk_gb * disk_hour * hours(c) for c in self.clusters),
+            "Cloud NAT": sum(
+                c.vms * self.rates.get("nat_vm_hour", 0.0) * hours(c) for c in self.clusters
+            ),  # fmt: skip
+            "NAT data": vms * self.nat_gb_per_vm * self.rates.get("nat_gb", 0.0),
+            "egress": len(self.row_seconds)
+            * self.egress_gb_per_row
+            * self.rates.get("egress_gb", 0.0),
+        }
+
+    def cost(self, worst: bool = True) -> float:
+        return sum(self.costs(worst).values())
+
+
+def row_seconds(row: Row, measurement: Mapping) -> float:
+    """Expected wall time of one row: per client count warm-up, repetitions and overhead."""
+    per_count = measurement["warmup"] + measurement["repetitions"] * measurement["seconds"]
+    per_count += PER_COUNT_OVERHEAD_S
+    load = row.dataset_rows / LOAD_ROWS_PER_S
+    counts = len(measurement["clients"])
+    reloads = 1 if row.read_only else counts
+    return counts * per_count + reloads * load
+
+
+def vcpus(machine_type: str) -> float:
+    """vCPUs of a machine type: n2-standard-4 -> 4, n2-custom-6-23040 -> 6, e2-medium -> 2."""
+    custom = re.search(r"custom-(\d+)-\d+", machine_type)
+    if custom:
+        return int(custom[1])
+    tail = re.search(r"-(\d+)$", machine_type)
+    if tail:
+        return int(tail[1])
+    if machine_type in ("e2-micro", "e2-small", "e2-medium"):
+        return 2  # shared-core: quota counts 2 vCPUs
+    raise ValueError(
+        f"config/config.yaml: gcp.machine_types: cannot tell the vCPUs of {machine_type}"
+    )
+
+
+def cpu_quota(machine_type: str) -> str:
+    """The regional quota a machine type's vCPUs count against (N1: CPUS, else <FAMILY>_CPUS)."""
+    family = machine_type.split("-", 1)[0].upper()
+    return "CPUS" if family == "N1" else f"{family}_CPUS"
+
+
+DISK_QUOTA = {
+    "pd-standard": "DISKS_TOTAL_GB",
+    "pd-balanced": "SSD_TOTAL_GB",
+    "pd-ssd": "SSD_TOTAL_GB",
+}
+
+
+def schedule(order: Sequence[str], seconds: Mapping[str, float], slots: int) -> dict:
+    """combo -> (slot, start, end): each combination to the slot that frees first, in `order`;
+    a slot brings its next cluster up only after its previous one was destroyed."""
+    free = [0.0] * slots
+    placed = {}
+    for combo in order:
+        slot = min(range(slots), key=lambda i: (free[i], i))
+        placed[combo] = (slot, free[slot], free[slot] + seconds[combo])
+        free[slot] += seconds[combo]
+    return placed
+
+
+def previous_in_slot(rows: Sequence[Row], config: Mapping) -> dict[str, str | None]:
+    """combo -> the combination its slot destroys before bringing it up (None: first in its slot).
+    rules/cloud.smk makes cluster_up depend on that one's destroyed.json, which bounds the live
+    clusters to gcp.max_clusters."""
+    p = plan(rows, config)
+    by_slot: dict[int, list] = {}
+    for c in sorted(p.clusters, key=lambda c: c.start_seconds):
+        by_slot.setdefault(c.slot, []).append(c.combination)
+    prev: dict[str, str | None] = {}
+    for combos in by_slot.values():
+        for i, combo in enumerate(combos):
+            prev[combo] = combos[i - 1] if i else None
+    return prev
+
+
+def peak_needs(clusters: Sequence[ClusterPlan], disk_type: str) -> dict[str, tuple[str, float]]:
+    """Quota metric -> (what, the most it needs at once) over the schedule."""
+    peaks: dict[str, tuple[str, float]] = {}
+    for t in sorted({c.start_seconds for c in clusters}):
+        live = [c for c in clusters if c.start_seconds <= t < c.end_seconds]
+        need: dict[str, tuple[str, float]] = {}
+        for c in live:
+            for mt, n in c.machine_types.items():
+                metric = cpu_quota(mt)
+                family = "N1" if metric == "CPUS" else metric.removesuffix("_CPUS")
+                what, total = need.get(metric, (f"{family} vCPUs", 0))
+                need[metric] = (what, total + n * vcpus(mt))
+            metric = DISK_QUOTA.get(disk_type, "DISKS_TOTAL_GB")
+            what, total = need.get(metric, (f"{disk_type} GB", 0))
+            need[metric] = (what, total + c.disk_gb)
+        for metric, (what, total) in need.items():
+            if total > peaks.get(metric, ("", -1))[1]:
+                peaks[metric] = (what, total)
+    return peaks
+
+
+def read_quotas(project: str | None, region: str) -> tuple[dict | None, str]:
+    """({metric: (limit, usage)}, note) from `gcloud compute regions describe`; (None, why)
+    when gcloud cannot read them (no gcloud, no project, not logged in)."""
+    import shutil
+    import subprocess
+
+    gcloud = shutil.which("gcloud")
+    if not project or gcloud is None:
+        return None, "quotas not read (" + ("no gcp.project" if not project else "no gcloud") + ")"
+    argv = [gcloud, "compute", "regions", "describe", region, f"--project={project}",
+            "--format=json"]  # fmt: skip
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        data = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        return None, f"quotas not read ({exc})"
+    if data is None:
+        return None, f"quotas not read (gcloud: {done.stderr.strip()[-200:]})"
+    quotas = {q["metric"]: (q["limit"], q.get("usage", 0)) for q in data.get("quotas", [])}
+    return quotas, f"quotas of {project} in {region} (gcloud)"
+
+
+def plan(
+    rows: Sequence[Row], config: Mapping, combos: Sequence[str] | None = None, *, quotas=False
+) -> Plan:
+    """The plan for the rows (only those of `combos` when given); `config` as settings.load."""
+    settings = gcp_section(config)
+    measurement = config["measurement"]
+    types = settings["machine_types"]
+    by_run = {row.run: row for row in rows}
+    runs = list(by_run)
+    key = {r: by_run[r].infra_key for r in runs}
+    if combos is not None:
+        runs = [r for r in runs if key[r] in combos]
+    seconds = {r: row_seconds(by_run[r], measurement) for r in runs}
+    region = settings["region"]
+    rates = settings["prices"].get(region)
+    if rates is None:
+        raise ValueError(
+            f"config/config.yaml: gcp.prices.{region}: no prices for region {region} "
+            f"(gcp.zone {settings['zone']}); add them: the plan never borrows another region's"
+        )
+    prov_s = settings["provisioning_minutes"] * 60
+    order = list(dict.fromkeys(key[r] for r in runs))  # by their first row, in design order
+    busy = {combo: prov_s + sum(seconds[r] for r in runs if key[r] == combo) for combo in order}
+    slots = schedule(order, busy, settings["max_clusters"])
+    clusters = []
+    for combo in order:
+        shape = by_run[next(r for r in runs if key[r] == combo)].cluster
+        nodes = shape.nodes
+        masters = nodes if shape.replication else 1
+        machine_types: dict[str, int] = {}
+        for mt, n in ((types[shape.node_size], nodes), (types["master"], masters)):
+            machine_types[mt] = machine_types.get(mt, 0) + n
+        machine_types[types["loadgen"]] = machine_types.get(types["loadgen"], 0) + 1
+        own = [r for r in runs if key[r] == combo]
+        slot, start, end = slots[combo]
+        clusters.append(
+            ClusterPlan(
+                combination=combo,
+                runs=own,
+                masters=masters,
+                tservers=nodes,
+                machine_types=machine_types,
+                measure_seconds=sum(seconds[r] for r in own),
+                hours_min=busy[combo] / 3600,
+                hours_max=max(busy[combo] / 3600, settings["ttl_hours"]),
+                disk_gb=sum(machine_types.values()) * settings["disk_size_gb"],
+                slot=slot,
+                start_seconds=start,
+                end_seconds=end,
+            )
+        )
+    quota_table, quota_note = (
+        read_quotas(settings["project"], region) if quotas else (None, "quotas not read")
+    )
+    used = {mt for c in clusters for mt in c.machine_types}
+    prices = {k: float(v) for k, v in rates["vm_hour"].items()}
+    if settings["disk_type"] not in rates["disk_gb_month"]:
+        used.add(settings["disk_type"])
+    return Plan(
+        clusters=clusters,
+        row_seconds=seconds,
+        wall_seconds=max((c.end_seconds for c in clusters), default=0.0),
+        prices=prices,
+        provisioning_minutes=settings["provisioning_minutes"],
+        missing_prices=sorted(used - set(prices)),
+        state_url=settings["state_url"],
+        region=region,
+        rates=rates,
+        disk_type=settings["disk_type"],
+        nat_gb_per_vm=settings["nat_gb_per_vm"],
+        egress_gb_per_row=settings["egress_gb_per_row"],
+        max_clusters=settings["max_clusters"],
+        peaks=peak_needs(clusters, settings["disk_type"]),
+        quotas=quota_table,
+        quota_note=quota_note,
+    )
+
+
+def _hm(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def format_plan(p: Plan) -> str:
+    """A human-readable plan, with the estimate caveats spelled out."""
+    width = max([24, *(len(c.combination) for c in p.clusters)])
+    lines = [
+        f"Plan: {len(p.clusters)} clusters for {len(p.row_seconds)} rows "
+        f"({sum(c.vms for c in p.clusters)} VMs in all)",
+        f"{'combination':<{width}} {'rows':>4} {'masters':>7} {'tservers':>8} {'VMs':>4}"
+        "  machine types",
+    ]
+    for c in p.clusters:
+        types = ", ".join(f"{n}x {mt}" for mt, n in c.machine_types.items())
+        counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {c.vms:>4}"
+        lines.append(f"{c.combination:<{width}} {counts}  {types}")
+    lines += [
+        f"Expected wall time: {_hm(p.wall_seconds)}: at most {p.max_clusters} clusters at a time "
+        "(gcp.max_clusters), each destroyed after its last row; the rows of one cluster one at a "
+        "time on its load generator, rows of different clusters in parallel; "
+        f"{p.provisioning_minutes:g} min provisioning per cluster",
+        f"VM-hours: {p.vm_hours(False):.1f} as scheduled; at most {p.vm_hours():.1f} if every VM "
+        "ran until max_run_duration (gcp.ttl_hours) deletes it",
+        f"Estimated cost: USD {p.cost(False):.2f} as scheduled (at most USD {p.cost():.2f}) -- an "
+        f"ESTIMATE from the editable price table gcp.prices.{p.region} in config/config.yaml: "
+        + ", ".join(f"{item} {value:.2f}" for item, value in p.costs(False).items()),
+        f"Not included: {NOT_INCLUDED}",
+    ]
+    needs = []
+    for metric, (what, peak) in sorted(p.peaks.items()):
+        quota = (p.quotas or {}).get(metric)
+        if quota is None:
+            needs.append(f"{what} {peak:g} ({metric})")
+        else:
+            limit, usage = quota
+            flag = " EXCEEDS the free quota" if peak > limit - usage else ""
+            needs.append(f"{what} {peak:g} ({metric}: limit {limit:g}, in use {usage:g}){flag}")
+    lines.append(f"Peak need in {p.region}: " + "; ".join(needs) + f" -- {p.quota_note}")
+    if p.state_url:
+        lines.append(
+            f"Pulumi state: {p.state_url} (outside results/: keep it until `ybscale sweep` "
+            "reports nothing left)"
+        )
+    if p.missing_prices:
+        lines.append(
+            f"WARNING: no price for {', '.join(p.missing_prices)} in gcp.prices.{p.region}: "
+            "counted as 0"
+        )
+    return "\n".join(lines)
+
+
+def format_factors(design) -> str:
+    """One line per factor: letter, name, the knob it sets and its two levels."""
+    lines = ["Factors (letter name -> knob: level at -1 | level at +1):"]
+    for f in design.factors:
+        gen = f" (= {design.generators[f.letter]})" if f.letter in design.generators else ""
+        lines.append(f"  {f.letter}{gen} {f.name} -> {f.knob}: {f.levels[0]} | {f.levels[1]}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ybscale import study
+
+    parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument("--design", default=None, help="default: the config's design")
+    parser.add_argument("--detect", default=None, help="replications to detect e.g. 10%% or 500")
+    parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
+    args = parser.parse_args(argv)
+    try:
+        config = yaml.safe_load(Path(args.config).read_text()) or {}
+        if args.detect:
+            from ybscale.power import detect
+
+            loaded = study.load(config, args.design)
+            print(detect(args.detect, loaded.design, loaded.settings, args.analysis))
+            return 0
+        config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
+        loaded = study.load(config, args.design)
+        print(format_factors(loaded.design))
+        print(format_plan(plan(loaded.rows, loaded.settings, quotas=True)))
+    except (OSError, KeyError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

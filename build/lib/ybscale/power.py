@@ -1,0 +1,199 @@
+"""Replications needed to detect an effect of a given size, from the study's own noise.
+
+In a two-level design with N = n_rows·r runs an effect is a difference of two means of N/2 runs,
+so its standard error is 2σ/√N (σ: the standard deviation of one run's response). An effect δ is
+found by the two-sided t test at level α with power
+
+    1 − β = P(|T| > t(1−α/2, ν)),  T ~ noncentral t(ν, δ√N / (2σ))
+
+(scipy's ``nct``; Montgomery's operating characteristic curves use the equivalent noncentral
+F(1, ν, Nδ²/(4σ²))). ν is the pure-error df n_rows·(r−1) for r ≥ 2; with r = 1 there is no pure
+error and the test is Lenth's, whose reference distribution has ν = m/3 (m = n_rows−1
+effects).
+
+σ comes from the study itself, in this order: the replicate (pure) error when the design was
+replicated (effects.csv ``method = t``: std_error = 2σ/√N), else Lenth's pseudo standard error of
+the effects (``method = lenth``: PSE estimates 2σ/√N from the small effects; it includes every
+small real effect, so it is conservative), else nothing. The spread of the repetitions inside a row
+is printed next to it: it is measurement noise only, a lower bound for σ, since rows differ by more
+than their repetitions do (each row gets its own cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+POWER = 0.8
+MAX_REPLICATIONS = 64
+
+
+@dataclass(frozen=True)
+class Noise:
+    """σ of one run's response and where it came from."""
+
+    sigma: float
+    source: str  # "replicate error" | "Lenth's PSE"
+    runs: int  # N of the analysed study
+    mean: float  # grand mean of the analysed response (on the model's scale)
+    model: str = "additive"
+    repetition_sigma: float = math.nan  # within-row spread, lower bound
+
+
+def error_df(n_rows: int, r: int) -> float:
+    """Degrees of freedom of the test: pure error for r >= 2, Lenth's m/3 for r = 1."""
+    return n_rows * (r - 1) if r >= 2 else (n_rows - 1) / 3.0
+
+
+def power(delta: float, sigma: float, n_runs: int, df: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided t test of an effect delta with N runs and df error df."""
+    if not (sigma > 0 and df > 0):
+        raise ValueError(f"need sigma > 0 and df > 0, got sigma={sigma}, df={df}")
+    ncp = abs(delta) * math.sqrt(n_runs) / (2.0 * sigma)
+    crit = stats.t.ppf(1.0 - alpha / 2.0, df)
+    return float(stats.nct.sf(crit, df, ncp) + stats.nct.cdf(-crit, df, ncp))
+
+
+def replications_needed(
+    delta: float,
+    sigma: float,
+    n_rows: int,
+    alpha: float = 0.05,
+    target: float = POWER,
+    max_r: int = MAX_REPLICATIONS,
+) -> tuple[int | None, float]:
+    """Smallest r (1..max_r) whose power reaches target, and that power (None if none does)."""
+    best = math.nan
+    for r in range(1, max_r + 1):
+        best = power(delta, sigma, n_rows * r, error_df(n_rows, r), alpha)
+        if best >= target:
+            return r, best
+    return None, best
+
+
+def parse_size(text: str, mean: float, model: str) -> tuple[float, str]:
+    """``"10%"`` -> 10 % of the mean response; ``"500"`` -> 500 tps; on the model's scale."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(%?)\s*", text)
+    if not match:
+        raise ValueError(f"--detect: {text!r} is not a size like 10% or 500 (tps)")
+    value, pct = float(match.group(1)), bool(match.group(2))
+    if value <= 0:
+        raise ValueError(f"--detect: the effect size must be positive, got {text!r}")
+    if model == "multiplicative":
+        ratio = 1 + value / 100 if pct else 1 + value / (10**mean)
+        return math.log10(ratio), f"×{ratio:.3g} (log10 {math.log10(ratio):.4g})"
+    delta = value / 100 * mean if pct else value
+    label = f"{value:g} % of the mean ceiling = {delta:,.0f} tps" if pct else f"{delta:,.0f} tps"
+    return delta, label
+
+
+def _repetition_sigma(runs_dir: Path, ceilings: pd.DataFrame) -> float:
+    """Pooled standard deviation of the repetitions at each row's ceiling client count."""
+    variances, dfs = [], []
+    for _, row in ceilings.iterrows():
+        path = runs_dir / str(row["run"]) / "repetitions.csv"
+        if not path.is_file() or "empirical_clients" not in row:
+            continue
+        reps = pd.read_csv(path)
+        tps = reps.loc[reps["clients"] == row["empirical_clients"], "tps"]
+        if len(tps) >= 2:
+            variances.append(float(tps.var(ddof=1)) * (len(tps) - 1))
+            dfs.append(len(tps) - 1)
+    return math.sqrt(sum(variances) / sum(dfs)) if dfs else math.nan
+
+
+def study_noise(analysis: Path | str) -> Noise:
+    """σ of one run from results/effects.csv (and results/ceilings.csv for the mean)."""
+    analysis = Path(analysis)
+    effects = pd.read_csv(analysis / "effects.csv")
+    terms = effects[effects["term"].astype(str) != "error"]
+    ceilings = pd.read_csv(analysis / "ceilings.csv")
+    n = len(ceilings)
+    model = str(terms["model"].iloc[0]) if "model" in terms else "additive"
+    y = ceilings["response"].astype(float)
+    mean = float(np.log10(y).mean() if model == "multiplicative" else y.mean())
+    se = float(terms["std_error"].dropna().iloc[0]) if terms["std_error"].notna().any() else 0.0
+    method = str(terms["method"].iloc[0])
+    if not se > 0:
+        raise ValueError(
+            f"{analysis / 'effects.csv'}: no noise estimate (std_error {se}); "
+            "replicate the design or check the effects table"
+        )
+    source = "replicate error" if method == "t" else "Lenth's PSE"
+    rep = _repetition_sigma(analysis / "runs", ceilings)
+    return Noise(se * math.sqrt(n) / 2.0, source, n, mean, model, rep)
+
+
+def _row_hours(analysis: Path) -> float:
+    """Mean measured wall time of one row (hours) from measurement.json start/finish times."""
+    spans = []
+    for path in sorted((analysis / "runs").glob("*/measurement.json")):
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        if meta.get("started") and meta.get("finished"):
+            start = pd.Timestamp(meta["started"])
+            spans.append((pd.Timestamp(meta["finished"]) - start).total_seconds())
+    return float(np.mean(spans)) / 3600 if spans else math.nan
+
+
+def detect(text: str, design, config: dict, analysis: Path | str = "results") -> str:
+    """The `ybscale plan --detect SIZE` report."""
+    analysis = Path(analysis)
+    noise = study_noise(analysis)
+    alpha = float(config["analysis"]["alpha"])
+    delta, label = parse_size(text, noise.mean, noise.model)
+    r, reached = replications_needed(delta, noise.sigma, design.n_rows, alpha)
+    now = power(delta, noise.sigma, noise.runs, error_df(design.n_rows, design.replications), alpha)
+    unit = "" if noise.model == "multiplicative" else " tps"
+    lines = [
+        f"Effect to detect: {label}; alpha {alpha:g}, power {POWER:g}, two-sided t test.",
+        f"Noise: sigma of one run = {noise.sigma:,.4g}{unit} from {noise.source} "
+        f"({noise.runs} runs of {analysis})"
+        + (
+            f"; repetitions inside a row spread by {noise.repetition_sigma:,.4g}{unit} "
+            "(measurement noise only, a lower bound)"
+            if math.isfinite(noise.repetition_sigma)
+            else ""
+        )
+        + ".",
+        f"Power of the study as run ({design.replications} replication(s)): {now:.2f}.",
+    ]
+    if r is None:
+        lines.append(
+            f"Not reachable within {MAX_REPLICATIONS} replications (power {reached:.2f}): "
+            "the effect is small against this noise; reduce the noise first."
+        )
+        return "\n".join(lines)
+    runs = r * design.n_rows
+    lines.append(
+        f"Replications needed: {r} ({runs} runs of {design.n_rows} rows; power {reached:.2f})."
+    )
+    hours = _row_hours(analysis)
+    if math.isfinite(hours):
+        lines.append(
+            f"Time: about {runs * hours:.2f} h of measurement at the measured {hours * 60:.1f} "
+            "min per row (the original runs can be kept as replicate 1)."
+        )
+    if config["backend"] == "gcp":
+        lines.append(_gcp_cost(design, config, r))
+    return "\n".join(lines)
+
+
+def _gcp_cost(design, config: dict, r: int) -> str:
+    from dataclasses import replace
+
+    from ybscale.plan import plan
+    from ybscale.row import resolve_rows
+
+    p = plan(resolve_rows(replace(design, replications=r), config), config)
+    return (
+        f"gcp: {p.vm_hours():.1f} VM-hours, estimated USD {p.cost():.2f} (at best "
+        f"USD {p.cost(False):.2f}), an ESTIMATE from gcp.prices (see `ybscale plan` for what "
+        "it counts and leaves out)."
+    )

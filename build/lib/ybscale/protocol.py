@@ -1,0 +1,45 @@
+"""What measures a row, by content: a digest of the measuring code and of each workload script.
+
+The measuring rule takes these as params, so a row re-runs when what measures it really changed
+(an edited module, an edited script), not when a checkout or a fresh clone touched the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from pathlib import Path
+
+# modules every backend measures through; plus the backend's own (see BACKEND_MODULES)
+COMMON_MODULES = (
+    "bench.py",
+    "pgbench.py",
+    "workload.py",
+    "row.py",
+    "knobs.py",
+    "backends/base.py",
+)
+BACKEND_MODULES = {
+    "local": ("backends/local.py", "backends/cpu.py"),
+    "existing": ("backends/existing.py",),
+    "gcp": ("backends/gcp.py", "backends/existing.py", "backends/ssh.py"),
+}
+
+
+def _digest(chunks) -> str:
+    h = hashlib.sha256()
+    for name, data in chunks:
+        h.update(name.encode() + b"\0" + data + b"\0")
+    return h.hexdigest()[:16]
+
+
+def code_digest(backend: str) -> str:
+    """Digest of the modules that measure a row on `backend`."""
+    package = resources.files("ybscale")
+    names = COMMON_MODULES + BACKEND_MODULES.get(backend, ())
+    return _digest((name, package.joinpath(name).read_bytes()) for name in names)
+
+
+def file_digest(path: str | Path) -> str:
+    """Digest of one file's content (a workload script)."""
+    return _digest([("", Path(path).read_bytes())])

@@ -1,0 +1,115 @@
+"""The one settings loader: config validated against the package's schemas, defaults filled once.
+
+Every default lives in a schema (``ybscale/schemas/*.schema.yaml``); nothing else in the package
+falls back to a value of its own. ``load(config)`` returns the config with every default filled
+in and the active backend's section validated; errors name the file and the field.
+"""
+
+from __future__ import annotations
+
+import copy
+import getpass
+import json
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator
+
+CONFIG_SOURCE = "config/config.yaml"
+
+
+class SettingsError(ValueError):
+    """An invalid config; one line per problem, each naming the file and the field."""
+
+
+def schema(name: str) -> dict:
+    """The schema ``<name>.schema.yaml`` shipped with the package."""
+    text = resources.files("ybscale").joinpath("schemas", f"{name}.schema.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def fill_defaults(schema_: Mapping, data: object) -> object:
+    """Fill every property's ``default`` into `data`, recursively (objects are created)."""
+    if not isinstance(data, dict):
+        return data
+    props = schema_.get("properties", {})
+    for key, sub in props.items():
+        if key not in data and "default" in sub:
+            data[key] = copy.deepcopy(sub["default"])
+        elif key not in data and sub.get("type") == "object" and "properties" in sub:
+            data[key] = {}
+        if key in data:
+            data[key] = fill_defaults(sub, data[key])
+    extra = schema_.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        for key in data:
+            if key not in props:
+                data[key] = fill_defaults(extra, data[key])
+    return data
+
+
+def validated(data: Mapping, name: str, prefix: str = "", source: str = CONFIG_SOURCE) -> dict:
+    """`data` checked against schema `name`, defaults filled; SettingsError naming each field."""
+    schema_ = schema(name)
+    data = copy.deepcopy(dict(data or {}))
+    errors = sorted(
+        Draft202012Validator(schema_).iter_errors(data), key=lambda e: list(map(str, e.path))
+    )
+    if errors:
+        lines = []
+        for err in errors:
+            where = ".".join([p for p in [prefix] if p] + [str(p) for p in err.absolute_path])
+            lines.append(f"{source}: {where or '<top level>'}: {err.message}")
+        raise SettingsError("\n".join(lines))
+    return fill_defaults(schema_, data)
+
+
+def section(config: Mapping, name: str) -> dict:
+    """The validated `gcp:` or `existing:` section, defaults filled."""
+    return validated(config.get(name) or {}, name, prefix=name)
+
+
+def gcp_section(config: Mapping) -> dict:
+    """The `gcp:` section validated, with defaults and the derived values filled in: owner,
+    state_url (absolute, outside results/)."""
+    settings = section(config, "gcp")
+    if settings["ssh_access"] == "public" and not settings["ssh_source_cidr"]:
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: gcp.ssh_source_cidr: required with ssh_access: public "
+            "(your address, e.g. 203.0.113.7/32), or use ssh_access: iap"
+        )
+    if not settings["zone"].startswith(settings["region"] + "-"):
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: gcp.zone: {settings['zone']} is not in gcp.region "
+            f"{settings['region']}"
+        )
+    settings["owner"] = settings["owner"] or getpass.getuser()
+    if not settings["state_url"]:
+        settings["state_url"] = default_state_url()
+    return settings
+
+
+def default_state_url() -> str:
+    """Pulumi state outside results/ (an `rm -rf results` must not forget running clusters):
+    file://$XDG_STATE_HOME/ybscale/pulumi-state, by default ~/.local/state/ybscale/pulumi-state."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return "file://" + str(Path(base).resolve() / "ybscale" / "pulumi-state")
+
+
+def load(config: Mapping) -> dict:
+    """The whole config, validated, every default filled, the active backend's section too."""
+    out = validated(config, "config")
+    if out["backend"] == "gcp":
+        out["gcp"] = gcp_section(out)
+    elif out["backend"] == "existing":
+        out["existing"] = section(out, "existing")
+    return out
+
+
+def write_json(path: str, data: Mapping) -> None:
+    """Write settings as JSON (what a rule hands to a command-line tool)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n")

@@ -1,0 +1,530 @@
+"""Pulumi Automation API driver: one stack per infrastructure combination.
+
+`auto` (the `pulumi.automation` module by default) is a parameter everywhere so that tests can
+pass a fake: the Pulumi CLI is needed only for real runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+import signal
+import time
+from collections.abc import Callable, Mapping
+from importlib import metadata
+from pathlib import Path
+
+from ybscale.backends.base import BackendError
+from ybscale.row import ClusterShape
+
+SERIAL_LOGS = Path("results/logs/cluster_up")
+EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
+COMBO = re.compile(r"^nodes(?P<nodes>\d+)-(?P<size>[a-z0-9_]+)-repl(?P<repl>[a-z0-9_]+)$")
+
+
+def _auto(auto):
+    if auto is not None:
+        return auto
+    import pulumi.automation
+
+    return pulumi.automation
+
+
+def _infra():
+    import ybscale_infra  # installed with the package (infra/ybscale_infra)
+
+    return ybscale_infra
+
+
+def split_server_settings(server: Mapping[str, str]) -> tuple[dict, dict]:
+    """server.* knobs -> (yb-tserver flags, YSQL settings for --ysql_pg_conf_csv).
+
+    A name the PostgreSQL catalogue knows (checked against the local server binaries when they
+    are installed) is a YSQL setting; any other name is a yb-tserver flag, which cannot be
+    checked offline."""
+    known = _postgres_settings()
+    flags = {k: v for k, v in server.items() if k not in known}
+    pg_conf = {k: v for k, v in server.items() if k in known}
+    return dict(sorted(flags.items())), dict(sorted(pg_conf.items()))
+
+
+def _postgres_settings() -> set[str]:
+    from ybscale.backends import catalogue
+    from ybscale.backends.local import find_bindir
+
+    try:
+        return set(catalogue.describe(str(find_bindir())))
+    except (BackendError, OSError):
+        return set()
+
+
+def stack_name(combo: str, settings: Mapping) -> str:
+    return f"{settings['name']}-{combo}"
+
+
+def expiry_label(when: dt.datetime) -> str:
+    """20261122t2300z (UTC)."""
+    return when.astimezone(dt.UTC).strftime(EXPIRY_FORMAT)
+
+
+def parse_expiry(value: str) -> dt.datetime:
+    """Inverse of expiry_label; unix epoch seconds are accepted too."""
+    if value.isdigit():
+        return dt.datetime.fromtimestamp(int(value), dt.UTC)
+    return dt.datetime.strptime(value, EXPIRY_FORMAT).replace(tzinfo=dt.UTC)
+
+
+def shape_of(combo: str) -> ClusterShape:
+    """The shape a seed-style combination id names (nodes3-small-reploff); the pipeline passes
+    the shape resolved from the design instead, which also covers server settings."""
+    match = COMBO.match(combo)
+    if not match:
+        raise ValueError(
+            f"{combo!r} is not a combination id like nodes3-small-reploff: pass its shape"
+        )
+    if match["repl"] not in ("on", "off"):
+        raise ValueError(f"{combo}: replication level must be on or off, got {match['repl']!r}")
+    return ClusterShape(int(match["nodes"]), match["size"], match["repl"] == "on")
+
+
+def cluster_args(
+    combo: str,
+    settings: Mapping,
+    now: dt.datetime,
+    public_key: str,
+    shape: ClusterShape | None = None,
+    server: Mapping[str, str] | None = None,
+):
+    """ClusterArgs of one combination: its shape and server settings (server.* knobs)."""
+    shape = shape or shape_of(combo)
+    nodes, size = shape.nodes, shape.node_size
+    types = settings["machine_types"]
+    if size not in types:
+        raise ValueError(f"config/config.yaml: gcp.machine_types.{size}: missing (for {combo})")
+    flags, pg_conf = split_server_settings(server or {})
+    expiry = now + dt.timedelta(hours=settings["ttl_hours"])
+    return _infra().ClusterArgs(
+        nodes=nodes,
+        replication_factor=nodes if shape.replication else 1,
+        machine_type=types[size],
+        tserver_flags=flags,
+        ysql_pg_conf=pg_conf,
+        master_machine_type=types["master"],
+        loadgen_machine_type=types["loadgen"],
+        zone=settings["zone"],
+        image=settings["image"],
+        disk_size_gb=settings["disk_size_gb"],
+        disk_type=settings["disk_type"],
+        subnet_cidr=settings["subnet_cidr"],
+        ssh_access=settings["ssh_access"],
+        ssh_source_cidr=settings["ssh_source_cidr"],
+        ssh_user=settings["ssh_user"],
+        ssh_public_key=public_key,
+        yugabyte_version=settings["yugabyte"]["version"],
+        yugabyte_url=settings["yugabyte"]["url"],
+        yugabyte_sha256=settings["yugabyte"].get("sha256"),
+        pg_client_version=settings["pg_client_version"],
+        max_run_seconds=round(settings["ttl_hours"] * 3600),
+        labels={
+            "project": settings["name"],
+            "stack": stack_name(combo, settings),
+            "owner": settings["owner"],
+            "expiry": expiry_label(expiry),
+        },
+    )
+
+
+def workspace_kwargs(settings: Mapping, auto=None) -> dict:
+    """Project settings with the configured state backend; a file backend needs a passphrase
+    (no secrets are stored, so an empty one is used unless PULUMI_CONFIG_PASSPHRASE is set)."""
+    auto = _auto(auto)
+    url = settings["state_url"]
+    if url.startswith("file://"):
+        Path(url[len("file://") :]).mkdir(parents=True, exist_ok=True)
+    env = {"PULUMI_SKIP_UPDATE_CHECK": "true"}
+    if "PULUMI_CONFIG_PASSPHRASE" not in os.environ and url.startswith("file://"):
+        env["PULUMI_CONFIG_PASSPHRASE"] = ""
+    return {
+        "project_settings": auto.ProjectSettings(
+            name=settings["name"], runtime="python", backend=auto.ProjectBackend(url=url)
+        ),
+        "env_vars": env,
+    }
+
+
+def workspace_options(settings: Mapping, auto=None):
+    auto = _auto(auto)
+    return auto.LocalWorkspaceOptions(**workspace_kwargs(settings, auto))
+
+
+def _write_json(path: Path, data: Mapping) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    tmp.replace(path)
+
+
+def pulumi_children() -> list[int]:
+    """Pids of the Pulumi CLI processes this process started (Automation API subprocesses)."""
+    me, found = os.getpid(), []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :]
+        fields = rest.split()
+        if comm.startswith("pulumi") and int(fields[1]) == me and fields[0] != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def interrupt_pulumi(sig: int = signal.SIGINT) -> list[int]:
+    """Ask running Pulumi CLI children to cancel (SIGINT once = graceful: in-flight operations
+    finish and the state is written; a second SIGINT would abort without saving)."""
+    pids = pulumi_children()
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
+def wait_pulumi(timeout: float, log=print) -> bool:
+    """Wait until no Pulumi CLI child runs (a cancelled `up` still finishes in-flight creates)."""
+    deadline = time.monotonic() + timeout
+    while pulumi_children():
+        if time.monotonic() >= deadline:
+            log(f"pulumi still running after {timeout:.0f}s: {pulumi_children()}")
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def release_lock(stack, log=print) -> None:
+    """Drop the lock an interrupted `pulumi up` left behind (once no Pulumi process runs).
+
+    Python closes the CLI's output pipe when the interrupt unwinds the Automation API call; the
+    CLI may then die on the broken pipe before it releases the stack's lock, and refresh and
+    destroy would refuse to run. `pulumi cancel` removes a file backend's lock files."""
+    try:
+        stack.cancel()
+        log(f"{stack.name}: released the lock of the interrupted update")
+    except Exception as exc:  # the Automation API raises its own error types
+        log(f"{stack.name}: no lock to release ({str(exc).strip()[-200:]})")
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM/SIGHUP (Snakemake, a closed terminal) cancel a running `pulumi up` gracefully and
+    raise KeyboardInterrupt once, so the except/finally blocks destroy what was created.
+    Ctrl-C reaches the Pulumi CLI from the terminal itself (same process group)."""
+    fired = []
+
+    def handler(signum, frame):
+        if fired:  # the teardown that follows must not be interrupted by a repeat
+            return
+        fired.append(signum)
+        interrupt_pulumi()
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def teardown(stack, log=print) -> None:
+    """Refresh with --clear-pending-creates (an interrupted `up` leaves pending creates that
+    `destroy` would skip: the resources would be left running), then destroy."""
+    try:
+        stack.refresh(clear_pending_creates=True, on_output=log)
+    except Exception as exc:  # destroy anyway: it still removes everything recorded
+        log(f"{stack.name}: refresh --clear-pending-creates failed ({exc}); destroying anyway")
+    stack.destroy(on_output=log)
+
+
+def invalidate_endpoints(combo: str) -> None:
+    """Remove what the pipeline knows of a cluster that no longer exists (endpoints.json,
+    host keys), so the next run brings it up again instead of SSHing into deleted VMs."""
+    from ybscale.backends import gcp
+
+    gcp.endpoints_path(combo).unlink(missing_ok=True)
+    gcp.known_hosts_path(combo).unlink(missing_ok=True)
+
+
+def vm_names(name: str, args) -> list[str]:
+    """The instance names the infra program gives a stack's VMs."""
+    return (
+        [f"{name}-master-{i}" for i in range(args.replication_factor)]
+        + [f"{name}-tserver-{i}" for i in range(args.nodes)]
+        + [f"{name}-loadgen"]
+    )
+
+
+def save_serial_output(name: str, args, settings: Mapping, logdir: Path, log=print) -> list[Path]:
+    """Each VM's serial console (its startup script's output) into logdir, before a failed
+    bring-up destroys the VMs; what cannot be read is logged, never raised."""
+    import shutil
+    import subprocess
+
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        log(f"{name}: gcloud not found, serial console output not saved")
+        return []
+    saved = []
+    logdir.mkdir(parents=True, exist_ok=True)
+    for vm in vm_names(name, args):
+        argv = [gcloud, "compute", "instances", "get-serial-port-output", vm,
+                f"--zone={args.zone}", f"--project={settings['project']}"]  # fmt: skip
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log(f"{vm}: serial console not read: {exc}")
+            continue
+        if done.returncode != 0:
+            log(f"{vm}: serial console not read: {done.stderr.strip()[-300:]}")
+            continue
+        path = logdir / f"{vm}.serial.log"
+        path.write_text(done.stdout)
+        saved.append(path)
+    log(f"{name}: serial console output of {len(saved)} VM(s) saved in {logdir}")
+    return saved
+
+
+def up(
+    combo: str,
+    settings: Mapping,
+    *,
+    out: Path | None = None,
+    auto=None,
+    now: dt.datetime | None = None,
+    ready: Callable[[dict, Mapping], None] | None = None,
+    log: Callable[[str], object] = print,
+    program: Callable | None = None,
+    interrupt_wait: float = 600,
+    shape: ClusterShape | None = None,
+    server: Mapping[str, str] | None = None,
+) -> dict:
+    """Create or update the combination's stack, wait for `ready`, write and return endpoints.
+
+    Any failure or interruption (up or ready; KeyboardInterrupt, SIGTERM with
+    install_signal_handlers) destroys the stack before the error is raised. `program`: the
+    inline Pulumi program (default: infra/'s YugabyteCluster; tests pass a cloud-free one).
+    `shape` and `server`: the combination as the design resolves it (see `cluster_args`).
+    """
+    from ybscale.backends import ssh
+
+    auto = _auto(auto)
+    now = now or dt.datetime.now(dt.UTC)
+    if not settings.get("project"):
+        raise ValueError("config/config.yaml: gcp.project: set your GCP project id")
+    public_key = ssh.ensure_keypair(Path(settings["ssh_key"])).read_text().strip()
+    args = cluster_args(combo, settings, now, public_key, shape, server)
+    name = stack_name(combo, settings)
+    stack = auto.create_or_select_stack(
+        stack_name=name,
+        project_name=settings["name"],
+        program=program or _infra().program,
+        opts=workspace_options(settings, auto),
+    )
+    stack.set_all_config(
+        {
+            "gcp:project": auto.ConfigValue(settings["project"]),
+            "gcp:region": auto.ConfigValue(settings["region"]),
+            "gcp:zone": auto.ConfigValue(settings["zone"]),
+            "ybscale:name": auto.ConfigValue(name),
+            "ybscale:cluster": auto.ConfigValue(json.dumps(dataclasses.asdict(args))),
+            "ybscale:expiry": auto.ConfigValue(args.labels["expiry"]),
+        }
+    )
+    try:
+        if program is None:
+            stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
+        result = stack.up(on_output=log)
+        outputs = {k: getattr(v, "value", v) for k, v in result.outputs.items()}
+        endpoints = {
+            **outputs,
+            "combination": combo,
+            "stack": name,
+            "project": settings["project"],
+            "machine_type": args.machine_type,
+            "yugabyte_version": args.yugabyte_version,
+            "state_url": settings["state_url"],
+            "created": now.isoformat(),
+            "expiry": args.labels["expiry"],
+        }
+        if ready is not None:
+            ready(endpoints, settings)
+    except BaseException as exc:
+        interrupted = not isinstance(exc, Exception)
+        log(f"{name}: bring-up {'interrupted' if interrupted else 'failed'} ({exc!r}); "
+            "destroying the stack")  # fmt: skip
+        try:
+            if wait_pulumi(interrupt_wait, log) and interrupted:
+                release_lock(stack, log)
+            if program is None:  # real VMs: keep their boot logs before they are gone
+                save_serial_output(name, args, settings, SERIAL_LOGS / name, log)
+            teardown(stack, log)
+            stack.workspace.remove_stack(name)
+            log(f"{name}: destroyed and removed")
+        except BaseException as inner:  # keep the first error; sweep can retry later
+            log(f"{name}: destroy after failure failed too: {inner!r}; run `ybscale sweep`")
+        if interrupted:
+            raise
+        raise BackendError(f"{name}: bring-up failed: {exc}") from exc
+    if out is not None:
+        _write_json(out, endpoints)
+    return endpoints
+
+
+def destroy(
+    combo: str, settings: Mapping, *, out: Path | None = None, auto=None, log=print, now=None,
+    program: Callable | None = None,
+) -> bool:  # fmt: skip
+    """Destroy the combination's stack and remove it; False when there was no such stack."""
+    name = stack_name(combo, settings)
+    gone = destroy_stack(name, settings, auto=auto, log=log, program=program)
+    if out is not None:
+        now = now or dt.datetime.now(dt.UTC)
+        _write_json(out, {"stack": name, "destroyed": now.isoformat(), "existed": gone})
+    return gone
+
+
+def destroy_stack(
+    name: str, settings: Mapping, *, auto=None, log=print, program: Callable | None = None
+) -> bool:
+    """Refresh (clearing pending creates), destroy and remove one stack; its endpoints are
+    invalidated first, whatever happens next."""
+    auto = _auto(auto)
+    prefix = settings["name"] + "-"
+    if name.startswith(prefix):
+        invalidate_endpoints(name[len(prefix) :])
+    try:
+        stack = auto.select_stack(
+            stack_name=name,
+            project_name=settings["name"],
+            program=program or _infra().program,
+            opts=workspace_options(settings, auto),
+        )
+    except auto.StackNotFoundError:
+        log(f"{name}: no such stack, nothing to destroy")
+        return False
+    teardown(stack, log)
+    stack.workspace.remove_stack(name)
+    log(f"{name}: destroyed")
+    return True
+
+
+def _output(outputs: Mapping, key: str):
+    value = outputs.get(key)
+    return getattr(value, "value", value)
+
+
+def list_stacks(settings: Mapping, *, auto=None) -> list[dict]:
+    """Stacks of this project: name, combination, expiry, owner, resource count.
+
+    Expiry and owner are stack outputs: a fresh workspace cannot read an inline program's stack
+    config (Pulumi #5578). A stack without them (its first `up` was interrupted) expires
+    ttl_hours after its last update.
+    """
+    auto = _auto(auto)
+    ws = auto.LocalWorkspace(**workspace_kwargs(settings, auto))
+    prefix = settings["name"] + "-"
+    found = []
+    for summary in ws.list_stacks():
+        name = summary.name.rsplit("/", 1)[-1]
+        if not name.startswith(prefix):
+            continue
+        try:
+            outputs = ws.stack_outputs(name)
+        except Exception:
+            outputs = {}
+        expiry, source = _output(outputs, "expiry"), "stack output"
+        if expiry:
+            expiry = parse_expiry(str(expiry))
+        elif summary.last_update:
+            last = summary.last_update
+            last = last if last.tzinfo else last.replace(tzinfo=dt.UTC)
+            expiry = last + dt.timedelta(hours=settings["ttl_hours"])
+            source = "last update + ttl_hours (no expiry output)"
+        else:
+            expiry, source = None, "unknown"
+        found.append(
+            {
+                "name": name,
+                "combination": name[len(prefix) :],
+                "expiry": expiry,
+                "expiry_source": source,
+                "owner": _output(outputs, "owner"),
+                "resource_count": summary.resource_count,
+                "last_update": summary.last_update,
+            }
+        )
+    return found
+
+
+def sweep(
+    settings: Mapping, now: dt.datetime | None = None, *, auto=None, dry_run=False, log=print,
+    program: Callable | None = None,
+) -> list[str]:  # fmt: skip
+    """Destroy every stack of the project whose expiry has passed; return their names."""
+    now = now or dt.datetime.now(dt.UTC)
+    expired = []
+    for info in list_stacks(settings, auto=auto):
+        if info["expiry"] is None:
+            log(f"{info['name']}: no expiry recorded, left alone (destroy it by hand)")
+        elif info["expiry"] <= now:
+            expired.append(info["name"])
+        else:
+            log(f"{info['name']}: expires {info['expiry']:%Y-%m-%d %H:%M} UTC, kept")
+    for name in expired:
+        if dry_run:
+            log(f"{name}: expired, would be destroyed (--dry-run)")
+        else:
+            destroy_stack(name, settings, auto=auto, log=log, program=program)
+    return expired
+
+
+def design_combos(config: Mapping) -> set[str]:
+    """Combinations of the configured design (empty when it cannot be read)."""
+    from ybscale.backends.base import Backend
+    from ybscale.design import load_design
+
+    try:
+        design = load_design(config["design"])
+    except Exception:
+        return set()
+    return {Backend.infra_key(design.levels(r)) for r in design.run_ids}
+
+
+def destroy_all(config: Mapping, *, auto=None, log=print, program=None) -> list[str]:
+    """Destroy this owner's stacks of the project (Snakefile `onerror:`); errors are logged.
+
+    A stack whose owner output is another user's is left alone; one without an owner output
+    (interrupted first `up`) is destroyed when its combination is one of this design's.
+    """
+    from ybscale.settings import gcp_section as validate_section
+
+    settings = validate_section(config)
+    names = []
+    try:
+        stacks = list_stacks(settings, auto=auto)
+    except Exception as exc:
+        log(f"destroy_all: cannot list stacks: {exc}")
+        return names
+    mine = design_combos(config)
+    for info in stacks:
+        owner = info["owner"]
+        if owner != settings["owner"] and (owner is not None or info["combination"] not in mine):
+            log(f"{info['name']}: owner {owner or 'unknown'}, not {settings['owner']}: left alone")
+            continue
+        try:
+            destroy_stack(info["name"], settings, auto=auto, log=log, program=program)
+            names.append(info["name"])
+        except Exception as exc:
+            log(f"{info['name']}: destroy failed: {exc}; run `ybscale sweep` or destroy by hand")
+    return names

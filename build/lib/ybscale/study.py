@@ -1,0 +1,49 @@
+"""A study: settings, design and resolved rows, every level checked before anything starts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ybscale.backends import get_backend
+from ybscale.design import Design, load_design
+from ybscale.row import Row, RowError, resolve_rows
+from ybscale.settings import load as load_settings
+
+
+@dataclass(frozen=True)
+class Study:
+    """The validated config (defaults filled), the design and one resolved row per run."""
+
+    settings: dict
+    design: Design
+    rows: list[Row]
+
+    def row(self, run: str) -> Row:
+        """The row of a run id; ValueError naming the design file and the valid ids."""
+        for row in self.rows:
+            if row.run == run:
+                return row
+        ids = [r.run for r in self.rows]
+        raise ValueError(
+            f"{self.design.source}: no design row {run!r}; rows are {ids[0]}..{ids[-1]}"
+        )
+
+    @property
+    def combinations(self) -> dict[str, list[str]]:
+        """Infrastructure combination -> its runs (rows sharing a cluster)."""
+        out: dict[str, list[str]] = {}
+        for row in self.rows:
+            out.setdefault(row.infra_key, []).append(row.run)
+        return dict(sorted(out.items()))
+
+
+def load(config: Mapping, design_path: str | None = None) -> Study:
+    """Validate the config, load the design, resolve and check every row on the backend."""
+    settings = load_settings(config)
+    design = load_design(design_path or settings["design"])
+    rows = resolve_rows(design, settings)
+    errors = get_backend(settings).check_rows(rows)
+    if errors:
+        raise RowError("\n".join(errors))
+    return Study(settings, design, rows)

@@ -1,0 +1,33 @@
+"""`ybscale sweep`: destroy every Pulumi stack of the project whose expiry has passed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def main(argv: list[str] | None = None, auto=None) -> int:
+    from ybscale import stacks
+    from ybscale.settings import gcp_section as validate_section
+
+    parser = argparse.ArgumentParser(prog="ybscale sweep", description=__doc__)
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument("--dry-run", action="store_true", help="list what would be destroyed")
+    args = parser.parse_args(argv)
+    try:
+        config = yaml.safe_load(Path(args.config).read_text()) or {}
+        settings = validate_section(config)
+        expired = stacks.sweep(settings, auto=auto, dry_run=args.dry_run)
+    except Exception as exc:  # the Automation API raises its own error types
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    verb = "would destroy" if args.dry_run else "destroyed"
+    print(f"sweep: {verb} {len(expired)} expired stack(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

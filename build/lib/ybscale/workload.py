@@ -1,0 +1,96 @@
+"""Workload scripts: which pgbench script a row runs, the variables it uses, its key space.
+
+A script is ``<workloads>/<name>.sql``. Besides the variables the row sets (``workload.<var>``),
+the harness gives every script its key space: ``shard``, ``nshards``, ``shard_rows``, ``keybase``
+(see ``key_variables``). A script is read-only when it changes nothing (no INSERT, UPDATE, ...);
+read-only scripts may be spread over replicas and leave the dataset as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+HARNESS_VARIABLES = ("shard", "nshards", "shard_rows", "keybase")
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS kv (k bigint PRIMARY KEY, v text NOT NULL);
+CREATE SEQUENCE IF NOT EXISTS kv_new_key;
+"""
+
+_COMMENT = re.compile(r"--[^\n]*")
+_VARIABLE = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_SET = re.compile(r"^\\set\s+(\w+)", re.MULTILINE)
+_WRITES = re.compile(
+    r"\b(insert|update|delete|merge|upsert|copy|create|alter|drop|truncate|nextval|setval)\b",
+    re.IGNORECASE,
+)
+
+
+def script_path(workloads_dir: str | Path, name: str) -> Path:
+    """``<workloads>/<name>.sql``."""
+    return Path(workloads_dir) / f"{name}.sql"
+
+
+def available(workloads_dir: str | Path) -> list[str]:
+    """Names of the scripts in the workloads folder."""
+    return sorted(p.stem for p in Path(workloads_dir).glob("*.sql"))
+
+
+def _code(text: str) -> str:
+    return _COMMENT.sub("", text)
+
+
+def variables_used(text: str) -> set[str]:
+    """pgbench variables a script reads (``:name``) but does not set itself (``\\set name``)."""
+    code = _code(text)
+    return set(_VARIABLE.findall(code)) - set(_SET.findall(code))
+
+
+def read_only(text: str) -> bool:
+    """True when the script changes nothing (so it may run on replicas)."""
+    return _WRITES.search(_code(text)) is None
+
+
+def shard_keys(rows: int, shard: int, nshards: int) -> range:
+    """Keys of the loaded dataset held by `shard` (hash sharding by k mod nshards)."""
+    return range(shard, rows, nshards)
+
+
+def key_variables(rows: int, shard: int, nshards: int) -> dict[str, int]:
+    """pgbench -D variables for a target holding shard `shard` of `nshards`.
+
+    New keys are keybase + seq * nshards + shard with keybase a multiple of nshards above every
+    loaded key, so inserted rows stay in their shard and never collide.
+    """
+    keybase = -(-rows // nshards) * nshards
+    return {
+        "shard": shard,
+        "nshards": nshards,
+        "shard_rows": len(shard_keys(rows, shard, nshards)),
+        "keybase": keybase,
+    }
+
+
+def load_sql(rows: int, shard: int = 0, nshards: int = 1) -> str:
+    """SQL that (re)creates the starting state of one shard: `rows` keys split over nshards."""
+    return (
+        SCHEMA_SQL
+        + "TRUNCATE kv;\n"
+        + f"INSERT INTO kv SELECT k, md5(k::text) FROM generate_series({shard}, {rows - 1},"
+        f" {nshards}) AS k;\n" + "VACUUM ANALYZE kv;\n"
+    )
+
+
+def pgoptions(settings: Mapping[str, str]) -> str:
+    """``PGOPTIONS`` that set every session setting (spaces escaped as libpq wants)."""
+    return " ".join(
+        f"-c {name}=" + str(value).replace("\\", "\\\\").replace(" ", "\\ ")
+        for name, value in sorted(settings.items())
+    )
+
+
+def session_env(settings: Mapping[str, str]) -> dict[str, str]:
+    """Environment that applies the row's session settings to every session."""
+    return {"PGOPTIONS": pgoptions(settings)} if settings else {}

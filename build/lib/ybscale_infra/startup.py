@@ -1,0 +1,266 @@
+"""Startup scripts (GCE `metadata_startup_script`) for YugabyteDB and load-generator VMs.
+
+Pure string rendering: no Pulumi, so the flags can be tested directly. Every script is
+idempotent (GCE re-runs startup scripts on every boot) and ends by touching READY_MARKER.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+
+YB_HOME = "/opt/yugabyte"
+DATA_DIR = "/mnt/d0"
+READY_MARKER = "/var/lib/ybscale/ready"
+MASTER_RPC_PORT = 7100
+TSERVER_RPC_PORT = 9100
+YSQL_PORT = 5433
+
+_ULIMITS = """LimitNOFILE=1048576
+LimitNPROC=12000
+LimitCORE=infinity"""
+
+
+def release_of(version: str) -> str:
+    """ "2024.2.1.0-b185" -> "2024.2.1.0" (the folder of the release on the download site)."""
+    return version.split("-", 1)[0]
+
+
+def download_url(url_template: str, version: str) -> str:
+    """The tarball URL: `{version}` and `{release}` in the template are filled in."""
+    return url_template.format(version=version, release=release_of(version))
+
+
+def master_addresses(master_ips: Sequence[str]) -> str:
+    """`ip:7100,ip:7100,...` for --master_addresses / --tserver_master_addrs."""
+    return ",".join(f"{ip}:{MASTER_RPC_PORT}" for ip in master_ips)
+
+
+def prepare_os() -> str:
+    """First-boot OS preparation shared by every VM (runs under `set -euo pipefail`).
+
+    Fresh Ubuntu images start apt-daily / unattended-upgrades at boot, which hold the dpkg lock
+    (a bare `apt-get` under `set -e` then fails) and take CPU on 2-vCPU nodes: they are stopped
+    and disabled. `apt_get` waits for the lock and retries. YugabyteDB's initdb needs the
+    en_US.UTF-8 locale, generated when missing.
+    """
+    return """
+systemctl disable --now apt-daily.timer apt-daily-upgrade.timer || true
+systemctl disable --now unattended-upgrades.service || true
+systemctl stop apt-daily.service apt-daily-upgrade.service || true
+apt_get() {
+  local try
+  for try in 1 2 3 4 5 6; do
+    if DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y "$@"; then
+      return 0
+    fi
+    echo "ybscale: apt-get $* failed (try $try of 6), retrying" >&2
+    sleep $((try * 10))
+  done
+  echo "ybscale: apt-get $* failed 6 times" >&2
+  return 1
+}
+if ! locale -a 2>/dev/null | grep -ix 'en_US.utf8' >/dev/null; then
+  apt_get install locales
+  locale-gen en_US.UTF-8
+fi
+update-locale LANG=en_US.UTF-8 || true
+export LANG=en_US.UTF-8 LC_ALL=en_US.UTF-8
+"""
+
+
+def _install_yugabyte(
+    version: str, url: str, sha256: str | None = None, home: str = YB_HOME, data: str = DATA_DIR
+) -> str:
+    """Download, verify (sha256: pinned, else the `<url>.sha` YugabyteDB publishes next to the
+    tarball) and unpack YugabyteDB once per version."""
+    q = shlex.quote
+    pinned = q(sha256 or "")
+    return f"""
+YB_VERSION={q(version)}
+YB_URL={q(url)}
+YB_SHA256={pinned}
+if [ "$(cat {home}/.ybscale-version 2>/dev/null)" != "$YB_VERSION" ]; then
+  apt_get update
+  apt_get install curl python3 chrony
+  tarball=$(mktemp)
+  curl -fsSL --retry 5 -o "$tarball" "$YB_URL"
+  if [ -z "$YB_SHA256" ]; then
+    YB_SHA256=$(curl -fsSL --retry 5 "$YB_URL.sha" | awk '{{print $1}}')
+  fi
+  if ! echo "$YB_SHA256  $tarball" | sha256sum -c --status; then
+    echo "ybscale: checksum mismatch for $YB_URL (expected $YB_SHA256)" >&2
+    exit 1
+  fi
+  rm -rf {home} && mkdir -p {home}
+  tar xzf "$tarball" -C {home} --strip-components=1
+  rm -f "$tarball"
+  {home}/bin/post_install.sh
+  echo "$YB_VERSION" > {home}/.ybscale-version
+fi
+mkdir -p {data} {READY_MARKER.rsplit("/", 1)[0]}
+"""
+
+
+def _service(name: str, argv: Sequence[str]) -> str:
+    exec_start = " ".join(shlex.quote(a) for a in argv)
+    return f"""
+cat > /etc/systemd/system/{name}.service <<'UNIT'
+[Unit]
+Description=YugabyteDB {name} (ybscale)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+ExecStart={exec_start}
+Restart=always
+RestartSec=5
+Environment=LANG=en_US.UTF-8 LC_ALL=en_US.UTF-8
+{_ULIMITS}
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable --now {name}
+"""
+
+
+def _header(role: str) -> str:
+    return (
+        f"#!/bin/bash\n# ybscale {role} startup script (infra/ybscale_infra/startup.py)\n"
+        "set -euxo pipefail\n" + prepare_os()
+    )
+
+
+def _placement(cloud_zone: str) -> list[str]:
+    region = cloud_zone.rsplit("-", 1)[0]
+    return [
+        "--placement_cloud=gcp",
+        f"--placement_region={region}",
+        f"--placement_zone={cloud_zone}",
+    ]
+
+
+def master_flags(
+    ip: str, master_ips: Sequence[str], replication_factor: int, zone: str
+) -> list[str]:
+    """yb-master argv for the master at `ip`."""
+    return [
+        f"{YB_HOME}/bin/yb-master",
+        f"--master_addresses={master_addresses(master_ips)}",
+        f"--rpc_bind_addresses={ip}:{MASTER_RPC_PORT}",
+        f"--fs_data_dirs={DATA_DIR}",
+        f"--replication_factor={replication_factor}",
+        "--enable_ysql=true",
+        *_placement(zone),
+    ]
+
+
+def tserver_flags(
+    ip: str,
+    master_ips: Sequence[str],
+    zone: str,
+    flags: Mapping[str, str] | None = None,
+    pg_conf: Mapping[str, str] | None = None,
+) -> list[str]:
+    """yb-tserver argv for the tserver at `ip` (YSQL on, real READ COMMITTED), plus the design's
+    server.* knobs: `flags` as --name=value, `pg_conf` through --ysql_pg_conf_csv."""
+    extra = [f"--{name}={value}" for name, value in sorted((flags or {}).items())]
+    if pg_conf:
+        csv = ",".join(_csv_item(f"{k}={v}") for k, v in sorted(pg_conf.items()))
+        extra.append(f"--ysql_pg_conf_csv={csv}")
+    return [
+        f"{YB_HOME}/bin/yb-tserver",
+        f"--tserver_master_addrs={master_addresses(master_ips)}",
+        f"--rpc_bind_addresses={ip}:{TSERVER_RPC_PORT}",
+        f"--fs_data_dirs={DATA_DIR}",
+        "--enable_ysql=true",
+        f"--pgsql_proxy_bind_address={ip}:{YSQL_PORT}",
+        # Without this flag YugabyteDB silently runs READ COMMITTED as snapshot isolation.
+        "--yb_enable_read_committed_isolation=true",
+        "--start_cql_proxy=false",
+        *_placement(zone),
+        *extra,
+    ]
+
+
+def _csv_item(item: str) -> str:
+    """One ysql_pg_conf_csv entry; quoted when it holds a comma, quote or space."""
+    if any(c in item for c in ",\"' "):
+        return '"' + item.replace('"', '""') + '"'
+    return item
+
+
+def master_script(
+    *,
+    ip: str,
+    master_ips: Sequence[str],
+    replication_factor: int,
+    zone: str,
+    version: str,
+    url: str,
+    sha256: str | None = None,
+) -> str:
+    """Startup script of a yb-master VM."""
+    flags = master_flags(ip, master_ips, replication_factor, zone)
+    return (
+        _header("yb-master")
+        + _install_yugabyte(version, url, sha256)
+        + _service("yb-master", flags)
+        + f"touch {READY_MARKER}\n"
+    )
+
+
+def tserver_script(
+    *,
+    ip: str,
+    master_ips: Sequence[str],
+    zone: str,
+    version: str,
+    url: str,
+    sha256=None,
+    flags: Mapping[str, str] | None = None,
+    pg_conf: Mapping[str, str] | None = None,
+) -> str:
+    """Startup script of a yb-tserver VM."""
+    return (
+        _header("yb-tserver")
+        + _install_yugabyte(version, url, sha256)
+        + _service("yb-tserver", tserver_flags(ip, master_ips, zone, flags, pg_conf))
+        + f"touch {READY_MARKER}\n"
+    )
+
+
+def loadgen_script(pg_version: int = 16) -> str:
+    """Startup script of the load generator: PGDG PostgreSQL client + pgbench (>= 15).
+
+    pgbench ships in the server package on Debian/Ubuntu; no cluster is created
+    (create_main_cluster = false) and /usr/local/bin/pgbench points at the pinned major version.
+    """
+    if pg_version < 15:
+        raise ValueError(f"pgbench >= 15 is needed for --max-tries, got {pg_version}")
+    bindir = f"/usr/lib/postgresql/{pg_version}/bin"
+    return (
+        _header("load generator")
+        + f"""
+if [ ! -x {bindir}/pgbench ]; then
+  apt_get update
+  apt_get install curl ca-certificates gnupg lsb-release
+  install -d /usr/share/postgresql-common/pgdg
+  curl -fsSL --retry 5 -o /usr/share/postgresql-common/pgdg/apt.postgresql.org.asc \\
+    https://www.postgresql.org/media/keys/ACCC4CF8.asc
+  echo "deb [signed-by=/usr/share/postgresql-common/pgdg/apt.postgresql.org.asc] \\
+https://apt.postgresql.org/pub/repos/apt $(lsb_release -cs)-pgdg main" \\
+    > /etc/apt/sources.list.d/pgdg.list
+  mkdir -p /etc/postgresql-common/createcluster.d
+  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/ybscale.conf
+  apt_get update
+  apt_get install postgresql-client-{pg_version} postgresql-{pg_version}
+fi
+ln -sf {bindir}/pgbench /usr/local/bin/pgbench
+ln -sf {bindir}/psql /usr/local/bin/psql
+mkdir -p /var/lib/ybscale
+touch {READY_MARKER}
+"""
+    )

@@ -1,0 +1,56 @@
+"""The package stands on its own: a wheel installed outside the checkout, used from elsewhere."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from conftest import REPO
+
+CHECK = """
+import yaml
+import ybscale, ybscale_infra
+from ybscale import settings, stacks, study
+for name in ("config", "design", "gcp", "existing"):
+    assert settings.schema(name)["type"] == "object", name
+assert stacks._infra().ClusterArgs
+loaded = study.load(yaml.safe_load(open({config!r})))
+print(ybscale.__file__, ybscale_infra.__file__, len(loaded.rows), sep="\\n")
+"""
+
+
+def test_wheel_installed_elsewhere_works_from_another_directory(tmp_path):
+    wheels, site, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "-w", str(wheels), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = wheels.glob("ybscale-*.whl")
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config.update(design=str(REPO / "config" / "design.yaml"), workloads=str(REPO / "workloads"))
+    (elsewhere / "config.yaml").write_text(yaml.safe_dump(config))
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK.format(config=str(elsewhere / "config.yaml"))],
+        cwd=elsewhere,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    package, infra, rows = out.stdout.split()
+    assert Path(package).is_relative_to(site) and Path(infra).is_relative_to(site)
+    assert rows == "16"
