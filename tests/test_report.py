@@ -10,6 +10,7 @@ from __future__ import annotations
 import html as htmllib
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -194,3 +195,33 @@ def test_next_foldover_reuses_the_measured_rows(built):
     assert out.returncode == 0, out.stderr
     jobs = planned(work, "results/effects.csv", "--config", "design=config/design-foldover.yaml")
     assert jobs["measure"] == {f"run{i}" for i in range(17, 33)}
+
+
+def readme_commands() -> list[str]:
+    """The README's "Then, in this order" block, one command per line, comments dropped."""
+    text = (REPO / "README.md").read_text()
+    block = text.split("Then, in this order", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_readme_commands_work_in_the_documented_order(built):
+    """Every command the README documents after the quick start, as written, in its order
+    (snakemake lines on the tiny config; run last: it re-measures a row and re-runs the study)."""
+    work, root, _ = built
+    commands = readme_commands()
+    assert len(commands) >= 8
+    bindir = Path(sys.executable).parent
+    for command in commands:
+        argv = shlex.split(command.replace(".venv/bin/", f"{bindir}/"))
+        if argv[0].endswith("snakemake") and "--configfile" not in argv:
+            argv += ["--configfile", "config/test.yaml"]
+        out = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, f"{command}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+        if "--detect" in argv:
+            assert "Replications needed" in out.stdout or "Not reachable" in out.stdout
+        if "design=config/design-foldover.yaml" in argv:
+            measured = set(re.findall(r"wildcards: run=(run\d+)", out.stdout))
+            assert measured and all(int(run[3:]) > 16 for run in measured), measured
+    assert (work / "report.html").is_file() and (work / "out" / "effects.csv").is_file()
+    assert (work / "config" / "design-foldover.yaml").is_file()
+    assert servers_under(root) == []
