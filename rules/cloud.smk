@@ -41,7 +41,7 @@ rule cluster_up:
     conda:
         "../envs/ybscale.yaml"
     shell:
-        "python -m ybscale.backends.gcp up --combo {wildcards.combo}"
+        "python -m ybscale.clusters up --combo {wildcards.combo}"
         " --config {input.settings} --out {output} > {log} 2>&1"
 
 
@@ -60,5 +60,5 @@ rule cluster_down:
     conda:
         "../envs/ybscale.yaml"
     shell:
-        "python -m ybscale.backends.gcp down --combo {wildcards.combo}"
+        "python -m ybscale.clusters down --combo {wildcards.combo}"
         " --config {input.settings} --out {output} > {log} 2>&1"

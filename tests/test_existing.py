@@ -16,7 +16,7 @@ import yaml
 from conftest import row_from_levels, settings_with
 
 from ybscale import study
-from ybscale.backends import existing
+from ybscale.backends import existing, ysql
 from ybscale.backends.base import BackendError, Endpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,16 +94,16 @@ def test_endpoints_of_host_port():
 
 
 def test_dataset_sql_and_rename():
-    sql = existing.dataset_sql(1000, "ybscale_kv", "range", 3)
+    sql = ysql.dataset_sql(1000, "ybscale_kv", "range", 3)
     assert "PRIMARY KEY (k ASC)) SPLIT AT VALUES ((1000000000000), (2000000000000));" in sql
     assert "generate_series(0, 999)" in sql
     assert "CREATE SEQUENCE ybscale_kv_new_key;" in sql
-    assert "SPLIT INTO 5 TABLETS" in existing.dataset_sql(10, "kv", "hash", 5)
-    assert "PRIMARY KEY (k));" in existing.dataset_sql(10, "kv", "none", 5)
+    assert "SPLIT INTO 5 TABLETS" in ysql.dataset_sql(10, "kv", "hash", 5)
+    assert "PRIMARY KEY (k));" in ysql.dataset_sql(10, "kv", "none", 5)
     script = (ROOT / "workloads" / "write.sql").read_text()
-    renamed = existing.rename_table(script, "ybscale_kv")
+    renamed = ysql.rename_table(script, "ybscale_kv")
     assert "INSERT INTO ybscale_kv (k, v)" in renamed and "nextval('ybscale_kv_new_key')" in renamed
-    assert " kv " not in renamed and existing.rename_table(script, "kv") == script
+    assert " kv " not in renamed and ysql.rename_table(script, "kv") == script
 
 
 class FakeRunner:
@@ -146,7 +146,7 @@ def cluster(runner, levels=LEVELS, n=3):
     eps = [Endpoint(f"10.0.0.{i}", 5433, "yugabyte", "yugabyte", "YB_TEST_PW", f"tserver{i}")
            for i in range(n)]  # fmt: skip
     row = row_from_levels(levels, 1000)
-    return existing.YsqlCluster(eps, row, runner, table="ybscale_kv", sharding="range")
+    return ysql.YsqlCluster(eps, row, runner, table="ybscale_kv", sharding="range")
 
 
 def test_targets_cover_every_node():
@@ -155,7 +155,7 @@ def test_targets_cover_every_node():
     targets = c.targets("write")
     assert [t.endpoint.role for t in targets] == ["tserver0", "tserver1", "tserver2"]
     assert [t.variables for t in targets] == [
-        {"shard": b * existing.BUCKET, "nshards": 1, "shard_rows": n, "keybase": n}
+        {"shard": b * ysql.BUCKET, "nshards": 1, "shard_rows": n, "keybase": n}
         for b, n in enumerate([334, 333, 333])
     ]
     c.sharding = "hash"
@@ -212,7 +212,7 @@ def test_local_runner_runs_pgbench_here_on_the_renamed_script(tmp_path):
         "import os, sys\nargs = sys.argv[1:]\n"
         "print(open(args[args.index('-f') + 1]).read())\nprint(os.environ['PGOPTIONS'])\n",
     )
-    runner = existing.LocalRunner("ybscale_kv")
+    runner = ysql.LocalRunner("ybscale_kv")
     proc = runner.popen([str(fake), "-f", str(ROOT / "workloads" / "write.sql"), "yugabyte"],
                         {"PGOPTIONS": "-c x=y"}, 10, tmp_path)  # fmt: skip
     assert os.getpgid(proc.pid) == proc.pid  # its own process group: bench may killpg it
@@ -228,7 +228,7 @@ def test_local_runner_psql(tmp_path, monkeypatch):
         "if 'fail' in sql:\n    sys.stderr.write('ERROR: boom'); sys.exit(3)\n"
         "print(' '.join(sys.argv[1:]), os.environ.get('PGPASSWORD'), sql)\n",
     )
-    runner = existing.LocalRunner("ybscale_kv", psql=str(fake))
+    runner = ysql.LocalRunner("ybscale_kv", psql=str(fake))
     ep = Endpoint("db1", 5433, "yugabyte", "yugabyte")
     out = runner.psql(ep, "SELECT 1", {"PGPASSWORD": "pw"}, 10)
     assert "-h db1 -p 5433 -U yugabyte -d yugabyte -f -" in out and "pw SELECT 1" in out
@@ -253,12 +253,12 @@ def test_backend_never_creates_anything(tmp_path):
 
 def test_reset_recreates_the_table_instead_of_truncating_it():
     """YugabyteDB >= 2024.1 TRUNCATE rewrites the table with the default tablet count."""
-    sql = existing.dataset_sql(3000, "ybscale_kv", "range", 3)
+    sql = ysql.dataset_sql(3000, "ybscale_kv", "range", 3)
     assert "TRUNCATE" not in sql
     assert sql.index("DROP TABLE IF EXISTS ybscale_kv;") < sql.index("CREATE TABLE ybscale_kv")
     assert "DROP SEQUENCE IF EXISTS ybscale_kv_new_key;" in sql
     assert "SPLIT AT VALUES ((1000000000000), (2000000000000));" in sql
-    assert "TRUNCATE" not in existing.dataset_sql(10, "kv", "hash", 5)
+    assert "TRUNCATE" not in ysql.dataset_sql(10, "kv", "hash", 5)
 
 
 def test_isolation_on_yugabyte_never_falls_back_to_show():
@@ -286,7 +286,7 @@ def postgres(tmp_path_factory):
     levels = {**LEVELS, "nodes": 1, "replication": "off"}
     try:
         with backend.cluster(row_from_levels(levels, 10), tmp_path_factory.mktemp("work")) as local:
-            yield local.nodes[0], existing.LocalRunner("kv", psql=str(find_bindir() / "psql"))
+            yield local.nodes[0], ysql.LocalRunner("kv", psql=str(find_bindir() / "psql"))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -331,7 +331,7 @@ def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t"):
         runner.psql(ep, sql, {}, 60)
         eps.append(ep)
     row = row_from_levels(LEVELS, 3000)
-    return existing.YsqlCluster(eps, row, runner, sharding="range", layout_timeout=0)
+    return ysql.YsqlCluster(eps, row, runner, sharding="range", layout_timeout=0)
 
 
 def test_layout_with_one_tablet_fails_the_row(postgres):
@@ -372,7 +372,7 @@ def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path):
     from ybscale.backends.local import find_bindir
 
     c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name="spread")
-    sql = existing.dataset_sql(3000, "kv", "range", 3)
+    sql = ysql.dataset_sql(3000, "kv", "range", 3)
     sql = re.sub(r" SPLIT AT VALUES \(.*?\)\);", ";", sql).replace("(k ASC)", "(k)")
     c.psql(sql)
     c._loaded = True
@@ -388,7 +388,7 @@ def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path):
         assert c.inserted_per_bucket() == {f"tablet{b}": 4 * per_tx for b in range(3)}
         c.psql(sql)
     # every bucket's keys lie inside its own split range
-    out = c.psql(f"SELECT min(k / {existing.BUCKET}), max(k / {existing.BUCKET}) FROM kv")
+    out = c.psql(f"SELECT min(k / {ysql.BUCKET}), max(k / {ysql.BUCKET}) FROM kv")
     assert out.strip() == "0|2"
 
 
@@ -406,17 +406,17 @@ MASTERS = {  # the shape of yb-master's /api/v1/masters (instance_id, registrati
 def test_master_raft_group_must_be_complete():
     import json
 
-    assert existing.master_problems(json.dumps(MASTERS), 3) == []
+    assert ysql.master_problems(json.dumps(MASTERS), 3) == []
     two = {"masters": MASTERS["masters"][:2]}
-    assert existing.master_problems(json.dumps(two), 3) == [
+    assert ysql.master_problems(json.dumps(two), 3) == [
         "2 of 3 masters in the Raft group (roles ['FOLLOWER', 'LEADER'])"
     ]
     down = {"masters": [*MASTERS["masters"][:2], {"error": {"code": "NETWORK_ERROR"}}]}
-    problems = existing.master_problems(json.dumps(down), 3)
+    problems = ysql.master_problems(json.dumps(down), 3)
     assert "1 master(s) report an error: {'code': 'NETWORK_ERROR'}" in problems
     leaderless = {"masters": [{**m, "role": "FOLLOWER"} for m in MASTERS["masters"]]}
-    assert existing.master_problems(json.dumps(leaderless), 3) == ["0 master leaders"]
-    assert "unreadable" in existing.master_problems("<html>", 3)[0]
+    assert ysql.master_problems(json.dumps(leaderless), 3) == ["0 master leaders"]
+    assert "unreadable" in ysql.master_problems("<html>", 3)[0]
 
 
 def test_check_needs_every_tserver_in_yb_servers(postgres):
@@ -444,10 +444,10 @@ def test_load_generator_facts_come_from_where_pgbench_runs(tmp_path):
         "pgbench_version": "pgbench (PostgreSQL) 16.4",
     }
     fake = _fake_exe(tmp_path / "pgbench", "print('pgbench (PostgreSQL) 15.99')\n")
-    facts = existing.LocalRunner().facts(str(fake))
+    facts = ysql.LocalRunner().facts(str(fake))
     assert facts == {
         "cores": len(os.sched_getaffinity(0)),
         "pgbench_version": "pgbench (PostgreSQL) 15.99",
     }
     with pytest.raises(BackendError, match="load generator facts unreadable"):
-        existing.LocalRunner().facts(str(tmp_path / "missing-pgbench"))
+        ysql.LocalRunner().facts(str(tmp_path / "missing-pgbench"))

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from conftest import REPO
 from scipy import stats
 from statsmodels.stats.power import TTestIndPower
 
+from ybscale import study
 from ybscale.design import Design, Factor, load_design
 from ybscale.effects import estimate_effects
 from ybscale.plan import main as plan_main
+from ybscale.plan import plan
 from ybscale.power import error_df, parse_size, power, replications_needed
+from ybscale.row import resolve_rows
 
 
 @pytest.mark.parametrize(("d", "n"), [(0.8, 26), (0.5, 64), (0.2, 394)])
@@ -96,3 +101,12 @@ def test_plan_detect_prints_replications_from_the_studys_noise(tmp_path, capsys)
     assert f"Replications needed: {expected} " in out
     assert "sigma of one run = 800 tps from Lenth's PSE" in out
     assert f"about {expected * 16 / 60:.2f} h" in out
+    assert "gcp:" not in out  # no cost on the local backend
+    config.write_text(config.read_text().replace("backend: local", "backend: gcp"))
+    assert plan_main(["--config", str(config), "--detect", "10%", "--analysis", str(results)]) == 0
+    out = capsys.readouterr().out
+    loaded = study.load(yaml.safe_load(config.read_text()))
+    replicated = replace(loaded.design, replications=expected)
+    cost = plan(resolve_rows(replicated, loaded.settings), loaded.settings)
+    assert len(cost.row_seconds) == 16 * expected
+    assert f"gcp: {cost.vm_hours():.1f} VM-hours, estimated USD {cost.cost():.2f}" in out

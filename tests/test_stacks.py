@@ -19,7 +19,7 @@ import pulumi.automation as real_auto
 import pytest
 from conftest import row_from_levels
 
-from ybscale import stacks
+from ybscale import clusters, stacks
 from ybscale.backends import gcp
 from ybscale.backends.base import BackendError
 from ybscale.row import ClusterShape
@@ -320,17 +320,17 @@ def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
         })
     )  # fmt: skip
     out = tmp_path / "e.json"
-    assert gcp.main(["up", "--combo", "nodes5-large-replon", "--config", str(cfg),
+    assert clusters.main(["up", "--combo", "nodes5-large-replon", "--config", str(cfg),
                      "--out", str(out)]) == 0  # fmt: skip
     printed = capsys.readouterr().out
     assert "Plan: 1 clusters for 2 rows" in printed and "nodes5-large-replon" in printed
     # the shape comes from the design's rows, not from the combination's name
     assert calls == [("nodes5-large-replon", out, ClusterShape(5, "large", True), {})]
-    assert gcp.main(["down", "--combo", "c", "--config", str(cfg), "--out", str(out)]) == 0
-    assert gcp.main(["up", "--combo", "c", "--config", str(cfg), "--out", str(out),
+    assert clusters.main(["down", "--combo", "c", "--config", str(cfg), "--out", str(out)]) == 0
+    assert clusters.main(["up", "--combo", "c", "--config", str(cfg), "--out", str(out),
                      "--set", "gcp.ssh_access=telnet"]) == 1  # fmt: skip
     assert "gcp.ssh_access" in capsys.readouterr().err
-    assert gcp.main(["up", "--combo", "nodes7-small-reploff", "--config", str(cfg),
+    assert clusters.main(["up", "--combo", "nodes7-small-reploff", "--config", str(cfg),
                      "--out", str(out)]) == 1  # fmt: skip
     assert "no row needs combination 'nodes7-small-reploff'" in capsys.readouterr().err
 
