@@ -86,16 +86,6 @@ def test_charts_called_when_available(tmp_path, monkeypatch):
     assert "error" not in set(args[3]["term"])
 
 
-def test_charts_skipped_without_module(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "ybscale.charts", None)
-    monkeypatch.delattr(ybscale, "charts", raising=False)
-    design = design_from_dict(HALF)
-    responses = pd.DataFrame({"rate": RATES}, index=pd.Index(design.run_ids, name="run"))
-    analyze(design, responses, "rate", tmp_path)
-    assert "charts skipped" in capsys.readouterr().err
-    assert (tmp_path / "effects.csv").is_file()
-
-
 def test_responses_by_level_labels_in_any_order(tmp_path):
     design = design_from_dict(HALF)
     lines = ["stirring_rate,concentration,pressure,temperature,rate"]

@@ -143,8 +143,6 @@ class Runner(Protocol):
 
     def psql(self, endpoint: Endpoint, sql: str, env: Mapping[str, str], timeout: float) -> str: ...
 
-    def fetch(self, remote: Path, local: Path) -> None: ...
-
     def facts(self, pgbench: str) -> dict: ...
 
 
@@ -241,9 +239,6 @@ class YsqlCluster(Cluster):
 
     def run(self, argv, env, timeout, cwd) -> subprocess.Popen:
         return self.runner.popen(argv, env, timeout, Path(cwd))
-
-    def fetch(self, remote: Path, local: Path) -> None:
-        self.runner.fetch(Path(remote), Path(local))
 
     def psql(self, sql: str, endpoint: Endpoint | None = None, env=None, timeout=PSQL_TIMEOUT):
         endpoint = endpoint or self.endpoints[0]
@@ -454,9 +449,6 @@ class LocalRunner:
                 f"{done.stderr.strip()[-1000:]}"
             )
         return done.stdout
-
-    def fetch(self, remote: Path, local: Path) -> None:
-        """Logs are written locally already."""
 
     def facts(self, pgbench: str) -> dict:
         """This machine's usable cores and its pgbench's version."""
