@@ -13,6 +13,9 @@ shell.prefix(
 )
 STUDY = study.load(config)
 SETTINGS = STUDY.settings
+config.update(
+    SETTINGS
+)  # one loader: jobs and the report see the defaults the schema fills
 DESIGN = STUDY.design
 RUNS = DESIGN.run_ids
 BACKEND = SETTINGS["backend"]
