@@ -1,3 +1,14 @@
+from ybscale.order import planned_order, priorities
+
+# the order rows are measured in: drawn from measurement.seed, one block per replicate
+RUN_PLAN = planned_order(
+    DESIGN.sign_table(),
+    config["measurement"].get("order", "random"),
+    config["measurement"].get("seed", 0),
+)
+RUN_PRIORITY = priorities(RUN_PLAN)
+
+
 rule measure:
     """Measure one design row on its own cluster: pgbench at every client count."""
     input:
@@ -20,6 +31,7 @@ rule measure:
         ),
     log:
         "results/logs/measure/{run}.log",
+    priority: lambda wildcards: RUN_PRIORITY[known_run(wildcards.run)]
     conda:
         "../envs/ybscale.yaml"
     resources:
@@ -35,7 +47,8 @@ rule measure:
 rule ceiling:
     """Empirical ceiling and Universal Scalability Law fit of one row."""
     input:
-        "results/runs/{run}/throughput.csv",
+        throughput="results/runs/{run}/throughput.csv",
+        repetitions="results/runs/{run}/repetitions.csv",
     output:
         "results/runs/{run}/ceiling.json",
     log:
@@ -43,5 +56,24 @@ rule ceiling:
     conda:
         "../envs/ybscale.yaml"
     shell:
-        "python -m ybscale.ceiling fit --run {wildcards.run} --throughput {input}"
-        " --out {output} > {log} 2>&1"
+        "python -m ybscale.ceiling fit --run {wildcards.run} --throughput {input.throughput}"
+        " --repetitions {input.repetitions} --out {output} > {log} 2>&1"
+
+
+rule run_order:
+    """The order rows were actually measured in (start, end), next to the planned one."""
+    input:
+        design=config["design"],
+        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
+    output:
+        "results/run_order.csv",
+    log:
+        "results/logs/run_order.log",
+    conda:
+        "../envs/ybscale.yaml"
+    params:
+        order=config["measurement"].get("order", "random"),
+        seed=config["measurement"].get("seed", 0),
+    shell:
+        "python -m ybscale.order --design {input.design} --order {params.order}"
+        " --seed {params.seed} --out {output} {input.measurements} > {log} 2>&1"

@@ -70,9 +70,9 @@ class Sequential:
     def __post_init__(self) -> None:
         if not 0 < self.precision < 1:
             raise ValueError(f"precision must be in (0, 1), got {self.precision}")
-        if not 2 <= self.min_repetitions <= self.max_repetitions:
+        if not 1 <= self.min_repetitions <= self.max_repetitions:
             raise ValueError(
-                f"need 2 <= min_repetitions ({self.min_repetitions}) <= max_repetitions "
+                f"need 1 <= min_repetitions ({self.min_repetitions}) <= max_repetitions "
                 f"({self.max_repetitions})"
             )
 
