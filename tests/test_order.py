@@ -90,3 +90,18 @@ def test_snakemake_executes_measuring_jobs_in_priority_order(tmp_path):
     executed = (tmp_path / "executed.txt").read_text().split()
     assert executed == plan["run"].tolist()
     assert pd.Series(executed).is_unique
+
+
+def test_executed_positions_read_back(tmp_path):
+    from ybscale.order import executed_positions
+
+    plan = planned_order(_design(1).sign_table(), "random", 2)
+    paths = []
+    for i, run in enumerate(plan["run"]):
+        path = tmp_path / f"{run}.json"
+        stamp = f"2025-01-01T00:01:{10 + i:02d}+00:00"
+        path.write_text(json.dumps({"run": run, "started": stamp, "finished": stamp}))
+        paths.append(path)
+    executed_order(plan, paths, "random", 2).to_csv(tmp_path / "o.csv", index=False)
+    pos = executed_positions(tmp_path / "o.csv")
+    assert pos[plan["run"].iloc[0]] == 1 and pos[plan["run"].iloc[-1]] == 8

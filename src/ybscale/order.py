@@ -86,6 +86,15 @@ def executed_order(plan: pd.DataFrame, measurements: Iterable[Path], order: str,
     return out[EXECUTED_COLUMNS].reset_index(drop=True)
 
 
+def executed_positions(path: str | Path) -> pd.Series:
+    """run -> executed position from a run_order.csv (for residuals-vs-order)."""
+    table = pd.read_csv(path)
+    missing = {"run", "executed"} - set(table.columns)
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    return table.set_index("run")["executed"].astype(int)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m ybscale.order --design D --order random --seed S --out run_order.csv M...`."""
     from ybscale.design import load_design
