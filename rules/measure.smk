@@ -1,3 +1,11 @@
+from ybscale.order import run_priorities
+
+# the order rows are measured in: drawn from measurement.seed, one block per replicate
+RUN_PRIORITY = run_priorities(
+    DESIGN, SETTINGS["measurement"]["order"], SETTINGS["measurement"]["seed"]
+)
+
+
 rule measure:
     """Measure one design row on its own cluster: pgbench at every client count."""
     input:
@@ -18,6 +26,7 @@ rule measure:
         ),
     log:
         "results/logs/measure/{run}.log",
+    priority: lambda wildcards: RUN_PRIORITY[STUDY.row(wildcards.run).run]
     conda:
         "../envs/ybscale.yaml"
     resources:
@@ -39,7 +48,8 @@ rule measure:
 rule ceiling:
     """Empirical ceiling and Universal Scalability Law fit of one row."""
     input:
-        "results/runs/{run}/throughput.csv",
+        throughput="results/runs/{run}/throughput.csv",
+        repetitions="results/runs/{run}/repetitions.csv",
     output:
         "results/runs/{run}/ceiling.json",
     log:
@@ -47,5 +57,24 @@ rule ceiling:
     conda:
         "../envs/ybscale.yaml"
     shell:
-        "python -m ybscale.ceiling fit --run {wildcards.run} --throughput {input}"
-        " --out {output} > {log} 2>&1"
+        "python -m ybscale.ceiling fit --run {wildcards.run} --throughput {input.throughput}"
+        " --repetitions {input.repetitions} --out {output} > {log} 2>&1"
+
+
+rule run_order:
+    """The order rows were actually measured in (start, end), next to the planned one."""
+    input:
+        design=config["design"],
+        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
+    output:
+        "results/run_order.csv",
+    log:
+        "results/logs/run_order.log",
+    conda:
+        "../envs/ybscale.yaml"
+    params:
+        order=SETTINGS["measurement"]["order"],
+        seed=SETTINGS["measurement"]["seed"],
+    shell:
+        "python -m ybscale.order --design {input.design} --order {params.order}"
+        " --seed {params.seed} --out {output} {input.measurements} > {log} 2>&1"

@@ -210,3 +210,59 @@ def test_seed_table5_lenth_and_ranking():
     # the seed concluded C and D matter most and F least; its own numbers say otherwise
     assert not table.loc["C", "active"] and not table.loc["D", "active"]
     assert abs(table.loc["F", "effect"]) > abs(table.loc["C", "effect"])
+
+
+def _two_factor(r: int):
+    factors = {"A": {"name": "a", "levels": [0, 1]}, "B": {"name": "b", "levels": [0, 1]}}
+    return design_from_dict({"factors": factors, "replications": r})
+
+
+def test_effects_smaller_than_measurement_noise_are_marked():
+    design = _two_factor(1)
+    # A: +10 (large), B: +1, AB: 0; every response measured with standard error 2
+    y = pd.Series([100.0, 110.0, 101.0, 111.0], index=design.run_ids)
+    se = pd.Series(2.0, index=design.run_ids)
+    table = _by_term(estimate_effects(design, y, noise_se=se))
+    band = 1.959964 * (2 / 4) * math.sqrt(4 * 2.0**2)  # z · (2/n) · sqrt(Σ se²) = 3.92
+    assert table["noise"].iloc[0] == pytest.approx(band, rel=1e-5)
+    assert not table.loc["A", "below_noise"]
+    assert table.loc["B", "below_noise"] and table.loc["AB", "below_noise"]
+    quiet = _by_term(estimate_effects(design, y, noise_se=se / 10))
+    assert not quiet.loc["B", "below_noise"]
+    assert not _by_term(estimate_effects(design, y))["below_noise"].any()  # no noise given
+
+
+def test_blocks_are_taken_out_of_pure_error():
+    from ybscale.anova import fit_anova
+
+    design = _two_factor(2)
+    base = [100.0, 110.0, 101.0, 111.0]
+    # replicate 2 measured later on a machine 20 tps slower, plus a little scatter
+    later = [b - 20 + d for b, d in zip(base, [1, -1, -1, 1], strict=True)]
+    y = pd.Series(base + later, index=design.run_ids)
+    plain = estimate_effects(design, y)
+    blocked = estimate_effects(design, y, blocks=True)
+    assert plain.attrs["df_error"] == 4 and blocked.attrs["df_error"] == 3
+    assert blocked.attrs["ss_block"] == pytest.approx(4 * 2 * 10.0**2)
+    # cell differences 19, 21, 21, 19: SSE = Σ d²/2 = 802, of which 800 is the block
+    assert plain.attrs["sse"] == pytest.approx(802.0)
+    assert blocked.attrs["sse"] == pytest.approx(2.0)
+    assert blocked.attrs["s_e"] < plain.attrs["s_e"] / 5
+    assert "block" in set(blocked["term"])
+    table = fit_anova(design, y, blocks=True).table.set_index("term")
+    assert table.loc["block", "df"] == 1
+    assert table.loc["block", "sum_sq"] == pytest.approx(800.0)
+    assert table.loc["residual", "df"] == 3
+    assert table.loc["residual", "sum_sq"] == pytest.approx(blocked.attrs["sse"])
+
+
+def test_residual_order_follows_the_executed_order():
+    from ybscale.anova import fit_anova
+
+    design = _two_factor(2)
+    y = pd.Series([100.0, 110, 101, 111, 99, 108, 100, 112], index=design.run_ids)
+    order = pd.Series(range(8, 0, -1), index=design.run_ids)
+    res = fit_anova(design, y, order=order).residuals.set_index("run")
+    assert res["order"].tolist() == list(range(8, 0, -1))
+    with pytest.raises(ValueError, match="run order"):
+        fit_anova(design, y, order=order.iloc[:3])

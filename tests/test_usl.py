@@ -116,3 +116,20 @@ def test_cli_missing_file(tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["--input", str(tmp_path / "nope.csv")])
     assert "nope.csv" in str(exc.value.code)
+
+
+def test_superlinear_data_fitted_with_negative_sigma():
+    # X(2)/X(1) = 2 / (1 + σ + 2κ) > 2 when σ < -2κ: throughput per client rises at first
+    n = np.array([1, 2, 3, 4, 6, 8, 12, 16], dtype=float)
+    tps = _usl(n, -0.2, 0.01, 1000.0)
+    fit = fit_usl(n, tps)
+    assert fit.sigma == pytest.approx(-0.2, rel=1e-3)
+    assert fit.kappa == pytest.approx(0.01, rel=1e-3)
+    assert "superlinear" in fit.flags and "poor_fit" not in fit.flags
+    assert fit.n_star == pytest.approx(math.sqrt(1.2 / 0.01), rel=1e-3)
+    assert fit.r2 > 0.999
+
+
+def test_sublinear_data_is_not_flagged_superlinear():
+    fit = fit_usl(N, _usl(N, 0.05, 0.002, 1000.0))
+    assert "superlinear" not in fit.flags

@@ -142,9 +142,7 @@ def _row_hours(analysis: Path) -> float:
     return float(np.mean(spans)) / 3600 if spans else math.nan
 
 
-def detect(
-    text: str, design, config: dict, analysis: Path | str = "results", cost=None
-) -> str:
+def detect(text: str, design, config: dict, analysis: Path | str = "results", cost=None) -> str:
     """The `ybscale plan --detect SIZE` report; `cost(replications)` adds a cost line (gcp)."""
     analysis = Path(analysis)
     noise = study_noise(analysis)

@@ -458,5 +458,3 @@ class LocalRunner:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BackendError(f"{pgbench} --version: {exc}") from exc
         return parse_facts(done.stdout)
-
-

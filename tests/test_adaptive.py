@@ -1,0 +1,67 @@
+"""Adaptive client sweep on synthetic curves with known peaks."""
+
+import numpy as np
+import pytest
+
+from ybscale.adaptive import midpoint, next_refinement, significantly_below, sweep
+
+GRID = [1, 2, 4, 8, 16, 32, 64]
+
+
+def _curve(peak_at: float, noise: float = 0.01, seed: int = 0):
+    """USL-like curve peaking at `peak_at` clients; 3 noisy repetitions per call."""
+    rng = np.random.default_rng(seed)
+    kappa = 1.0 / peak_at**2
+    calls = []
+
+    def measure(n):
+        calls.append(n)
+        x = 1000.0 * n / (1 + kappa * n * (n - 1))
+        return list(x * (1 + noise * rng.standard_normal(3)))
+
+    return measure, calls
+
+
+def test_stops_past_the_peak_and_refines_around_it():
+    measure, calls = _curve(peak_at=6.0)
+    samples = sweep(GRID, measure, "adaptive", peak_resolution=0.25)
+    grid_part = [c for c in calls if c in GRID]
+    assert grid_part == [1, 2, 4, 8, 16, 32]  # 16 and 32 clearly below the peak: 64 skipped
+    assert 64 not in samples
+    extra = [c for c in calls if c not in GRID]
+    assert extra and all(4 < c < 8 for c in extra)  # geometric midpoints around the best
+    best = max(samples, key=lambda c: np.mean(samples[c]))
+    assert best in (5, 6, 7)
+
+
+def test_rising_curve_measures_the_whole_grid_and_nothing_else():
+    measure, calls = _curve(peak_at=1000.0)
+    sweep(GRID, measure, "adaptive", peak_resolution=0.5)
+    assert calls == GRID
+
+
+def test_grid_mode_measures_every_count_once():
+    measure, calls = _curve(peak_at=6.0)
+    sweep(GRID, measure, "grid")
+    assert calls == GRID
+
+
+def test_noise_does_not_stop_a_flat_curve_early():
+    rng = np.random.default_rng(3)
+    calls = []
+
+    def flat(n):
+        calls.append(n)
+        return list(1000 * (1 + 0.02 * rng.standard_normal(3)))
+
+    sweep([1, 2, 4, 8], flat, "adaptive")
+    assert [c for c in calls if c in (1, 2, 4, 8)] == [1, 2, 4, 8]
+
+
+def test_helpers():
+    assert midpoint(4, 8) == 6 and midpoint(8, 16) == 11 and midpoint(1, 2) is None
+    assert significantly_below([90, 91, 89], [100, 101, 99], 0.05)
+    assert not significantly_below([99, 102, 98], [100, 101, 99], 0.05)
+    assert next_refinement({4: [1.0], 6: [3.0], 8: [2.0]}, 0.5) is None
+    with pytest.raises(ValueError, match="sweep"):
+        sweep(GRID, lambda n: [1.0], "fancy")

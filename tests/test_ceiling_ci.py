@@ -1,0 +1,64 @@
+"""95 % intervals of the ceilings cover the true value in simulations with known noise."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from ybscale.ceiling import empirical_ceiling, main, row_ceiling
+
+CLIENTS = [1, 2, 4, 8, 16, 32]
+
+
+def _coverage(true: np.ndarray, reps: int, sims: int = 200, noise: float = 0.05) -> float:
+    rng = np.random.default_rng(2024)
+    hits = 0
+    for s in range(sims):
+        samples = {
+            c: true[i] * (1 + noise * rng.standard_normal(reps)) for i, c in enumerate(CLIENTS)
+        }
+        ci = empirical_ceiling(samples, n_boot=1000, seed=s)
+        hits += ci["ci_low"] <= true.max() <= ci["ci_high"]
+    return hits / sims
+
+
+def test_empirical_interval_covers_a_clear_peak():
+    true = np.array([10, 30, 60, 48, 40, 35], float) * 1000
+    # binomial sd of a 95 % rate over 200 simulations is 1.5 points: allow about 3 sd
+    assert 0.90 <= _coverage(true, reps=5) <= 0.995
+
+
+def test_empirical_interval_covers_a_flat_top():
+    true = np.array([10, 58, 60, 59, 57, 55], float) * 1000
+    assert 0.90 <= _coverage(true, reps=5) <= 0.995
+
+
+def test_usl_interval_covers_the_true_peak():
+    n = np.array(CLIENTS + [64], float)
+    sigma, kappa, lam = 0.05, 0.002, 1000.0
+    true = lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+    n_star = math.sqrt((1 - sigma) / kappa)
+    x_star = lam * n_star / (1 + sigma * (n_star - 1) + kappa * n_star * (n_star - 1))
+    rng = np.random.default_rng(5)
+    hits = 0
+    for _ in range(200):
+        tps = true * (1 + 0.02 * rng.standard_normal(len(n)))
+        data = row_ceiling("run01", pd.DataFrame({"clients": n, "tps": tps}))
+        hits += data["usl"]["ci_low"] <= x_star <= data["usl"]["ci_high"]
+    assert 0.88 <= hits / 200 <= 1.0
+
+
+def test_fit_cli_writes_both_intervals(tmp_path):
+    reps = pd.DataFrame(
+        {"clients": [1, 1, 1, 2, 2, 2, 4, 4, 4], "tps": [10, 11, 9, 20, 21, 19, 15, 14, 16]}
+    )
+    thr = reps.groupby("clients", as_index=False)["tps"].mean()
+    reps.to_csv(tmp_path / "r.csv", index=False)
+    thr.to_csv(tmp_path / "t.csv", index=False)
+    out = tmp_path / "c.json"
+    args = ["fit", "--run", "run01", "--throughput", str(tmp_path / "t.csv")]
+    assert main([*args, "--repetitions", str(tmp_path / "r.csv"), "--out", str(out)]) == 0
+    emp = json.loads(out.read_text())["empirical"]
+    assert emp["clients"] == 2 and emp["tps"] == 20
+    assert emp["ci_low"] < 20 < emp["ci_high"]
