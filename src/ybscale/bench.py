@@ -74,7 +74,7 @@ def run_pgbench(
     """
     targets = cluster.targets(kind)
     shares = split(clients, len(targets))
-    threads = split(min(clients, os.cpu_count() or 1), len(targets))
+    threads = split(min(clients, cluster.load_cores()), len(targets))
     procs = []
     for i, (target, share) in enumerate(zip(targets, shares, strict=True)):
         if share == 0:
@@ -319,7 +319,7 @@ def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
         "measurement": dict(settings),
         "applied": applied,
         "warnings": applied.get("warnings", []),
-        "versions": _versions(getattr(cluster, "pgbench", "pgbench")),
+        "versions": _versions(getattr(cluster, "pgbench", "pgbench"), applied),
     }
     (outdir / "measurement.json").write_text(json.dumps(meta, indent=2, default=str))
     path = outdir / "throughput.csv"
@@ -340,11 +340,16 @@ def _check_isolation(row: Row, applied: Mapping) -> None:
             )
 
 
-def _versions(pgbench_exe: str) -> dict:
-    try:
-        pgb = pgbench.version(pgbench_exe)
-    except (OSError, subprocess.SubprocessError):
-        pgb = "unknown"
+def _versions(pgbench_exe: str, applied: Mapping) -> dict:
+    """Versions for measurement.json; pgbench's from where it ran (a remote load generator)."""
+    remote = applied.get("load_generator")
+    if isinstance(remote, Mapping) and "pgbench_version" in remote:
+        pgb = remote["pgbench_version"]
+    else:
+        try:
+            pgb = pgbench.version(pgbench_exe)
+        except (OSError, subprocess.SubprocessError):
+            pgb = "unknown"
     return {"ybscale": __version__, "pgbench": pgb, "python": platform.python_version()}
 
 

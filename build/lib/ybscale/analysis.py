@@ -287,12 +287,9 @@ def _response_series(responses: pd.DataFrame, response: str) -> pd.Series:
 
 
 def _charts(design, responses, response, effects, residuals, out_dir: Path) -> list[Path]:
-    """Call ybscale.charts.analysis_charts when the module is importable."""
-    try:
-        from ybscale import charts
-    except ImportError as exc:
-        print(f"ybscale analyze: charts skipped ({exc})", file=sys.stderr)
-        return []
+    """The diagnostics charts of the analysis (ybscale.charts)."""
+    from ybscale import charts  # altair is heavy: only when charts are drawn
+
     terms = effects[effects["term"] != ERROR_TERM]
     return charts.analysis_charts(design, responses, response, terms, residuals, out_dir)
 

@@ -11,6 +11,11 @@ Error term:
   residual line). If every term is active nothing can be pooled: F and p are NaN and the residual
   line has 0 df. Pooling chosen from the data makes F tests optimistic; read them with Lenth's.
 
+Blocks (`blocks=True`, r >= 2, each replicate measured as one block): the block enters the OLS
+model as a categorical term with r − 1 df and gets its own ANOVA line; pure error keeps
+2^(k-p)(r−1) − (r−1) df. `order` (run → executed position, from results/run_order.csv) puts
+the residuals in the order the runs were really measured (residuals-vs-order).
+
 Residuals (of the model after pooling; on the log10 scale for the multiplicative model) carry the
 internally studentized residual (statsmodels OLSInfluence) as ``standardized`` and the externally
 studentized residual with its Bonferroni p value. A run is an ``outlier`` when
@@ -33,6 +38,7 @@ from ybscale.effects import aligned_responses, contrasts, lenth, transform
 
 OUTLIER_Z = 3.0
 RESIDUAL = "residual"
+BLOCK = "block"
 ANOVA_COLUMNS = ["term", "alias", "df", "sum_sq", "mean_sq", "F", "p_value", "pooled"]
 RESIDUAL_COLUMNS = [
     "run",
@@ -74,16 +80,22 @@ def _var(term: str) -> str:
     return f"t_{term}"
 
 
-def _fit(design, y: pd.Series, kept: list[str]):
-    """OLS of y on the kept term columns (intercept only when none are kept)."""
+def _fit(design, y: pd.Series, kept: list[str], blocks: bool = False):
+    """OLS of y on the kept term columns (+ the block factor); intercept only when none."""
     data = design.model_matrix().loc[y.index].astype(float)
     data = data.rename(columns=_var)
     data["y"] = y.to_numpy()
-    rhs = " + ".join(_var(t) for t in kept) or "1"
+    terms = [_var(t) for t in kept]
+    if blocks:
+        data[BLOCK] = design.sign_table().loc[y.index, "replicate"].astype(str).to_numpy()
+        terms.append(f"C({BLOCK})")
+    rhs = " + ".join(terms) or "1"
     return smf.ols(f"y ~ {rhs}", data=data).fit()
 
 
-def _table(design, y: pd.Series, fit, kept: list[str], pooled: list[str]) -> pd.DataFrame:
+def _table(
+    design, y: pd.Series, fit, kept: list[str], pooled: list[str], blocks: bool = False
+) -> pd.DataFrame:
     """ANOVA rows in the design's term order, then the residual line."""
     n = len(y)
     effect = contrasts(design, y)
@@ -91,7 +103,7 @@ def _table(design, y: pd.Series, fit, kept: list[str], pooled: list[str]) -> pd.
     df_resid = int(round(fit.df_resid))
     ss_resid = float(fit.ssr) if df_resid > 0 else 0.0
     lm = None
-    if kept and df_resid > 0:
+    if (kept or blocks) and df_resid > 0:
         lm = anova_lm(fit, typ=2)
     rows = []
     for term in effect.index:
@@ -103,13 +115,19 @@ def _table(design, y: pd.Series, fit, kept: list[str], pooled: list[str]) -> pd.
             p_val = float(lm.loc[_var(term), "PR(>F)"])
         row = (term, design.alias_string(term), 1, ss, ss, f_val, p_val, term in pooled)
         rows.append(row)
+    if blocks and lm is not None:
+        line = lm.loc[f"C({BLOCK})"]
+        df_b = int(round(line["df"]))
+        ss_b = float(line["sum_sq"])
+        f_b, p_b = float(line["F"]), float(line["PR(>F)"])
+        rows.append((BLOCK, "", df_b, ss_b, ss_b / df_b, f_b, p_b, False))
     ms_resid = ss_resid / df_resid if df_resid > 0 else math.nan
     rows.append((RESIDUAL, "", df_resid, ss_resid, ms_resid, math.nan, math.nan, False))
     return pd.DataFrame(rows, columns=ANOVA_COLUMNS)
 
 
-def _residuals(design, y: pd.Series, fit, alpha: float) -> pd.DataFrame:
-    """Residual diagnostics per run, in run (measurement) order."""
+def _residuals(design, y: pd.Series, fit, alpha: float, order=None) -> pd.DataFrame:
+    """Residual diagnostics per run; `order` = executed position per run (else design order)."""
     signs = design.sign_table().loc[y.index]
     out = pd.DataFrame(
         {
@@ -138,22 +156,35 @@ def _residuals(design, y: pd.Series, fit, alpha: float) -> pd.DataFrame:
     out["studentized_external"] = external
     out["bonferroni_p"] = bonf
     out["leverage"] = leverage
-    out["order"] = np.arange(1, len(y) + 1)
+    if order is None:
+        out["order"] = np.arange(1, len(y) + 1)
+    else:
+        executed = pd.Series(order).reindex(y.index)
+        if executed.isna().any():
+            missing = ", ".join(executed.index[executed.isna()])
+            raise ValueError(f"run order has no position for runs: {missing}")
+        out["order"] = executed.astype(int).to_numpy()
     out["outlier"] = (np.abs(internal) > OUTLIER_Z) | (bonf < alpha)
     return out[RESIDUAL_COLUMNS]
 
 
 def fit_anova(
-    design, responses: pd.Series, alpha: float = 0.05, model: str = "additive"
+    design,
+    responses: pd.Series,
+    alpha: float = 0.05,
+    model: str = "additive",
+    blocks: bool = False,
+    order=None,
 ) -> AnovaResult:
     """ANOVA table and residuals for one response per run (see the module docstring)."""
     y = transform(aligned_responses(design, responses), model)
+    blocks = blocks and design.replications > 1
     pooled = pooled_terms(design, y, alpha)
     kept = [t for t in design.terms if t not in pooled]
-    fit = _fit(design, y, kept)
-    table = _table(design, y, fit, kept, pooled)
-    table.attrs.update({"pooled": pooled, "model": model, "alpha": alpha})
-    return AnovaResult(table, _residuals(design, y, fit, alpha), pooled, model)
+    fit = _fit(design, y, kept, blocks)
+    table = _table(design, y, fit, kept, pooled, blocks)
+    table.attrs.update({"pooled": pooled, "model": model, "alpha": alpha, "blocks": blocks})
+    return AnovaResult(table, _residuals(design, y, fit, alpha, order), pooled, model)
 
 
 def anova(design, responses: pd.Series, alpha: float = 0.05, model: str = "additive"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import platform
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ybscale import __version__, pgbench, workload
+from ybscale import __version__, adaptive, pgbench, precision, workload
 from ybscale.backends import get_backend
 from ybscale.backends.base import BackendError, Cluster
 from ybscale.row import Row
@@ -25,6 +26,10 @@ from ybscale.row import Row
 THROUGHPUT_COLUMNS = [
     "clients",
     "tps",
+    "tps_mean",
+    "tps_ci_low",
+    "tps_ci_high",
+    "precision_met",
     "tps_min",
     "tps_max",
     "tps_spread_pct",
@@ -36,6 +41,8 @@ THROUGHPUT_COLUMNS = [
     "retries",
     "failures",
     "seconds",
+    "steady_seconds",
+    "order",
 ]
 
 
@@ -123,15 +130,35 @@ def _wait(target, raw: Path | None, proc: subprocess.Popen, timeout: float):
         raise MeasurementError(f"pgbench against {where}: {exc}") from exc
 
 
-def summarize(clients: int, reps: list[pgbench.PgbenchResult], seconds: int) -> dict:
-    """One throughput line: the median over repetitions and its spread."""
-    tps = [r.tps for r in reps]
+def summarize(
+    clients: int,
+    reps: list[pgbench.PgbenchResult],
+    seconds: int,
+    steady: list[float] | None = None,
+    rule: precision.Sequential | None = None,
+    steady_seconds: float = math.nan,
+    order: int = 0,
+) -> dict:
+    """One throughput line: mean and 95 % CI of the steady-state tps, median, spread, latency.
+
+    `steady` holds each repetition's tps without its first second(s) (pgbench's own figure when
+    absent); `tps` is their mean, the figure the ceilings use.
+    """
+    tps = list(steady) if steady is not None else [r.tps for r in reps]
+    rule = rule or precision.Sequential(min_repetitions=1, max_repetitions=max(1, len(tps)))
+    if rule.values != tps:
+        rule.values = list(tps)
+    stat = rule.summary()
     median = statistics.median(tps)
     latencies = [r.latency_ms for r in reps if r.latency_ms is not None]
     stddevs = [r.latency_stddev_ms for r in reps if r.latency_stddev_ms is not None]
     return {
         "clients": clients,
-        "tps": median,
+        "tps": stat["tps_mean"],
+        "tps_mean": stat["tps_mean"],
+        "tps_ci_low": stat["tps_ci_low"],
+        "tps_ci_high": stat["tps_ci_high"],
+        "precision_met": stat["precision_met"],
         "tps_min": min(tps),
         "tps_max": max(tps),
         "tps_spread_pct": 100 * (max(tps) - min(tps)) / median if median else float("nan"),
@@ -143,13 +170,124 @@ def summarize(clients: int, reps: list[pgbench.PgbenchResult], seconds: int) -> 
         "retries": sum(r.retries for r in reps),
         "failures": sum(r.failed for r in reps),
         "seconds": seconds,
+        "steady_seconds": steady_seconds,
+        "order": order,
     }
+
+
+def steady_throughput(
+    cluster: Cluster, prefixes: list[Path], skip: int, fallback: float
+) -> tuple[float, float]:
+    """(tps, seconds) of one repetition from its per-second logs, its first `skip` s excluded.
+
+    Falls back to pgbench's own tps (seconds NaN) when the run was too short to trim.
+    """
+    paths = []  # the load generator's logs are local once pgbench ended (gcp copies them back)
+    for prefix in prefixes:
+        paths += pgbench.aggregate_log_paths(prefix)
+    if not paths:
+        return fallback, math.nan
+    tps, used = precision.steady_tps(pgbench.parse_aggregate_logs(paths), skip)
+    return (tps, float(used)) if used > 0 and math.isfinite(tps) else (fallback, math.nan)
+
+
+def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, progress) -> list:
+    """Every client count the sweep chooses, each repeated to the stated precision."""
+    run, kind, variables = row.run, row.kind, row.variables
+    seconds = settings["seconds"]
+    skip = settings["skip_seconds"]
+    lines = []
+
+    def one_count(clients: int) -> list[float]:
+        cluster.reset(kind)
+        cluster.check()
+        if settings["warmup"] > 0:
+            run_pgbench(
+                cluster,
+                kind,
+                script,
+                env,
+                clients,
+                settings["warmup"],
+                settings,
+                None,
+                variables=variables,
+            )
+        rule = precision.Sequential(
+            precision=settings["precision"],
+            min_repetitions=settings["repetitions"],
+            max_repetitions=max(settings["max_repetitions"], settings["repetitions"]),
+        )
+        reps, used = [], []
+        while not rule.done:
+            rep = len(reps) + 1
+            prefix = logs / f"c{clients:03d}_r{rep}"
+            seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
+            try:
+                result = run_pgbench(
+                    cluster,
+                    kind,
+                    script,
+                    env,
+                    clients,
+                    seconds,
+                    settings,
+                    prefix,
+                    seed,
+                    variables=variables,
+                )
+                roles = [t.endpoint.role for t in cluster.targets(kind)]
+                steady, span = steady_throughput(
+                    cluster, [Path(f"{prefix}_{r}") for r in roles], skip, result.tps
+                )
+            except (MeasurementError, pgbench.PgbenchError) as exc:
+                msg = f"{run}, {clients} clients, repetition {rep}: {exc}"
+                raise MeasurementError(msg) from exc
+            reps.append(result)
+            used.append(span)
+            rule.add(steady)
+            rep_rows.append(
+                {
+                    "clients": clients,
+                    "repetition": rep,
+                    "random_seed": seed,
+                    **vars(result),
+                    "tps_pgbench": result.tps,
+                    "tps": steady,
+                    "steady_seconds": span,
+                }
+            )
+            half = 100 * precision.relative_half_width(rule.values)
+            progress(
+                f"{run}: {clients:>4} clients, repetition {rep}: {steady:,.0f} tps "
+                f"(pgbench {result.tps:,.0f}), 95% CI ±{half:.1f}%"
+            )
+        try:
+            cluster.check()
+        except BackendError as exc:
+            raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
+        spans = [u for u in used if math.isfinite(u)]
+        lines.append(
+            summarize(
+                clients,
+                reps,
+                seconds,
+                rule.values,
+                rule,
+                statistics.mean(spans) if spans else math.nan,
+                len(lines) + 1,
+            )
+        )
+        return list(rule.values)
+
+    adaptive.sweep(settings["clients"], one_count, settings["sweep"], settings["peak_resolution"])
+    return sorted(lines, key=lambda line: line["clients"])
 
 
 def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
     """Measure one row and write throughput.csv, repetitions.csv, measurement.json and raw logs."""
     settings = config["measurement"]
-    run, kind = row.run, row.kind
+    run = row.run
     script = Path(row.script_path).resolve()
     env = workload.session_env(row.session)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -158,61 +296,14 @@ def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
     logs.mkdir()
     backend = get_backend(config)
     started = dt.datetime.now(dt.UTC)
-    lines, rep_rows = [], []
+    rep_rows = []
     progress(f"{run}: starting {backend.name} cluster {row.infra_key} for {row.levels}")
     with backend.cluster(row, outdir) as cluster:
         applied = cluster.applied()
         _check_isolation(row, applied)
         for warning in applied.get("warnings", []):
             progress(f"{run}: WARNING: {warning}")
-        for clients in settings["clients"]:
-            cluster.reset(kind)
-            cluster.check()
-            if settings.get("warmup", 0) > 0:
-                run_pgbench(
-                    cluster,
-                    kind,
-                    script,
-                    env,
-                    clients,
-                    settings["warmup"],
-                    settings,
-                    None,
-                    variables=row.variables,
-                )
-            reps = []
-            for rep in range(1, settings["repetitions"] + 1):
-                prefix = logs / f"c{clients:03d}_r{rep}"
-                seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
-                try:
-                    result = run_pgbench(
-                        cluster,
-                        kind,
-                        script,
-                        env,
-                        clients,
-                        settings["seconds"],
-                        settings,
-                        prefix,
-                        seed,
-                        variables=row.variables,
-                    )
-                except MeasurementError as exc:
-                    msg = f"{run}, {clients} clients, repetition {rep}: {exc}"
-                    raise MeasurementError(msg) from exc
-                reps.append(result)
-                rep_rows.append(
-                    {"clients": clients, "repetition": rep, "random_seed": seed, **vars(result)}
-                )
-                progress(
-                    f"{run}: {clients:>4} clients, repetition {rep}/{settings['repetitions']}: "
-                    f"{result.tps:,.0f} tps, {result.latency_ms or float('nan'):.2f} ms"
-                )
-            try:
-                cluster.check()
-            except BackendError as exc:
-                raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
-            lines.append(summarize(clients, reps, settings["seconds"]))
+        lines = measure_sweep(row, cluster, script, env, settings, logs, rep_rows, progress)
     finished = dt.datetime.now(dt.UTC)
     pd.DataFrame(rep_rows).to_csv(outdir / "repetitions.csv", index=False)
     meta = {
@@ -233,9 +324,9 @@ def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
     (outdir / "measurement.json").write_text(json.dumps(meta, indent=2, default=str))
     path = outdir / "throughput.csv"
     pd.DataFrame(lines, columns=THROUGHPUT_COLUMNS).to_csv(path, index=False)
-    best = max(lines, key=lambda line: line["tps"])
+    best = max(lines, key=lambda line: line["tps_mean"])
     progress(
-        f"{run}: done in {(finished - started).total_seconds():.0f}s, best {best['tps']:,.0f} "
+        f"{run}: done in {(finished - started).total_seconds():.0f}s, best {best['tps_mean']:,.0f} "
         f"tps at {best['clients']} clients"
     )
     return path

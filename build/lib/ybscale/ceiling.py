@@ -9,26 +9,111 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ybscale.design import load_design
-from ybscale.usl import fit_usl
+from ybscale.usl import UslFit, fit_usl, peak
 
-USL_FIELDS = ("sigma", "kappa", "lam", "n_star", "x_n_star", "r2")
+USL_FIELDS = ("sigma", "kappa", "lam", "n_star", "x_n_star", "r2", "ci_low", "ci_high")
+CONFIDENCE = 0.95
+N_BOOT = 4000
 
 
-def row_ceiling(run: str, throughput: pd.DataFrame) -> dict:
-    """Empirical ceiling (largest median tps and where) and the USL fit of one row's curve."""
-    best = throughput.loc[throughput["tps"].idxmax()]
-    fit = fit_usl(throughput["clients"].to_numpy(float), throughput["tps"].to_numpy(float))
+def samples_by_clients(repetitions: pd.DataFrame) -> dict[int, np.ndarray]:
+    """Per client count, the throughput of every repetition (repetitions.csv: clients, tps)."""
+    return {int(c): g["tps"].to_numpy(float) for c, g in repetitions.groupby("clients", sort=True)}
+
+
+def empirical_ceiling(
+    samples: dict[int, np.ndarray],
+    confidence: float = CONFIDENCE,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> dict:
+    """Largest mean throughput over client counts, with a bootstrap interval.
+
+    Parametric bootstrap over the repetitions: every draw replaces each client count's mean by
+    mean + s/sqrt(n)·T(n−1) (s, n of its repetitions) and takes the maximum; the interval is
+    the percentile interval of those maxima. The Student-t draw keeps the coverage of a t
+    interval with 3–5 repetitions, where resampling the repetitions themselves (only 10
+    distinct resamples of 3 values) gives intervals far too narrow. A client count with one
+    repetition has no spread and is taken as exact.
+    """
+    counts = sorted(samples)
+    means = np.array([np.mean(samples[c]) for c in counts])
+    rng = np.random.default_rng(seed)
+    draws = np.tile(means, (n_boot, 1))
+    for j, c in enumerate(counts):
+        x = np.asarray(samples[c], dtype=float)
+        if len(x) >= 2 and x.std(ddof=1) > 0:
+            se = x.std(ddof=1) / math.sqrt(len(x))
+            draws[:, j] += se * rng.standard_t(len(x) - 1, size=n_boot)
+    maxima = draws.max(axis=1)
+    tail = (1 - confidence) / 2
+    best = int(np.argmax(means))
+    return {
+        "tps": float(means[best]),
+        "clients": int(counts[best]),
+        "ci_low": float(np.quantile(maxima, tail)),
+        "ci_high": float(np.quantile(maxima, 1 - tail)),
+    }
+
+
+def usl_interval(fit: UslFit, pcov, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Delta-method interval of X(N*) from the fit's covariance (t with n − 3 df)."""
+    cov = np.asarray(pcov, dtype=float) if pcov is not None else None
+    dof = fit.n_points - 3
+    if cov is None or cov.shape != (3, 3) or dof < 1 or not math.isfinite(fit.x_n_star):
+        return math.nan, math.nan
+    theta = np.array([fit.sigma, fit.kappa, fit.lam])
+    grad = np.zeros(3)
+    for i in range(3):
+        h = 1e-6 * max(abs(theta[i]), 1e-9)
+        up, down = theta.copy(), theta.copy()
+        up[i] += h
+        down[i] -= h
+        grad[i] = (peak(*up)[1] - peak(*down)[1]) / (2 * h)
+    var = float(grad @ cov @ grad)
+    if not (math.isfinite(var) and var >= 0):
+        return math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * math.sqrt(var)
+    return fit.x_n_star - half, fit.x_n_star + half
+
+
+def row_ceiling(
+    run: str, throughput: pd.DataFrame, repetitions: pd.DataFrame | None = None
+) -> dict:
+    """Empirical ceiling (largest mean tps, where, 95 % interval) and the USL fit with its own.
+
+    Without `repetitions` (older results) the throughput lines are the only samples and the
+    empirical interval is NaN.
+    """
+    col = "tps_mean" if "tps_mean" in throughput else "tps"
+    if repetitions is not None and not repetitions.empty:
+        samples = samples_by_clients(repetitions)
+    else:
+        pairs = zip(throughput["clients"], throughput[col], strict=True)
+        samples = {int(c): np.array([t]) for c, t in pairs}
+    empirical = empirical_ceiling(samples)
+    if repetitions is None or repetitions.empty:
+        empirical.update(ci_low=math.nan, ci_high=math.nan)
+    fit, pcov = fit_usl(
+        throughput["clients"].to_numpy(float), throughput[col].to_numpy(float), with_cov=True
+    )
     usl = {k: _finite(v) for k, v in dataclasses.asdict(fit).items()}
+    low, high = usl_interval(fit, pcov)
+    usl.update(ci_low=_finite(low), ci_high=_finite(high))
     return {
         "run": run,
-        "empirical": {"tps": float(best["tps"]), "clients": int(best["clients"])},
+        "empirical": {k: _finite(v) for k, v in empirical.items()},
         "usl": usl,
         "method": {
-            "empirical": "max over client counts of the median tps of the repetitions",
-            "usl": "scipy curve_fit of X(N) = lam*N / (1 + sigma(N-1) + kappa*N(N-1))",
+            "empirical": "max over client counts of the mean tps of the repetitions; 95% "
+            "interval: parametric (Student t) bootstrap over the repetitions",
+            "usl": "scipy curve_fit of X(N) = lam*N / (1 + sigma(N-1) + kappa*N(N-1)), "
+            "sigma < 0 allowed (superlinear); 95% interval of X(N*): delta method, fit covariance",
         },
     }
 
@@ -52,8 +137,10 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
             "run": data["run"],
             "empirical_tps": data["empirical"]["tps"],
             "empirical_clients": data["empirical"]["clients"],
+            "empirical_ci_low": float(data["empirical"].get("ci_low", math.nan)),
+            "empirical_ci_high": float(data["empirical"].get("ci_high", math.nan)),
         }
-        line.update({f"usl_{k}": float(usl[k]) for k in USL_FIELDS})
+        line.update({f"usl_{k}": float(usl.get(k, math.nan)) for k in USL_FIELDS})
         line["usl_flags"] = ";".join(usl.get("flags", []))
         lines.append(line)
     ceilings = pd.DataFrame(lines).set_index("run")
@@ -62,7 +149,10 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
         raise ValueError(f"{design_path}: no ceiling for rows {sorted(missing)}")
     out = table.join(ceilings, how="inner")
     out = out.rename(columns={"usl_lam": "usl_lambda"})
+    prefix = "empirical" if choice == "empirical" else "usl"
     out["response"] = out["empirical_tps"] if choice == "empirical" else out["usl_x_n_star"]
+    out["response_ci_low"] = out[f"{prefix}_ci_low"]
+    out["response_ci_high"] = out[f"{prefix}_ci_high"]
     return out.reset_index()
 
 
@@ -72,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     fit = sub.add_parser("fit", help="ceiling.json of one row from its throughput.csv")
     fit.add_argument("--run", required=True)
     fit.add_argument("--throughput", required=True, type=Path)
+    fit.add_argument("--repetitions", type=Path, help="repetitions.csv (for the interval)")
     fit.add_argument("--out", required=True, type=Path)
     col = sub.add_parser("collect", help="ceilings.csv from every row's ceiling.json")
     col.add_argument("--design", required=True)
@@ -80,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     col.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)
     if args.command == "fit":
-        data = row_ceiling(args.run, pd.read_csv(args.throughput))
+        reps = pd.read_csv(args.repetitions) if args.repetitions else None
+        data = row_ceiling(args.run, pd.read_csv(args.throughput), reps)
         args.out.write_text(json.dumps(data, indent=2))
     else:
         collect(args.design, args.files, args.ceiling).to_csv(args.out, index=False)

@@ -351,11 +351,33 @@ def _pareto_scale(rows: pd.DataFrame) -> tuple[pd.Series, str, list[tuple[str, f
     return values, "|t|  (effect / std. error)", refs
 
 
+def _noise_scale(rows: pd.DataFrame) -> float:
+    """The measurement-noise band on the Pareto chart's scale (NaN when not known)."""
+    noise = _first(rows, "noise")
+    if not _finite(noise):
+        return math.nan
+    se = _first(rows, "std_error")
+    return noise / se if _finite(se) and se > 0 else noise
+
+
 def pareto_chart(effects: pd.DataFrame) -> alt.LayerChart:
-    """Horizontal bars of |standardized effect| sorted by size, with ME/SME or t reference lines."""
+    """Horizontal bars of |standardized effect| sorted by size, with ME/SME or t reference lines.
+
+    A grey band from 0 to the propagated measurement noise (column ``noise``) shows which
+    effects run-to-run scatter alone could produce.
+    """
     rows = _effect_rows(effects)
     values, title, refs = _pareto_scale(rows)
     rows = rows.assign(value=values)
+    layers = []
+    noise = _noise_scale(rows)
+    if _finite(noise):
+        band = pd.DataFrame({"start": [0.0], "end": [noise], "line": ["measurement noise"]})
+        layers.append(
+            alt.Chart(band)
+            .mark_rect(color="#bbbbbb", opacity=0.35)
+            .encode(x="start:Q", x2="end:Q", tooltip=["line:N", alt.Tooltip("end:Q", format=".3g")])
+        )
     bars = (
         alt.Chart(rows)
         .mark_bar()
@@ -366,7 +388,9 @@ def pareto_chart(effects: pd.DataFrame) -> alt.LayerChart:
             tooltip=["term:N", "label:N", alt.Tooltip("effect:Q", format=".4g"), "value:Q"],
         )
     )
-    layers = [bars]
+    layers.append(bars)
+    if _finite(noise):
+        refs = [*refs, ("noise", noise)]
     if refs:
         ref = pd.DataFrame(refs, columns=["line", "value"])
         rule = alt.Chart(ref).mark_rule(strokeDash=[5, 3], color="black")

@@ -11,6 +11,16 @@ Significance, always on the effect scale:
   CI = q ± t(1−α/2, 2^(k-p)(r−1))·s_q, reported doubled (effect scale); active = CI excludes 0.
 
 model="multiplicative" analyses log10(response) (Jain 18.7); effects are then log10 ratios.
+
+Blocks (r >= 2, each replicate measured as one block in its own random order, `blocks=True`):
+the block sum of squares 2^(k-p)·Σ_b (ȳ_b − ȳ)² with r − 1 df is taken out of the error, which
+keeps 2^(k-p)(r−1) − (r−1) df (Montgomery ch. 6/7); a `block` line joins the table.
+
+Measurement noise (`noise_se`: each run's standard error of its ceiling, e.g. from its 95 %
+interval): an effect is a ±2/n-weighted sum of the n responses, so its noise standard error is
+(2/n)·sqrt(Σ se_i²) (on log10 with the delta method se/(y ln 10) for the multiplicative model).
+`noise` is z(1−α/2) times that; `below_noise` marks effects with |effect| < noise, which
+run-to-run scatter alone could produce.
 """
 
 from __future__ import annotations
@@ -39,8 +49,35 @@ COLUMNS = [
     "active_sme",
     "method",
     "model",
+    "noise",
+    "below_noise",
 ]
 ERROR_TERM = "error"
+BLOCK_TERM = "block"
+
+
+def noise_se_from_ci(low, high, confidence: float = 0.95):
+    """Standard error from a symmetric normal-theory interval: (high − low) / (2 z)."""
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return (np.asarray(high, dtype=float) - np.asarray(low, dtype=float)) / (2 * z)
+
+
+def noise_band(design, y_raw: pd.Series, noise_se: pd.Series, model: str, alpha: float) -> float:
+    """Half-width (z, 1−α) of the effect that measurement noise alone produces."""
+    se = pd.to_numeric(noise_se.reindex(y_raw.index), errors="coerce").astype(float)
+    if se.isna().any():
+        return math.nan
+    if model == "multiplicative":
+        se = se / (y_raw.astype(float) * math.log(10))
+    sd_effect = 2.0 / len(y_raw) * math.sqrt(float((se**2).sum()))
+    return float(stats.norm.ppf(1 - alpha / 2)) * sd_effect
+
+
+def block_sum_sq(design, y: pd.Series) -> float:
+    """2^(k-p)·Σ_b (ȳ_b − ȳ)² over the replicates (blocks)."""
+    block = design.sign_table().loc[y.index, "replicate"]
+    means = y.groupby(block.to_numpy()).mean()
+    return float(design.n_rows * ((means - y.mean()) ** 2).sum())
 
 
 def transform(values: pd.Series, model: str) -> pd.Series:
@@ -123,9 +160,9 @@ def _lenth_columns(effect: pd.Series, alpha: float) -> tuple[pd.DataFrame, dict]
 
 
 def _t_columns(
-    effect: pd.Series, sse: float, n_rows: int, r: int, alpha: float
+    effect: pd.Series, sse: float, n_rows: int, r: int, alpha: float, blocks: bool = False
 ) -> tuple[pd.DataFrame, dict]:
-    df_error = n_rows * (r - 1)
+    df_error = n_rows * (r - 1) - ((r - 1) if blocks else 0)
     s_e = math.sqrt(sse / df_error)
     s_q = s_e / math.sqrt(n_rows * r)
     t = float(stats.t.ppf(1.0 - alpha / 2.0, df_error))
@@ -146,21 +183,31 @@ def _t_columns(
 
 
 def estimate_effects(
-    design, responses: pd.Series, alpha: float = 0.05, model: str = "additive"
+    design,
+    responses: pd.Series,
+    alpha: float = 0.05,
+    model: str = "additive",
+    noise_se: pd.Series | None = None,
+    blocks: bool = False,
 ) -> pd.DataFrame:
     """Effects table (see COLUMNS), sorted by |effect| descending; r >= 2 adds an 'error' line.
 
-    ``responses`` holds one value per run id (replicates included). Summary numbers (mean, SST,
-    SSE, PSE or s_e, ...) are in ``result.attrs``.
+    ``responses`` holds one value per run id (replicates included); ``noise_se`` each run's
+    standard error of measurement; ``blocks`` takes the replicate blocks out of the error
+    (r >= 2). Summary numbers (mean, SST, SSE, PSE or s_e, noise, ...) are in ``result.attrs``.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    y = transform(aligned_responses(design, responses), model)
+    raw = aligned_responses(design, responses)
+    y = transform(raw, model)
     effect = contrasts(design, y)
     sum_sq, sst, sse = _variation(design, y, effect)
     r = design.replications
+    blocks = blocks and r > 1
+    ss_block = block_sum_sq(design, y) if blocks else 0.0
+    sse = max(sse - ss_block, 0.0)
     if r > 1:
-        sig, info = _t_columns(effect, sse, design.n_rows, r, alpha)
+        sig, info = _t_columns(effect, sse, design.n_rows, r, alpha, blocks)
     else:
         sig, info = _lenth_columns(effect, alpha)
     table = pd.DataFrame(
@@ -175,12 +222,26 @@ def estimate_effects(
     )
     table = pd.concat([table, sig.reset_index(drop=True)], axis=1)
     table["model"] = model
+    band = noise_band(design, raw, noise_se, model, alpha) if noise_se is not None else math.nan
+    table["noise"] = band
+    table["below_noise"] = table["effect"].abs() < band if math.isfinite(band) else False
     table = table.sort_values("effect", key=np.abs, ascending=False, kind="stable")
+    if blocks:
+        table = pd.concat([table, _error_line(ss_block, sst, model, BLOCK_TERM)], ignore_index=True)
     if r > 1:
         table = pd.concat([table, _error_line(sse, sst, model)], ignore_index=True)
     table = table.reset_index(drop=True)[COLUMNS]
     table.attrs.update(
-        {"mean": float(y.mean()), "sst": sst, "sse": sse, "alpha": alpha, "model": model, **info}
+        {
+            "mean": float(y.mean()),
+            "sst": sst,
+            "sse": sse,
+            "ss_block": ss_block,
+            "noise": band,
+            "alpha": alpha,
+            "model": model,
+            **info,
+        }
     )
     return table
 
@@ -191,11 +252,11 @@ def _pct(sum_sq, sst: float):
         return 100.0 * np.asarray(sum_sq, dtype=float) / sst if sst > 0 else np.nan * sum_sq
 
 
-def _error_line(sse: float, sst: float, model: str) -> pd.DataFrame:
-    """The 'error' line of the allocation of variation (replicated designs)."""
+def _error_line(sse: float, sst: float, model: str, term: str = ERROR_TERM) -> pd.DataFrame:
+    """The 'error' (or 'block') line of the allocation of variation (replicated designs)."""
     row = {c: math.nan for c in COLUMNS}
     row.update(
-        term=ERROR_TERM,
+        term=term,
         alias="",
         sum_sq=sse,
         variation_pct=float(_pct(np.array([sse]), sst)[0]),
@@ -203,5 +264,6 @@ def _error_line(sse: float, sst: float, model: str) -> pd.DataFrame:
         active_sme=False,
         method="t",
         model=model,
+        below_noise=False,
     )
     return pd.DataFrame([row])

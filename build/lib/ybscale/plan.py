@@ -12,6 +12,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -337,6 +338,20 @@ def format_plan(p: Plan) -> str:
     return "\n".join(lines)
 
 
+def replicated_cost(design, config: Mapping, replications: int) -> str:
+    """The gcp cost line of the design run with `replications` replications."""
+    from dataclasses import replace
+
+    from ybscale.row import resolve_rows
+
+    p = plan(resolve_rows(replace(design, replications=replications), config), config)
+    return (
+        f"gcp: {p.vm_hours():.1f} VM-hours, estimated USD {p.cost():.2f} (at best "
+        f"USD {p.cost(False):.2f}), an ESTIMATE from gcp.prices (see `ybscale plan` for what "
+        "it counts and leaves out)."
+    )
+
+
 def format_factors(design) -> str:
     """One line per factor: letter, name, the knob it sets and its two levels."""
     lines = ["Factors (letter name -> knob: level at -1 | level at +1):"]
@@ -361,7 +376,10 @@ def main(argv: list[str] | None = None) -> int:
             from ybscale.power import detect
 
             loaded = study.load(config, args.design)
-            print(detect(args.detect, loaded.design, loaded.settings, args.analysis))
+            cost = None
+            if loaded.settings["backend"] == "gcp":
+                cost = partial(replicated_cost, loaded.design, loaded.settings)
+            print(detect(args.detect, loaded.design, loaded.settings, args.analysis, cost))
             return 0
         config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
         loaded = study.load(config, args.design)

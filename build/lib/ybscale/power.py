@@ -142,8 +142,8 @@ def _row_hours(analysis: Path) -> float:
     return float(np.mean(spans)) / 3600 if spans else math.nan
 
 
-def detect(text: str, design, config: dict, analysis: Path | str = "results") -> str:
-    """The `ybscale plan --detect SIZE` report."""
+def detect(text: str, design, config: dict, analysis: Path | str = "results", cost=None) -> str:
+    """The `ybscale plan --detect SIZE` report; `cost(replications)` adds a cost line (gcp)."""
     analysis = Path(analysis)
     noise = study_noise(analysis)
     alpha = float(config["analysis"]["alpha"])
@@ -180,20 +180,6 @@ def detect(text: str, design, config: dict, analysis: Path | str = "results") ->
             f"Time: about {runs * hours:.2f} h of measurement at the measured {hours * 60:.1f} "
             "min per row (the original runs can be kept as replicate 1)."
         )
-    if config["backend"] == "gcp":
-        lines.append(_gcp_cost(design, config, r))
+    if cost is not None:
+        lines.append(cost(r))
     return "\n".join(lines)
-
-
-def _gcp_cost(design, config: dict, r: int) -> str:
-    from dataclasses import replace
-
-    from ybscale.plan import plan
-    from ybscale.row import resolve_rows
-
-    p = plan(resolve_rows(replace(design, replications=r), config), config)
-    return (
-        f"gcp: {p.vm_hours():.1f} VM-hours, estimated USD {p.cost():.2f} (at best "
-        f"USD {p.cost(False):.2f}), an ESTIMATE from gcp.prices (see `ybscale plan` for what "
-        "it counts and leaves out)."
-    )

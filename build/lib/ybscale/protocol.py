@@ -21,8 +21,8 @@ COMMON_MODULES = (
 )
 BACKEND_MODULES = {
     "local": ("backends/local.py", "backends/cpu.py"),
-    "existing": ("backends/existing.py",),
-    "gcp": ("backends/gcp.py", "backends/existing.py", "backends/ssh.py"),
+    "existing": ("backends/existing.py", "backends/ysql.py"),
+    "gcp": ("backends/gcp.py", "backends/ysql.py", "backends/ssh.py"),
 }
 
 

@@ -4,6 +4,11 @@
 non-linear least squares on relative residuals (X − X̂)/X (throughput noise grows with
 throughput; unweighted fits let the largest N dominate and estimate σ poorly), and reports
 the peak N* = sqrt((1−σ)/κ) with quality flags.
+
+Superlinear data (throughput per client rising with N, e.g. 1 → 2 clients on 2 cores) is
+fitted as Gunther does: σ may be negative (down to SIGMA_MIN), the fit is flagged
+`superlinear`, and the denominator is kept positive over the measured range. The whole curve is
+fitted; no points are dropped.
 It never raises on small inputs: fewer than 3 distinct client counts give a "fit_failed" result.
 """
 
@@ -27,7 +32,8 @@ NEGLIGIBLE = 1e-6
 MIN_POINTS = 5
 MIN_R2 = 0.9
 TOL = {"ftol": 1e-12, "xtol": 1e-12, "gtol": 1e-12}
-FLAGS = ("extrapolated", "few_points", "poor_fit", "fit_failed")
+SIGMA_MIN = -1.0
+FLAGS = ("extrapolated", "few_points", "poor_fit", "fit_failed", "superlinear")
 
 
 @dataclass
@@ -62,6 +68,12 @@ def predict(fit: UslFit, n):
     return usl(n, fit.sigma, fit.kappa, fit.lam)
 
 
+def _model(n, sigma: float, kappa: float, lam: float):
+    """USL with the denominator floored just above 0 (σ < 0 could make it vanish)."""
+    n = np.asarray(n, dtype=float)
+    return lam * n / np.maximum(1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0), 1e-9)
+
+
 def peak(sigma: float, kappa: float, lam: float) -> tuple[float, float]:
     """(N*, X(N*)); with κ≈0 N* is infinite and X tends to λ/σ (or infinity if σ = 0)."""
     if not (math.isfinite(sigma) and math.isfinite(kappa) and math.isfinite(lam)):
@@ -82,22 +94,25 @@ def _start_values(n: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
     a, b, c = coef
     if a > 0:
         lin = np.array([b / a, c / a, 1.0 / a])
-        lin[:2] = np.clip(lin[:2], 1e-6, 0.99)
+        lin[0] = np.clip(lin[0], SIGMA_MIN + 0.01, 0.99)
+        lin[1] = np.clip(lin[1], 1e-6, 0.99)
         starts.append(lin)
     return starts
 
 
 def _curve_fit(n: np.ndarray, x: np.ndarray, p0: np.ndarray):
     """One bounded curve_fit; returns (params, pcov, ssr) or None on failure."""
-    bounds = ([0.0, 0.0, 1e-9], [1.0, 1.0, np.inf])
+    bounds = ([SIGMA_MIN, 0.0, 1e-9], [1.0, 1.0, np.inf])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)
             warnings.simplefilter("ignore", RuntimeWarning)
             params, pcov = curve_fit(
-                usl, n, x, p0=p0, sigma=x, bounds=bounds, x_scale="jac", max_nfev=20000, **TOL
+                _model, n, x, p0=p0, sigma=x, bounds=bounds, x_scale="jac", max_nfev=20000, **TOL
             )
     except (RuntimeError, ValueError, np.linalg.LinAlgError):
+        return None
+    if np.any(1.0 + params[0] * (n - 1.0) + params[1] * n * (n - 1.0) <= 0):
         return None
     ssr = float(np.sum(((x - usl(n, *params)) / x) ** 2))
     return params, pcov, ssr
@@ -120,15 +135,18 @@ def _clean(clients, tps) -> tuple[np.ndarray, np.ndarray]:
     return n[keep], x[keep]
 
 
-def fit_usl(clients, tps) -> UslFit:
-    """Fit the USL to throughput `tps` measured at concurrency `clients`."""
+def fit_usl(clients, tps, with_cov: bool = False):
+    """Fit the USL to throughput `tps` measured at concurrency `clients`.
+
+    With `with_cov`, returns (fit, covariance of (σ, κ, λ) or None).
+    """
     n, x = _clean(clients, tps)
     flags = ["few_points"] if len(n) < MIN_POINTS else []
     if len(np.unique(n)) < 3:
-        return _failed(n, x, flags)
+        return (_failed(n, x, flags), None) if with_cov else _failed(n, x, flags)
     results = [r for p0 in _start_values(n, x) if (r := _curve_fit(n, x, p0)) is not None]
     if not results:
-        return _failed(n, x, flags)
+        return (_failed(n, x, flags), None) if with_cov else _failed(n, x, flags)
     params, pcov, ssr = min(results, key=lambda r: r[2])
     sigma, kappa, lam = _snap_to_zero(*(float(v) for v in params), n.max())
     se = _standard_errors(pcov)
@@ -139,7 +157,10 @@ def fit_usl(clients, tps) -> UslFit:
         flags.append("extrapolated")
     if math.isfinite(r2) and r2 < MIN_R2:
         flags.append("poor_fit")
-    return UslFit(sigma, kappa, lam, *se, n_star, x_n_star, r2, len(n), sorted(flags))
+    if sigma < 0:
+        flags.append("superlinear")
+    fit = UslFit(sigma, kappa, lam, *se, n_star, x_n_star, r2, len(n), sorted(flags))
+    return (fit, pcov) if with_cov else fit
 
 
 def _snap_to_zero(sigma: float, kappa: float, lam: float, n_max: float):
@@ -147,7 +168,7 @@ def _snap_to_zero(sigma: float, kappa: float, lam: float, n_max: float):
     base = 1.0 + sigma * (n_max - 1.0)
     if kappa * n_max * (n_max - 1.0) < NEGLIGIBLE * base:
         kappa = 0.0
-    if sigma * (n_max - 1.0) < NEGLIGIBLE:
+    if abs(sigma) * (n_max - 1.0) < NEGLIGIBLE:
         sigma = 0.0
     return sigma, kappa, lam
 

@@ -63,6 +63,10 @@ class Cluster(abc.ABC):
     ) -> subprocess.Popen:
         """Start a command (pgbench) where the load is generated; the caller waits on it."""
 
+    def load_cores(self) -> int:
+        """Cores of the machine that runs pgbench (pgbench -j); here: this machine's."""
+        return os.cpu_count() or 1
+
     @abc.abstractmethod
     def reset(self, workload: str) -> None:
         """Bring the dataset back to its starting state before a client count."""

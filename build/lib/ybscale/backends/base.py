@@ -63,9 +63,6 @@ class Cluster(abc.ABC):
     ) -> subprocess.Popen:
         """Start a command (pgbench) where the load is generated; the caller waits on it."""
 
-    def fetch(self, remote: Path, local: Path) -> None:  # noqa: B027 - optional hook
-        """Copy a file the load generator wrote back into results (no-op when it is local)."""
-
     @abc.abstractmethod
     def reset(self, workload: str) -> None:
         """Bring the dataset back to its starting state before a client count."""

@@ -4,28 +4,24 @@ Clusters are brought up and destroyed by the cluster_up / cluster_down rules (ru
 which call this module's CLI; `GcpBackend.cluster()` only reads the endpoints they wrote and runs
 pgbench on the load-generator VM over SSH.
 
-    python -m ybscale.backends.gcp up --combo C --out results/clusters/C/endpoints.json
-    python -m ybscale.backends.gcp down --combo C --out results/clusters/C/destroyed.json
+    python -m ybscale.clusters up --combo C --out results/clusters/C/endpoints.json
+    python -m ybscale.clusters down --combo C --out results/clusters/C/destroyed.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-import yaml
-
 from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
-from ybscale.backends.existing import (
+from ybscale.backends.ysql import (
     FACTS_SCRIPT,
     YsqlCluster,
     master_problems,
@@ -73,7 +69,7 @@ def load_endpoints(combo: str) -> dict:
     path = endpoints_path(combo)
     if not path.exists():
         raise BackendError(
-            f"{path}: missing; the cluster_up rule (python -m ybscale.backends.gcp up "
+            f"{path}: missing; the cluster_up rule (python -m ybscale.clusters up "
             f"--combo {combo}) brings this cluster up"
         )
     endpoints = json.loads(path.read_text())
@@ -335,69 +331,3 @@ def wait_ready(endpoints: Mapping, settings: Mapping, log=print, sleep=time.slee
     raise BackendError(
         f"{endpoints['stack']}: not ready after {settings['ready_timeout']}s: {last}"
     )
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def _load_config(path: str, overrides: list[str]) -> dict:
-    config = yaml.safe_load(Path(path).read_text()) or {}
-    for item in overrides:
-        key, _, value = item.partition("=")
-        target = config
-        *parents, leaf = key.split(".")
-        for part in parents:
-            target = target.setdefault(part, {})
-        target[leaf] = yaml.safe_load(value)
-    return config
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`up` / `down` one combination's stack (used by rules/cloud.smk)."""
-    from ybscale import plan as plan_mod
-    from ybscale import stacks, study
-
-    parser = argparse.ArgumentParser(prog="python -m ybscale.backends.gcp")
-    parser.add_argument("action", choices=["up", "down"])
-    parser.add_argument("--combo", required=True, help="e.g. nodes3-small-reploff")
-    parser.add_argument("--config", default="config/config.yaml")
-    parser.add_argument("--design", default=None, help="design file (default: config's)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--out", required=True, help="endpoints.json (up) / destroyed.json (down)")
-    args = parser.parse_args(argv)
-    config = _load_config(args.config, args.set)
-    stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
-    try:
-        settings = validate_section(config)
-        if args.action == "up":
-            loaded = study.load({**config, "backend": "gcp"}, args.design)
-            print(plan_mod.format_plan(plan_mod.plan(loaded.rows, loaded.settings, [args.combo])))
-            if args.combo not in loaded.combinations:
-                raise ValueError(
-                    f"{loaded.design.source}: no row needs combination {args.combo!r} "
-                    f"(combinations: {', '.join(loaded.combinations)})"
-                )
-            row = loaded.row(loaded.combinations[args.combo][0])  # the combination's shape
-            known_hosts_path(args.combo).unlink(missing_ok=True)
-            stacks.up(
-                args.combo,
-                settings,
-                out=Path(args.out),
-                ready=wait_ready,
-                shape=row.cluster,
-                server=row.server,
-            )
-        else:
-            stacks.destroy(args.combo, settings, out=Path(args.out))
-            known_hosts_path(args.combo).unlink(missing_ok=True)
-    except (BackendError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as exc:
-        print(f"interrupted ({exc}); what was brought up has been destroyed", file=sys.stderr)
-        return 130
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

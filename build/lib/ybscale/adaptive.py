@@ -1,0 +1,107 @@
+"""Adaptive client sweep: spend the measuring time where the ceiling is.
+
+Client counts of the grid are measured in ascending order. The sweep stops once the two most
+recently measured counts are both significantly below the best so far (one-sided Welch t test
+at `alpha`). Unless the best is the largest count measured (still rising: nothing to bracket),
+it then adds client counts at the geometric midpoints between the best count and
+its measured neighbours until each neighbour is within a factor (1 + peak_resolution) of the
+best, or no integer count lies between them. `grid` mode measures every listed count and
+never refines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import stats
+
+SWEEPS = ("grid", "adaptive")
+
+
+def significantly_below(values: Sequence[float], best: Sequence[float], alpha: float) -> bool:
+    """One-sided Welch t test: mean(values) < mean(best) at level alpha."""
+    a, b = np.asarray(values, dtype=float), np.asarray(best, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return False
+    if a.std(ddof=1) == 0 and b.std(ddof=1) == 0:
+        return bool(a.mean() < b.mean())
+    p = stats.ttest_ind(a, b, equal_var=False, alternative="less").pvalue
+    return bool(p < alpha)
+
+
+def best_count(samples: dict[int, Sequence[float]]) -> int:
+    """Client count with the largest mean throughput."""
+    return max(samples, key=lambda c: float(np.mean(samples[c])))
+
+
+def midpoint(low: int, high: int) -> int | None:
+    """Rounded geometric midpoint strictly between low and high, None if there is none."""
+    if high - low < 2:
+        return None
+    mid = int(round(math.sqrt(low * high)))
+    return min(max(mid, low + 1), high - 1)
+
+
+def next_refinement(samples: dict[int, Sequence[float]], peak_resolution: float) -> int | None:
+    """The next client count to add around the best one, None when the peak is bracketed.
+
+    None too when the best is the largest count measured: the peak is not bracketed and
+    counts below it cannot locate it.
+    """
+    counts = sorted(samples)
+    best = best_count(samples)
+    i = counts.index(best)
+    if i == len(counts) - 1:
+        return None
+    if i > 0 and best / counts[i - 1] > 1 + peak_resolution:
+        mid = midpoint(counts[i - 1], best)
+        if mid is not None:
+            return mid
+    if i < len(counts) - 1 and counts[i + 1] / best > 1 + peak_resolution:
+        mid = midpoint(best, counts[i + 1])
+        if mid is not None:
+            return mid
+    return None
+
+
+def sweep(
+    grid: Sequence[int],
+    measure: Callable[[int], Sequence[float]],
+    mode: str = "adaptive",
+    peak_resolution: float = 0.5,
+    alpha: float = 0.05,
+    max_points: int | None = None,
+) -> dict[int, list[float]]:
+    """Measure client counts with `measure(clients) -> per-repetition tps`; returns all samples.
+
+    The dict keeps the order in which counts were measured.
+    """
+    if mode not in SWEEPS:
+        raise ValueError(f"measurement.sweep must be one of {SWEEPS}, got {mode!r}")
+    if peak_resolution <= 0:
+        raise ValueError(f"measurement.peak_resolution must be > 0, got {peak_resolution}")
+    samples: dict[int, list[float]] = {}
+    for clients in sorted(set(grid)):
+        samples[clients] = list(measure(clients))
+        if mode == "adaptive" and _past_peak(samples, alpha):
+            break
+    if mode == "grid":
+        return samples
+    limit = max_points if max_points is not None else 2 * len(set(grid))
+    while len(samples) < limit:
+        extra = next_refinement(samples, peak_resolution)
+        if extra is None:
+            break
+        samples[extra] = list(measure(extra))
+    return samples
+
+
+def _past_peak(samples: dict[int, list[float]], alpha: float) -> bool:
+    """The last two measured counts are both significantly below the best so far."""
+    counts = list(samples)
+    if len(counts) < 3:
+        return False
+    best = samples[best_count(samples)]
+    return all(significantly_below(samples[c], best, alpha) for c in counts[-2:])

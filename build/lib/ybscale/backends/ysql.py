@@ -1,0 +1,460 @@
+"""A Cluster over YSQL/PostgreSQL endpoints, driven through a runner (this machine or SSH).
+
+What the `existing` and `gcp` backends share: the dataset (dropped, re-created with its split and
+reloaded), the tablet-layout checks on YugabyteDB, the isolation level read back, readiness.
+
+Caution: the dataset table and its sequence `<table>_new_key` are dropped, re-created and
+reloaded before client counts. Point it at a database and table name nothing else uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from ybscale import workload
+from ybscale.backends.base import BackendError, Cluster, Endpoint, Target, spawn_local
+from ybscale.row import Row
+
+PSQL_TIMEOUT = 60
+LOAD_TIMEOUT = 1800
+LAYOUT_TIMEOUT = 120  # seconds the tablet leaders may take to spread
+
+
+# --------------------------------------------------------------------------- SQL
+
+# Range sharding: tablet t holds the key range [t * BUCKET, (t + 1) * BUCKET). Loaded keys of
+# tablet t are t * BUCKET + 0..n_t-1 and new keys of the clients sent to tablet t are
+# t * BUCKET + n_t + nextval, so inserts are spread over every tablet instead of all landing
+# above the last split point.
+BUCKET = 10**12
+
+
+def bucket_rows(rows: int, tablets: int) -> list[int]:
+    """Loaded keys per range bucket (key i goes to bucket i mod tablets)."""
+    return [len(range(t, rows, tablets)) for t in range(tablets)]
+
+
+def dataset_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1) -> str:
+    """Re-create the starting dataset of `rows` keys in `table` (k bigint, v text) from scratch.
+
+    DROP + CREATE, never TRUNCATE: since YugabyteDB 2024.1 a YSQL TRUNCATE rewrites the table
+    with the default tablet count, losing the pre-split (yugabyte-db #21199, #21561, #26641).
+    sharding: none (the database's default primary key, keys 0..rows-1), range (YugabyteDB
+    `k ASC`, split at BUCKET multiples into `tablets` buckets, see BUCKET), hash (YugabyteDB
+    `k HASH` split into `tablets` tablets, keys 0..rows-1).
+    """
+    split, keys = "", "k"
+    if sharding == "range":
+        pk = "PRIMARY KEY (k ASC)"
+        if tablets > 1:
+            points = ", ".join(f"({t * BUCKET})" for t in range(1, tablets))
+            split = f" SPLIT AT VALUES ({points})"
+        keys = f"(k % {tablets}) * {BUCKET} + k / {tablets}"
+    elif sharding == "hash":
+        pk = "PRIMARY KEY (k HASH)"
+        split = f" SPLIT INTO {tablets} TABLETS"
+    elif sharding == "none":
+        pk = "PRIMARY KEY (k)"
+    else:
+        raise ValueError(f"sharding must be none, range or hash, got {sharding!r}")
+    return (
+        f"DROP TABLE IF EXISTS {table};\n"
+        f"DROP SEQUENCE IF EXISTS {table}_new_key;\n"
+        f"CREATE TABLE {table} (k bigint, v text NOT NULL, {pk}){split};\n"
+        f"CREATE SEQUENCE {table}_new_key;\n"
+        f"INSERT INTO {table} SELECT key, md5(key::text) FROM "
+        f"(SELECT {keys} AS key FROM generate_series(0, {rows - 1}) AS k) AS s;\n"
+        f"ANALYZE {table};\n"
+    )
+
+
+def layout_sql(table: str) -> dict[str, str]:
+    """Queries of the table's tablet layout, from the server (YugabyteDB only).
+
+    tablets: yb_table_properties; local: this tserver's ready replicas (yb_local_tablets);
+    leaders: leader address per tablet (yb_tablet_metadata, YugabyteDB 2025.1 and later).
+    """
+    return {
+        "tablets": f"SELECT num_tablets FROM yb_table_properties('{table}'::regclass)",
+        "local": (
+            "SELECT count(*) FROM yb_local_tablets WHERE namespace_name = current_database() "
+            f"AND table_name = '{table}' AND state = 'TABLET_DATA_READY'"
+        ),
+        "has_metadata": "SELECT to_regclass('yb_tablet_metadata') IS NOT NULL",
+        "leaders": (
+            "SELECT leader, count(*) FROM yb_tablet_metadata WHERE db_name = current_database() "
+            f"AND relname = '{table}' GROUP BY leader ORDER BY leader"
+        ),
+    }
+
+
+def rename_table(sql: str, table: str) -> str:
+    """A workload script with the `kv` table (and `kv_new_key`) renamed to `table`."""
+    if table == "kv":
+        return sql
+    sql = re.sub(r"\bkv_new_key\b", f"{table}_new_key", sql)
+    return re.sub(r"\bkv\b", table, sql)
+
+
+ISOLATION_FUNCTION = "yb_get_effective_transaction_isolation_level()"
+
+
+def master_problems(answer: str, expected: int) -> list[str]:
+    """What keeps the yb-master Raft group from being complete, from a master's
+    `/api/v1/masters` JSON ({"masters": [{"role": "LEADER" | "FOLLOWER", ...}, ...]})."""
+    try:
+        masters = json.loads(answer)["masters"]
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"unreadable /api/v1/masters answer ({exc}): {answer[:200]!r}"]
+    problems = []
+    roles = [m.get("role") for m in masters]
+    failed = [m for m in masters if "error" in m]
+    if failed:
+        problems.append(f"{len(failed)} master(s) report an error: {failed[0]['error']}")
+    members = sum(1 for r in roles if r in ("LEADER", "FOLLOWER"))
+    if members != expected:
+        problems.append(f"{members} of {expected} masters in the Raft group (roles {roles})")
+    if roles.count("LEADER") != 1:
+        problems.append(f"{roles.count('LEADER')} master leaders")
+    return problems
+
+
+def is_yugabyte(version: str) -> bool:
+    """YugabyteDB's version() reads like `PostgreSQL 11.2-YB-2024.2.1.0-b0 ...`."""
+    return "-YB-" in version
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+class Runner(Protocol):
+    """Where pgbench and psql run: this machine, or the load generator over SSH."""
+
+    def popen(
+        self, argv: Sequence[str], env: Mapping[str, str], timeout: float, cwd: Path
+    ) -> subprocess.Popen: ...
+
+    def psql(self, endpoint: Endpoint, sql: str, env: Mapping[str, str], timeout: float) -> str: ...
+
+    def facts(self, pgbench: str) -> dict: ...
+
+
+def parse_facts(out: str) -> dict:
+    """{"cores", "pgbench_version"} from `nproc; pgbench --version` output."""
+    lines = out.strip().splitlines()
+    if len(lines) < 2 or not lines[0].strip().isdigit():
+        raise BackendError(f"load generator facts unreadable: {out[-300:]!r}")
+    return {"cores": int(lines[0]), "pgbench_version": lines[1].strip()}
+
+
+FACTS_SCRIPT = 'nproc && "$0" --version'
+
+
+def psql_argv(psql: str, endpoint: Endpoint) -> list[str]:
+    """psql reading SQL from stdin, unaligned tuples only, stopping at the first error."""
+    return [
+        psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+        "-h", endpoint.host, "-p", str(endpoint.port), "-U", endpoint.user, "-d", endpoint.dbname,
+        "-f", "-",
+    ]  # fmt: skip
+
+
+def password_env(endpoint: Endpoint) -> dict[str, str]:
+    """PGPASSWORD from the endpoint's password variable, when that variable is set."""
+    if endpoint.password_env and os.environ.get(endpoint.password_env):
+        return {"PGPASSWORD": os.environ[endpoint.password_env]}
+    return {}
+
+
+class YsqlCluster(Cluster):
+    """A running YSQL/PostgreSQL cluster: every endpoint serves the whole key space.
+
+    On YugabyteDB with range or hash sharding, every reset is followed by a layout check: at
+    least one tablet per tserver, a replica on every tserver, leaders spread over the tservers.
+    Each check is appended to `layouts`, which `applied()` returns by reference, so the record
+    written at the end of the row (measurement.json) holds every reset's layout.
+    """
+
+    def __init__(
+        self,
+        endpoints: Sequence[Endpoint],
+        row: Row,
+        runner: Runner,
+        *,
+        table: str = "kv",
+        sharding: str = "none",
+        record: Mapping | None = None,
+        pgbench: str = "pgbench",
+        layout_timeout: float = LAYOUT_TIMEOUT,
+        sleep=time.sleep,
+        health=None,
+    ):
+        if not endpoints:
+            raise BackendError("no SQL endpoints")
+        self.endpoints = list(endpoints)
+        self.row = row
+        self.rows = row.dataset_rows
+        self.runner = runner
+        self.table = table
+        self.sharding = sharding
+        self.record = dict(record or {})
+        self.pgbench = pgbench
+        self.layout_timeout = layout_timeout
+        self.sleep = sleep
+        self.health = health  # () -> list of problems beyond SQL (gcp: the masters' Raft group)
+        self.layouts: list[dict] = []
+        self.inserted: list[dict] = []
+        self._loaded = False
+        self._version: str | None = None
+        self._facts: dict | None = None
+
+    @property
+    def tablets(self) -> int:
+        """Tablets the dataset is split into: one per tserver."""
+        return len(self.endpoints)
+
+    def name(self, endpoint: Endpoint) -> str:
+        return f"{endpoint.role} ({endpoint.host}:{endpoint.port})"
+
+    def targets(self, workload_kind: str) -> list[Target]:
+        """Every node; with range sharding node i works in range bucket i (its reads and its new
+        keys), so inserts are spread over the tablets; otherwise the full key space."""
+        if self.sharding != "range":
+            variables = workload.key_variables(self.rows, 0, 1)
+            return [Target(ep, variables) for ep in self.endpoints]
+        counts = bucket_rows(self.rows, self.tablets)
+        return [
+            Target(ep, {"shard": b * BUCKET, "nshards": 1, "shard_rows": counts[b],
+                        "keybase": counts[b]})
+            for ep, b in zip(self.endpoints, (i % self.tablets for i in range(len(self.endpoints))),
+                             strict=True)
+        ]  # fmt: skip
+
+    def run(self, argv, env, timeout, cwd) -> subprocess.Popen:
+        return self.runner.popen(argv, env, timeout, Path(cwd))
+
+    def psql(self, sql: str, endpoint: Endpoint | None = None, env=None, timeout=PSQL_TIMEOUT):
+        endpoint = endpoint or self.endpoints[0]
+        return self.runner.psql(endpoint, sql, {**password_env(endpoint), **(env or {})}, timeout)
+
+    def load_generator(self) -> dict:
+        """Cores and pgbench version of the machine that runs pgbench (not the controller's):
+        what `-j` and the recorded pgbench version must come from."""
+        if self._facts is None:
+            self._facts = self.runner.facts(self.pgbench)
+        return self._facts
+
+    def load_cores(self) -> int:
+        return self.load_generator()["cores"]
+
+    def server_version(self) -> str:
+        if self._version is None:
+            self._version = self.psql("SELECT version()", timeout=30).strip()
+        return self._version
+
+    def reset(self, workload_kind: str) -> None:
+        """Re-create the dataset (DROP + CREATE); reads leave it unchanged, so it is loaded once
+        for them. Before a reload, the rows the last client count inserted are counted per range
+        bucket (= per tablet, range sharding); after it, the tablet layout is checked."""
+        if workload_kind == "read" and self._loaded:
+            return
+        if self._loaded and self.sharding == "range":
+            self.inserted.append(self.inserted_per_bucket())
+        sql = dataset_sql(self.rows, self.table, self.sharding, self.tablets)
+        self.psql(sql, timeout=LOAD_TIMEOUT)
+        self._loaded = True
+        if self.sharding in ("range", "hash"):
+            self.layouts.append(self.check_layout())
+
+    def inserted_per_bucket(self) -> dict[str, int]:
+        """New rows per range bucket since the last load (range sharding)."""
+        counts = bucket_rows(self.rows, self.tablets)
+        out = self.psql(
+            f"SELECT k / {BUCKET}, count(*) FROM {self.table} GROUP BY 1 ORDER BY 1", timeout=300
+        )
+        found = {int(b): int(n) for b, n in (line.split("|") for line in out.split())}
+        return {f"tablet{b}": found.get(b, 0) - counts[b] for b in range(self.tablets)}
+
+    def layout(self) -> dict:
+        """The table's tablets as the servers report them (one reading, no judgement)."""
+        queries = layout_sql(self.table)
+        tablets = int(self.psql(queries["tablets"], timeout=30).strip())
+        local = {
+            self.name(ep): int(self.psql(queries["local"], ep, timeout=30).strip())
+            for ep in self.endpoints
+        }
+        leaders: dict[str, int] | None = None
+        source = "yb_tablet_metadata"
+        if self.psql(queries["has_metadata"], timeout=30).strip() == "t":
+            out = self.psql(queries["leaders"], timeout=30)
+            leaders = {addr: int(n) for addr, n in (line.split("|") for line in out.split())}
+        elif sum(local.values()) == tablets:  # one replica per tablet: it is the leader
+            leaders, source = dict(local), "yb_local_tablets (one replica per tablet)"
+        else:
+            source = "unknown: yb_tablet_metadata needs YugabyteDB 2025.1 or later"
+        return {"tablets": tablets, "replicas_per_node": local, "leaders_per_node": leaders,
+                "leaders_source": source}  # fmt: skip
+
+    def layout_problems(self, layout: Mapping) -> list[str]:
+        n = len(self.endpoints)
+        problems = []
+        if layout["tablets"] < n:
+            problems.append(f"{layout['tablets']} tablet(s) for {n} tservers")
+        empty = [node for node, count in layout["replicas_per_node"].items() if count == 0]
+        if empty:
+            problems.append(f"no replica of {self.table} on {', '.join(empty)}")
+        leaders = layout["leaders_per_node"]
+        if leaders is not None and sum(1 for c in leaders.values() if c > 0) < n:
+            problems.append(f"tablet leaders on fewer than {n} tservers: {leaders}")
+        return problems
+
+    def check_layout(self) -> dict:
+        """The layout once it is right; BackendError naming the problem if it is not right
+        within `layout_timeout` (leaders move for a while after CREATE)."""
+        deadline = time.monotonic() + self.layout_timeout
+        while True:
+            layout = self.layout()
+            problems = self.layout_problems(layout)
+            if not problems:
+                if layout["leaders_per_node"] is None:
+                    layout["warning"] = "tablet leaders not verified: " + layout["leaders_source"]
+                return layout
+            if time.monotonic() >= deadline:
+                raise BackendError(
+                    f"table {self.table} ({self.sharding} sharding) is not spread over the "
+                    f"tservers: {'; '.join(problems)}"
+                )
+            self.sleep(5)
+
+    def check(self) -> None:
+        """Every endpoint answers SELECT 1; on YugabyteDB every tserver is registered
+        (yb_servers()) and `health` (if any) reports nothing. BackendError names what is not."""
+        failed = []
+        for ep in self.endpoints:
+            try:
+                if self.psql("SELECT 1", ep, timeout=30).strip() != "1":
+                    failed.append(f"{self.name(ep)}: unexpected answer")
+            except BackendError as exc:
+                failed.append(f"{self.name(ep)}: {exc}")
+        if failed:
+            raise BackendError("nodes not answering SELECT 1:\n" + "\n".join(failed))
+        problems = []
+        if is_yugabyte(self.server_version()):
+            n = int(self.psql("SELECT count(*) FROM yb_servers()", timeout=30).strip())
+            if n != len(self.endpoints):
+                problems.append(f"yb_servers() lists {n} tservers, the cluster has "
+                                f"{len(self.endpoints)}")  # fmt: skip
+        if self.health is not None:
+            problems += self.health()
+        if problems:
+            raise BackendError("cluster not ready: " + "; ".join(problems))
+
+    def isolation_in_effect(self, endpoint: Endpoint) -> tuple[str, str]:
+        """(level, how it was read) for a session with the row's settings.
+
+        YugabyteDB: only yb_get_effective_transaction_isolation_level() counts, because without
+        --yb_enable_read_committed_isolation `SHOW transaction_isolation` says read committed
+        while the server runs snapshot. PostgreSQL: SHOW transaction_isolation.
+        """
+        env = workload.session_env(self.row.session)
+        if is_yugabyte(self.server_version()):
+            try:
+                sql = f"SELECT {ISOLATION_FUNCTION}"
+                return self.psql(sql, endpoint, env=env, timeout=30).strip().lower(), (
+                    ISOLATION_FUNCTION
+                )
+            except BackendError as exc:
+                raise BackendError(
+                    f"{self.name(endpoint)}: cannot read the isolation level in effect on "
+                    f"YugabyteDB ({self.server_version()}): {exc}; SHOW transaction_isolation "
+                    "is not trusted there (it reports read committed while running snapshot)"
+                ) from exc
+        sql = "SHOW transaction_isolation"
+        return self.psql(sql, endpoint, env=env, timeout=30).strip().lower(), sql
+
+    def applied(self) -> dict:
+        """Isolation level read back from every node; BackendError if one differs from the row."""
+        wanted = self.row.isolation
+        in_effect, sources = {}, set()
+        for ep in self.endpoints:
+            level, source = self.isolation_in_effect(ep)
+            in_effect[self.name(ep)] = level
+            sources.add(source)
+        wrong = {node: level for node, level in in_effect.items() if level != wanted}
+        if wrong:
+            raise BackendError(
+                f"isolation in effect {wrong} differs from the design's {wanted!r} "
+                "(YugabyteDB: is --yb_enable_read_committed_isolation=true set on every tserver?)"
+            )
+        return {
+            **self.record,
+            "isolation_requested": wanted,
+            "isolation_in_effect": in_effect,
+            "isolation_source": sorted(sources),
+            "server_version": self.server_version(),
+            "load_generator": self.load_generator(),
+            "table": self.table,
+            "sharding": self.sharding,
+            "tablet_layout": self.layouts,  # filled by every reset
+            "inserted_per_tablet": self.inserted,  # filled before every reload
+        }
+
+
+# --------------------------------------------------------------------------- local runner
+
+
+class LocalRunner:
+    """pgbench and psql on this machine; workload scripts get the configured table name."""
+
+    def __init__(self, table: str = "kv", psql: str = "psql"):
+        self.table = table
+        self.psql_exe = psql
+
+    def _script(self, path: Path, cwd: Path) -> Path:
+        if self.table == "kv":
+            return path
+        out = cwd / f"{path.stem}.{self.table}{path.suffix}"
+        out.write_text(rename_table(path.read_text(), self.table))
+        return out
+
+    def popen(self, argv, env, timeout, cwd) -> subprocess.Popen:
+        argv = list(argv)
+        for i, arg in enumerate(argv[:-1]):
+            if arg == "-f":
+                argv[i + 1] = str(self._script(Path(argv[i + 1]), Path(cwd)))
+        return spawn_local(argv, env, cwd)
+
+    def psql(self, endpoint, sql, env, timeout) -> str:
+        try:
+            done = subprocess.run(
+                psql_argv(self.psql_exe, endpoint),
+                input=sql,
+                env={**os.environ, "PGCONNECT_TIMEOUT": "10", **env},
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendError(f"psql {endpoint.host}:{endpoint.port}: {exc}") from exc
+        if done.returncode != 0:
+            raise BackendError(
+                f"psql {endpoint.host}:{endpoint.port} exited {done.returncode}: "
+                f"{done.stderr.strip()[-1000:]}"
+            )
+        return done.stdout
+
+    def facts(self, pgbench: str) -> dict:
+        """This machine's usable cores and its pgbench's version."""
+        try:
+            done = subprocess.run(["sh", "-c", FACTS_SCRIPT, pgbench], capture_output=True,
+                                  text=True, timeout=60)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendError(f"{pgbench} --version: {exc}") from exc
+        return parse_facts(done.stdout)
