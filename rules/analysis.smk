@@ -110,6 +110,9 @@ rule throughput_chart:
         "results/logs/throughput_chart.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        runs=expand("results/runs/{run}", run=RUNS),
     shell:
-        "python -m ybscale.charts throughput --ceilings {input.ceilings} --runs results/runs"
-        " --out results/charts > {log} 2>&1"
+        "python -m ybscale.charts throughput --ceilings {input.ceilings}"
+        " --throughput {output.throughput} --per-second {output.per_second} {params.runs}"
+        " > {log} 2>&1"

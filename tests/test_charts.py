@@ -217,11 +217,17 @@ def test_throughput_cli(tmp_path, curves, ceilings):
         (runs / run).mkdir(parents=True)
         frame.drop(columns="run").to_csv(runs / run / "throughput.csv", index=False)
     ceilings.to_csv(tmp_path / "ceilings.csv", index=False)
+    (runs / "run99").mkdir()  # left over from an earlier, larger design: not named, not drawn
+    pd.DataFrame({"clients": [1], "tps": [1e9]}).to_csv(runs / "run99" / "throughput.csv")
     out = tmp_path / "charts"
-    argv = ["throughput", "--runs", str(runs), "--ceilings", str(tmp_path / "ceilings.csv")]
-    assert charts.main([*argv, "--out", str(out)]) == 0
-    _assert_offline(out / "throughput.html")
-    assert (out / "throughput.svg").read_text().lstrip().startswith("<svg")
+    named = [str(runs / run) for run in sorted(curves["run"].unique())]
+    argv = ["throughput", "--ceilings", str(tmp_path / "ceilings.csv"), *named]
+    argv += ["--throughput", str(out / "tp.svg"), "--per-second", str(out / "ps.svg")]
+    assert charts.main(argv) == 0
+    _assert_offline(out / "tp.html")
+    svg = (out / "tp.svg").read_text()
+    assert svg.lstrip().startswith("<svg") and "run99" not in svg
+    assert (out / "ps.svg").is_file()
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "report").glob("*.rst")), ids=lambda p: p.name)

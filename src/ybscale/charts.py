@@ -101,13 +101,24 @@ def _levels_label(run: str, levels: dict | None, per_line: int = 2) -> str:
     return "|".join([run, *lines])
 
 
-def read_levels(runs_dir: Path | str) -> dict[str, dict]:
-    """Run -> its factor levels, from every ``runs_dir/*/measurement.json`` that has them."""
+def run_dirs(runs: Path | str | Sequence[Path | str]) -> list[Path]:
+    """The run folders to draw: exactly those given, or every folder under a results/runs
+    directory (a folder left over from an earlier design is drawn only in that case)."""
+    if isinstance(runs, (str, Path)):
+        return sorted(p for p in Path(runs).iterdir() if p.is_dir())
+    return [Path(p) for p in runs]
+
+
+def read_levels(runs: Path | str | Sequence[Path | str]) -> dict[str, dict]:
+    """Run -> its factor levels, from each run folder's measurement.json that has them."""
     out = {}
-    for path in sorted(Path(runs_dir).glob("*/measurement.json")):
-        levels = json.loads(path.read_text(encoding="utf-8")).get("levels")
+    for folder in run_dirs(runs):
+        path = folder / "measurement.json"
+        levels = (
+            json.loads(path.read_text(encoding="utf-8")).get("levels") if path.is_file() else None
+        )
         if levels:
-            out[path.parent.name] = levels
+            out[folder.name] = levels
     return out
 
 
@@ -203,32 +214,41 @@ def throughput_chart(
     )
 
 
-def read_curves(runs_dir: Path | str) -> pd.DataFrame:
-    """Concatenate every ``runs_dir/*/throughput.csv`` with a ``run`` column."""
+def read_curves(runs: Path | str | Sequence[Path | str]) -> pd.DataFrame:
+    """Each run folder's throughput.csv, concatenated, with a ``run`` column."""
     frames = [
-        pd.read_csv(p).assign(run=p.parent.name)
-        for p in sorted(Path(runs_dir).glob("*/throughput.csv"))
+        pd.read_csv(folder / "throughput.csv").assign(run=folder.name)
+        for folder in run_dirs(runs)
+        if (folder / "throughput.csv").is_file()
     ]
     if not frames:
-        raise FileNotFoundError(f"no */throughput.csv under {runs_dir}")
+        raise FileNotFoundError(f"no throughput.csv in {runs}")
     return pd.concat(frames, ignore_index=True)
 
 
 def throughput_charts(
-    runs: Path | str | pd.DataFrame, ceilings: Path | str | pd.DataFrame | None, out_dir: Path | str
+    runs: Path | str | Sequence[Path | str] | pd.DataFrame,
+    ceilings: Path | str | pd.DataFrame | None,
+    out_dir: Path | str | None = None,
+    *,
+    throughput: Path | str | None = None,
+    per_second: Path | str | None = None,
 ) -> list[Path]:
-    """Write ``out_dir/throughput.html|svg``; ``runs`` is results/runs or a curves table.
+    """The throughput chart (and, from run folders, the per-second chart) as HTML + SVG.
 
-    With results/runs, also ``out_dir/per_second.html|svg`` from the pgbench aggregate logs."""
+    ``runs``: the run folders (or results/runs, or a curves table). Outputs: ``throughput`` and
+    ``per_second`` paths (their .svg/.html siblings are written), else in ``out_dir``."""
     curves = runs if isinstance(runs, pd.DataFrame) else read_curves(runs)
     levels = None if isinstance(runs, pd.DataFrame) else read_levels(runs)
     if ceilings is not None and not isinstance(ceilings, pd.DataFrame):
         ceilings = pd.read_csv(ceilings)
+    throughput = Path(throughput) if throughput else Path(out_dir) / "throughput.svg"
     chart = throughput_chart(curves, ceilings, ceilings, levels=levels)
-    paths = save(chart, Path(out_dir) / "throughput")
+    paths = save(chart, throughput.with_suffix(""))
     if not isinstance(runs, pd.DataFrame):
+        per_second = Path(per_second) if per_second else Path(out_dir) / "per_second.svg"
         seconds = read_per_second(runs)
-        paths += save(per_second_chart(seconds, levels), Path(out_dir) / "per_second")
+        paths += save(per_second_chart(seconds, levels), per_second.with_suffix(""))
     return paths
 
 
@@ -237,8 +257,8 @@ def throughput_charts(
 _AGG_LOG = re.compile(r"c(\d+)_r(\d+)_(.+)\.\d+(\.\d+)?")
 
 
-def read_per_second(runs_dir: Path | str) -> pd.DataFrame:
-    """Per-second tps of every repetition from ``*/pgbench-logs/`` (all nodes added up).
+def read_per_second(runs: Path | str | Sequence[Path | str]) -> pd.DataFrame:
+    """Per-second tps of every repetition from each run's ``pgbench-logs/`` (nodes added up).
 
     Columns: run, clients, repetition, second (since the repetition's first interval), tps.
     pgbench drops the last partial interval, so a 3 s repetition has 2-3 points.
@@ -246,7 +266,9 @@ def read_per_second(runs_dir: Path | str) -> pd.DataFrame:
     from ybscale.pgbench import PgbenchError, parse_aggregate_logs
 
     frames = []
-    for logs in sorted(Path(runs_dir).glob("*/pgbench-logs")):
+    for logs in (folder / "pgbench-logs" for folder in run_dirs(runs)):
+        if not logs.is_dir():
+            continue
         groups: dict[tuple[int, int], list[Path]] = {}
         for path in logs.iterdir():
             match = _AGG_LOG.fullmatch(path.name)
@@ -632,36 +654,19 @@ def analysis_charts(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ybscale.charts {throughput,analysis} ...``"""
+    """``python -m ybscale.charts throughput --ceilings C --throughput T.svg --per-second P.svg
+    RUN_DIR ...``: the paths the rule names, and exactly its runs."""
     parser = argparse.ArgumentParser(prog="ybscale.charts", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    tp = sub.add_parser("throughput", help="throughput vs clients per run")
-    tp.add_argument("--runs", default="results/runs", help="directory of */throughput.csv")
-    tp.add_argument("--ceilings", default="results/ceilings.csv")
-    tp.add_argument("--out", default="results/charts")
-    an = sub.add_parser("analysis", help="pareto, half-normal, interactions, residuals")
-    an.add_argument("--design", default="config/design.yaml")
-    an.add_argument("--responses", default="results/ceilings.csv")
-    an.add_argument("--response", default="response", help="response column / axis label")
-    an.add_argument("--effects", default="results/effects.csv")
-    an.add_argument("--residuals", default="results/residuals.csv")
-    an.add_argument("--out", default="results/charts")
+    tp = sub.add_parser("throughput", help="throughput vs clients, and per second, per run")
+    tp.add_argument("runs", nargs="+", type=Path, help="run folders (results/runs/<run>)")
+    tp.add_argument("--ceilings", required=True, type=Path)
+    tp.add_argument("--throughput", required=True, type=Path, help="throughput chart (.svg)")
+    tp.add_argument("--per-second", required=True, type=Path, help="per-second chart (.svg)")
     args = parser.parse_args(argv)
-    if args.command == "throughput":
-        ceilings = args.ceilings if Path(args.ceilings).exists() else None
-        paths = throughput_charts(args.runs, ceilings, args.out)
-    else:
-        from ybscale.design import load_design
-
-        residuals = Path(args.residuals)
-        paths = analysis_charts(
-            load_design(args.design),
-            pd.read_csv(args.responses),
-            args.response,
-            pd.read_csv(args.effects),
-            pd.read_csv(residuals) if residuals.exists() else None,
-            args.out,
-        )
+    paths = throughput_charts(
+        args.runs, args.ceilings, throughput=args.throughput, per_second=args.per_second
+    )
     for path in paths:
         print(path)
     return 0
