@@ -19,4 +19,5 @@ rule design:
     conda:
         "../envs/ybscale.yaml"
     shell:
-        "python -m ybscale.design {input} results/design > {log} 2>&1"
+        "python -m ybscale.design {input} --sign-table {output.sign_table}"
+        " --aliases {output.aliases} --summary {output.summary} > {log} 2>&1"

@@ -453,43 +453,51 @@ def design_dict(design: Design) -> dict:
     }
 
 
-def write_design_outputs(design: Design, out_dir: str | Path) -> dict[str, Path]:
-    """Write sign_table.csv, aliases.csv and design.json into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def write_design_outputs(
+    design: Design, out_dir: str | Path | None = None, **paths: str | Path
+) -> dict[str, Path]:
+    """Write the sign table, alias table and design summary: to the paths given as
+    ``sign_table=``, ``aliases=``, ``summary=``, else as sign_table.csv, aliases.csv and
+    design.json in ``out_dir``."""
+    import pandas as pd
+
+    names = {"sign_table": "sign_table.csv", "aliases": "aliases.csv", "summary": "design.json"}
+    paths = {key: Path(paths.get(key) or Path(out_dir) / name) for key, name in names.items()}
+    for path in paths.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
     table = design.sign_table()
     for f in design.factors:
         table[f.name] = [f.level(s) for s in table[f.letter]]
-    paths = {
-        "sign_table": out / "sign_table.csv",
-        "aliases": out / "aliases.csv",
-        "design": out / "design.json",
-    }
     table.to_csv(paths["sign_table"])
-    import pandas as pd
 
     aliases = pd.DataFrame(
         [(t, design.alias_string(t)) for t in design.terms], columns=["term", "alias"]
     )
     aliases.to_csv(paths["aliases"], index=False)
-    with open(paths["design"], "w", encoding="utf-8") as fh:
+    with open(paths["summary"], "w", encoding="utf-8") as fh:
         json.dump(design_dict(design), fh, indent=2)
         fh.write("\n")
     return paths
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ybscale.design DESIGN.yaml OUT_DIR``."""
+    """``python -m ybscale.design DESIGN.yaml OUT_DIR``, or each output named."""
     parser = argparse.ArgumentParser(prog="ybscale.design", description=__doc__.splitlines()[0])
     parser.add_argument("design", help="design YAML file")
-    parser.add_argument("out_dir", help="directory for sign_table.csv, aliases.csv, design.json")
+    parser.add_argument("out_dir", nargs="?", help="folder for all three (or name each one)")
+    parser.add_argument("--sign-table", help="sign table CSV")
+    parser.add_argument("--aliases", help="alias table CSV")
+    parser.add_argument("--summary", help="design summary JSON")
     args = parser.parse_args(argv)
+    named = {"sign_table": args.sign_table, "aliases": args.aliases, "summary": args.summary}
+    if args.out_dir is None and not all(named.values()):
+        parser.error("give OUT_DIR or all of --sign-table, --aliases, --summary")
     try:
         design = load_design(args.design)
     except DesignError as exc:
         print(exc, file=sys.stderr)
         return 1
-    write_design_outputs(design, args.out_dir)
+    write_design_outputs(design, args.out_dir, **named)
     k, p = len(design.factors), len(design.generators)
     print(
         f"2^({k}-{p}) design, {design.n_runs} runs, {design.defining_relation_string()}, "
