@@ -185,9 +185,11 @@ def steady_throughput(
     paths = []  # the load generator's logs are local once pgbench ended (gcp copies them back)
     for prefix in prefixes:
         paths += pgbench.aggregate_log_paths(prefix)
-    if not paths:
+    try:
+        samples = pgbench.parse_aggregate_logs(paths)
+    except pgbench.PgbenchError:  # shorter than one whole interval: no per-second line
         return fallback, math.nan
-    tps, used = precision.steady_tps(pgbench.parse_aggregate_logs(paths), skip)
+    tps, used = precision.steady_tps(samples, skip)
     return (tps, float(used)) if used > 0 and math.isfinite(tps) else (fallback, math.nan)
 
 
