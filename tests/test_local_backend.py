@@ -98,3 +98,21 @@ def test_unknown_server_user_is_a_clear_error(data_root, tmp_path, monkeypatch):
             row_from_levels(levels, 1000), tmp_path
         ):
             pass
+
+
+def test_server_and_session_settings_are_read_back_and_a_drift_fails(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 2, "replication": "off"}
+    row = row_from_levels(
+        levels, 1000, server={"work_mem": "4MB"}, session={"enable_seqscan": "off"}
+    )
+    with backend(data_root).cluster(row, tmp_path) as cluster:
+        applied = cluster.applied()
+        effect = applied["settings_in_effect"]
+        assert effect["server"] == {"node1": {"work_mem": "4MB"}, "node2": {"work_mem": "4MB"}}
+        assert effect["session"]["node2"]["enable_seqscan"] == "off"
+        assert effect["session"]["node1"]["default_transaction_isolation"] == "repeatable read"
+        # a node whose configuration drifted from the row is caught, and named
+        cluster.nodes[1].psql("ALTER SYSTEM SET work_mem = '1MB';\nSELECT pg_reload_conf();")
+        with pytest.raises(BackendError, match="node2: server settings in effect"):
+            cluster.applied()
+    assert servers_under(data_root) == []

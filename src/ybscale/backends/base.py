@@ -77,7 +77,9 @@ class Cluster(abc.ABC):
 
     @abc.abstractmethod
     def applied(self) -> dict:
-        """What was applied (isolation read back, CPU limits, storage), for measurement.json."""
+        """What was applied (settings and isolation read back from every node, CPU limits,
+        storage), for measurement.json; BackendError when what is in effect differs from the
+        row (the one place a row's settings are verified)."""
 
 
 class Backend(abc.ABC):
