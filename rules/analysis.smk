@@ -25,6 +25,7 @@ rule effects:
     input:
         design=config["design"],
         ceilings="results/ceilings.csv",
+        run_order="results/run_order.csv",
         clusters=cluster_teardowns,
         # everything else the report shows, so `--report` works right after this target
         sign_table="results/design/sign_table.csv",
@@ -85,6 +86,7 @@ rule effects:
     shell:
         "(python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
         " --response response --alpha {params.alpha} --model {params.model} --out results"
+        " --run-order {input.run_order}"
         " && python -m ybscale.findings --design {input.design} --analysis results"
         " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
         " --rst {output.findings_page} --design-rst {output.design_page}) > {log} 2>&1"

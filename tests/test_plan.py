@@ -11,7 +11,14 @@ from ybscale import plan as plan_mod
 from ybscale import study, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-MEASUREMENT = {"clients": [1, 2, 4, 8], "repetitions": 2, "seconds": 10, "warmup": 5}
+MEASUREMENT = {
+    "clients": [1, 2, 4, 8],
+    "repetitions": 2,
+    "max_repetitions": 2,
+    "sweep": "grid",
+    "seconds": 10,
+    "warmup": 5,
+}
 RATES = {
     "vm_hour": {"n1-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
     "disk_gb_month": {"pd-ssd": 0.146},
@@ -208,3 +215,15 @@ def test_plan_shows_quotas_gcloud_reports(seed, tmp_path, monkeypatch):
     gcloud.write_text("#!/bin/sh\necho 'not logged in' >&2\nexit 1\n")
     text = plan_mod.format_plan(plan_of(config, quotas=True))
     assert "quotas not read (gcloud: not logged in)" in text and "EXCEEDS" not in text
+
+
+def test_row_time_is_an_upper_bound_with_max_repetitions_and_sweep_midpoints(seed):
+    grid = plan_of(CONFIG).row_seconds
+    more = {**MEASUREMENT, "max_repetitions": 4}
+    assert plan_of({**CONFIG, "measurement": more}).row_seconds["run01"] == grid["run01"] + 4 * 20
+    adaptive = {**MEASUREMENT, "sweep": "adaptive"}
+    per_count = 5 + 2 * 10 + plan_mod.PER_COUNT_OVERHEAD_S
+    extra = plan_mod.ADAPTIVE_EXTRA_COUNTS * per_count
+    assert (
+        plan_of({**CONFIG, "measurement": adaptive}).row_seconds["run01"] == grid["run01"] + extra
+    )

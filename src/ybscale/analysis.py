@@ -20,7 +20,8 @@ import pandas as pd
 
 from ybscale.anova import fit_anova, outliers
 from ybscale.design import DesignError, load_design
-from ybscale.effects import ERROR_TERM, MODELS, estimate_effects
+from ybscale.effects import BLOCK_TERM, ERROR_TERM, MODELS, estimate_effects, noise_se_from_ci
+from ybscale.order import executed_positions
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 _PLUS = {"1", "+1", "+", "1.0", "+1.0"}
@@ -286,11 +287,20 @@ def _response_series(responses: pd.DataFrame, response: str) -> pd.Series:
     return frame[response].astype(float)
 
 
+def _noise_se(responses: pd.DataFrame, response: str) -> pd.Series | None:
+    """Standard error of each run's response from its 95 % interval, when the table has one."""
+    low, high = f"{response}_ci_low", f"{response}_ci_high"
+    if not {low, high} <= set(responses.columns):
+        return None
+    frame = responses.set_index("run") if "run" in responses.columns else responses
+    return pd.Series(noise_se_from_ci(frame[low], frame[high]), index=frame.index)
+
+
 def _charts(design, responses, response, effects, residuals, out_dir: Path) -> list[Path]:
     """The diagnostics charts of the analysis (ybscale.charts)."""
     from ybscale import charts  # altair is heavy: only when charts are drawn
 
-    terms = effects[effects["term"] != ERROR_TERM]
+    terms = effects[~effects["term"].isin([ERROR_TERM, BLOCK_TERM])]
     return charts.analysis_charts(design, responses, response, terms, residuals, out_dir)
 
 
@@ -302,12 +312,20 @@ def analyze(
     alpha: float = 0.05,
     model: str = "additive",
     charts: bool = True,
+    run_order: Path | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Write effects.csv, anova.csv, residuals.csv, outliers.csv (and charts/) into out_dir."""
+    """Write effects.csv, anova.csv, residuals.csv, outliers.csv (and charts/) into out_dir.
+
+    Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
+    as ceilings.csv has them) is carried into the effects; with replications the replicate is a
+    block; ``run_order`` (results/run_order.csv) orders the residuals as they were measured."""
     out_dir = Path(out_dir)
     y = _response_series(responses, response)
-    effects = estimate_effects(design, y, alpha=alpha, model=model)
-    result = fit_anova(design, y, alpha=alpha, model=model)
+    noise = _noise_se(responses, response)
+    blocks = design.replications > 1
+    effects = estimate_effects(design, y, alpha=alpha, model=model, noise_se=noise, blocks=blocks)
+    order = executed_positions(run_order) if run_order else None
+    result = fit_anova(design, y, alpha=alpha, model=model, blocks=blocks, order=order)
     tables = {
         "effects": effects,
         "anova": result.table,
@@ -352,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--model", choices=MODELS, default="additive")
     parser.add_argument("--no-charts", action="store_true", help="do not draw charts")
+    parser.add_argument("--run-order", type=Path, help="results/run_order.csv (residual order)")
     args = parser.parse_args(argv)
     if not 0 < args.alpha < 1:
         raise SystemExit(f"ybscale analyze: --alpha must be in (0, 1), got {args.alpha}")
@@ -360,7 +379,14 @@ def main(argv: list[str] | None = None) -> int:
         responses = read_responses(args.responses, design, args.response)
         column = responses.attrs["response"]
         tables = analyze(
-            design, responses, column, args.out, args.alpha, args.model, not args.no_charts
+            design,
+            responses,
+            column,
+            args.out,
+            args.alpha,
+            args.model,
+            not args.no_charts,
+            args.run_order,
         )
     except (DesignError, ResponsesError) as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None

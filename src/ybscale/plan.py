@@ -99,12 +99,20 @@ class Plan:
         return sum(self.costs(worst).values())
 
 
+ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (estimate)
+
+
 def row_seconds(row: Row, measurement: Mapping) -> float:
-    """Expected wall time of one row: per client count warm-up, repetitions and overhead."""
-    per_count = measurement["warmup"] + measurement["repetitions"] * measurement["seconds"]
+    """Wall time of one row at most: per client count the warm-up, `max_repetitions` (when the
+    precision target is never met) and overhead; the adaptive sweep's midpoints counted, its
+    early stop not (an upper bound for planning)."""
+    reps = max(measurement["repetitions"], measurement["max_repetitions"])
+    per_count = measurement["warmup"] + reps * measurement["seconds"]
     per_count += PER_COUNT_OVERHEAD_S
     load = row.dataset_rows / LOAD_ROWS_PER_S
     counts = len(measurement["clients"])
+    if measurement["sweep"] == "adaptive":
+        counts += ADAPTIVE_EXTRA_COUNTS
     reloads = 1 if row.read_only else counts
     return counts * per_count + reloads * load
 

@@ -14,6 +14,8 @@ from pathlib import Path
 COMMON_MODULES = (
     "bench.py",
     "pgbench.py",
+    "precision.py",
+    "adaptive.py",
     "workload.py",
     "row.py",
     "knobs.py",
