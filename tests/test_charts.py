@@ -12,6 +12,7 @@ import vl_convert as vlc
 
 from ybscale import charts
 from ybscale.design import load_design
+from ybscale.usl import usl as usl_curve
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = [1, 2, 4, 8, 16, 32]
@@ -33,7 +34,7 @@ def ceilings(design):
         usl_sigma=0.05 + 0.01 * i, usl_kappa=0.001 * (i % 4), usl_lambda=lam.astype(float)
     )
     table.loc[3, "usl_sigma"] = np.nan  # a failed fit: no curve for that run
-    peak = [charts.usl_throughput(CLIENTS, *row) for row in table[USL].to_numpy()]
+    peak = [usl_curve(CLIENTS, *row) for row in table[USL].to_numpy()]
     table["empirical_tps"] = [np.nanmax(p) if np.isfinite(p).any() else 400.0 for p in peak]
     table["empirical_clients"] = [
         CLIENTS[int(np.nanargmax(p))] if np.isfinite(p).any() else 32 for p in peak
@@ -46,7 +47,7 @@ def curves(ceilings):
     frames = []
     for row in ceilings.itertuples():
         sigma = 0.1 if np.isnan(row.usl_sigma) else row.usl_sigma
-        tps = charts.usl_throughput(CLIENTS, sigma, row.usl_kappa, row.usl_lambda)
+        tps = usl_curve(CLIENTS, sigma, row.usl_kappa, row.usl_lambda)
         frames.append(
             pd.DataFrame(
                 {"run": row.run, "clients": CLIENTS, "tps": tps}
@@ -140,8 +141,8 @@ def test_throughput_panels_and_usl(curves, ceilings):
 
 
 def test_usl_formula():
-    assert charts.usl_throughput(1, 0.1, 0.01, 50.0) == pytest.approx(50.0)
-    assert charts.usl_throughput(10, 0.1, 0.0, 1.0) == pytest.approx(10 / 1.9)
+    assert usl_curve(1, 0.1, 0.01, 50.0) == pytest.approx(50.0)
+    assert usl_curve(10, 0.1, 0.0, 1.0) == pytest.approx(10 / 1.9)
 
 
 def test_pareto_reference_lines(design, effects):

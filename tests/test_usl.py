@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from ybscale.usl import fit_usl, main, predict
+from ybscale.usl import fit_usl, main, usl
 
 N = np.array([1, 2, 4, 8, 16, 32, 64], dtype=float)
 
@@ -34,7 +34,9 @@ def test_recovers_known_parameters_with_noise():
     assert fit.flags == []
     assert fit.n_points == 7
     assert all(se > 0 and math.isfinite(se) for se in (fit.sigma_se, fit.kappa_se, fit.lam_se))
-    assert predict(fit, 8) == pytest.approx(_usl(8, fit.sigma, fit.kappa, fit.lam))
+    assert usl(8, fit.sigma, fit.kappa, fit.lam) == pytest.approx(
+        _usl(8, fit.sigma, fit.kappa, fit.lam)
+    )
 
 
 def test_no_coherency_gives_infinite_peak():

@@ -21,6 +21,8 @@ import pandas as pd
 import vl_convert as vlc
 from scipy.stats import norm
 
+from ybscale.usl import usl as usl_curve
+
 NOT_EFFECTS = {"I", "mean", "intercept", "Intercept", "(Intercept)", "error"}
 ACTIVE_COLOR = alt.Scale(domain=[True, False], range=["#d62728", "#4c78a8"])
 OUTLIER_COLOR = ACTIVE_COLOR
@@ -58,12 +60,6 @@ def _finite(value) -> bool:
         return value is not None and math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
-
-
-def usl_throughput(n, sigma: float, kappa: float, lam: float):
-    """Universal Scalability Law X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1))."""
-    n = np.asarray(n, dtype=float)
-    return lam * n / (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0))
 
 
 def _treatment(row: pd.Series, letters: Sequence[str]) -> str:
@@ -142,7 +138,7 @@ def _usl_grid(usl: pd.DataFrame | None, curves: pd.DataFrame, points: int = 60) 
             continue
         lo, hi = float(measured.min()), float(measured.max())
         grid = np.geomspace(max(lo, 1e-9), hi, points) if lo > 0 else np.linspace(lo, hi, points)
-        tps = usl_throughput(grid, *(float(fit[c]) for c in cols))
+        tps = usl_curve(grid, *(float(fit[c]) for c in cols))
         frames.append(pd.DataFrame({"run": fit["run"], "clients": grid, "tps": tps}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run"])
 

@@ -18,7 +18,7 @@ import argparse
 import math
 import sys
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -52,20 +52,11 @@ class UslFit:
     n_points: int
     flags: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
-        """Plain dict (JSON-friendly apart from inf/NaN floats)."""
-        return asdict(self)
-
 
 def usl(n, sigma: float, kappa: float, lam: float):
     """USL throughput at concurrency n (scalar or array)."""
     n = np.asarray(n, dtype=float)
     return lam * n / (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0))
-
-
-def predict(fit: UslFit, n):
-    """Throughput the fit predicts at concurrency n."""
-    return usl(n, fit.sigma, fit.kappa, fit.lam)
 
 
 def _model(n, sigma: float, kappa: float, lam: float):
