@@ -34,7 +34,7 @@ import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.outliers_influence import OLSInfluence
 
-from ybscale.effects import aligned_responses, contrasts, lenth, transform
+from ybscale.effects import aligned_responses, contrasts, lenth, term_sum_sq, transform
 
 OUTLIER_Z = 3.0
 RESIDUAL = "residual"
@@ -97,9 +97,8 @@ def _table(
     design, y: pd.Series, fit, kept: list[str], pooled: list[str], blocks: bool = False
 ) -> pd.DataFrame:
     """ANOVA rows in the design's term order, then the residual line."""
-    n = len(y)
     effect = contrasts(design, y)
-    ss_term = n * (effect / 2.0) ** 2
+    ss_term = term_sum_sq(effect, len(y))
     df_resid = int(round(fit.df_resid))
     ss_resid = float(fit.ssr) if df_resid > 0 else 0.0
     lm = None

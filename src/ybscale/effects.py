@@ -134,10 +134,14 @@ def lenth(effects, alpha: float = 0.05) -> dict[str, float]:
     }
 
 
+def term_sum_sq(effect: pd.Series, n: int) -> pd.Series:
+    """Sum of squares of each two-level term from its effect: N (effect / 2)^2."""
+    return n * (effect / 2.0) ** 2
+
+
 def _variation(design, y: pd.Series, effect: pd.Series) -> tuple[pd.Series, float, float]:
     """(SS per term, SST, SSE); SSE = SST − ΣSS (pure error, 0 when unreplicated)."""
-    n = len(y)
-    sum_sq = n * (effect / 2.0) ** 2
+    sum_sq = term_sum_sq(effect, len(y))
     sst = float(((y - y.mean()) ** 2).sum())
     sse = max(sst - float(sum_sq.sum()), 0.0) if design.replications > 1 else 0.0
     return sum_sq, sst, sse
