@@ -96,7 +96,7 @@ def test_endpoints_of_host_port():
 def test_dataset_sql_and_rename():
     sql = ysql.dataset_sql(1000, "ybscale_kv", "range", 3)
     assert "PRIMARY KEY (k ASC)) SPLIT AT VALUES ((1000000000000), (2000000000000));" in sql
-    assert "generate_series(0, 999)" in sql
+    assert "generate_series(0, 999, 1)" in sql
     assert "CREATE SEQUENCE ybscale_kv_new_key;" in sql
     assert "SPLIT INTO 5 TABLETS" in ysql.dataset_sql(10, "kv", "hash", 5)
     assert "PRIMARY KEY (k));" in ysql.dataset_sql(10, "kv", "none", 5)

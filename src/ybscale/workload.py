@@ -73,13 +73,22 @@ def key_variables(rows: int, shard: int, nshards: int) -> dict[str, int]:
     }
 
 
+def insert_sql(table: str, first: int, last: int, step: int = 1, keys: str = "k") -> str:
+    """The dataset's rows: for k = first, first + step, ... <= last, the key `keys` (an SQL
+    expression of k) with v = md5(key). Every backend loads its data with this statement."""
+    return (
+        f"INSERT INTO {table} SELECT key, md5(key::text) FROM "
+        f"(SELECT {keys} AS key FROM generate_series({first}, {last}, {step}) AS k) AS s;\n"
+    )
+
+
 def load_sql(rows: int, shard: int = 0, nshards: int = 1) -> str:
     """SQL that (re)creates the starting state of one shard: `rows` keys split over nshards."""
     return (
         SCHEMA_SQL
         + "TRUNCATE kv;\n"
-        + f"INSERT INTO kv SELECT k, md5(k::text) FROM generate_series({shard}, {rows - 1},"
-        f" {nshards}) AS k;\n" + "VACUUM ANALYZE kv;\n"
+        + insert_sql("kv", shard, rows - 1, nshards)
+        + "VACUUM ANALYZE kv;\n"
     )
 
 

@@ -69,9 +69,8 @@ def dataset_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: i
         f"DROP SEQUENCE IF EXISTS {table}_new_key;\n"
         f"CREATE TABLE {table} (k bigint, v text NOT NULL, {pk}){split};\n"
         f"CREATE SEQUENCE {table}_new_key;\n"
-        f"INSERT INTO {table} SELECT key, md5(key::text) FROM "
-        f"(SELECT {keys} AS key FROM generate_series(0, {rows - 1}) AS k) AS s;\n"
-        f"ANALYZE {table};\n"
+        + workload.insert_sql(table, 0, rows - 1, keys=keys)
+        + f"ANALYZE {table};\n"
     )
 
 
