@@ -47,7 +47,7 @@ def cluster_endpoints(wildcards):
     """gcp: the endpoints of the row's cluster (brought up by cluster_up); local: nothing."""
     if BACKEND != "gcp":
         return []
-    return f"results/clusters/{STUDY.row(wildcards.run).infra_key}/endpoints.json"
+    return f"results/clusters/{STUDY.row(wildcards.run).combination}/endpoints.json"
 
 
 def cluster_teardowns(wildcards):

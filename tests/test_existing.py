@@ -33,7 +33,7 @@ def seed_rows():
 
 
 def all_combos(but=()):
-    combos = {row.infra_key for row in seed_rows()}
+    combos = {row.combination for row in seed_rows()}
     return {c: {"hosts": [f"{c}.example"]} for c in combos if c not in but}
 
 

@@ -238,8 +238,8 @@ def test_seed_design_resolves_to_the_seed_rows():
     assert run01.cluster.nodes == 3 and run01.cluster.replication is True
     assert run01.cluster.node_size == "large"
     assert run01.script == "read" and run01.variables == {"rows": "1"}
-    assert run01.infra_key == "nodes3-large-replon"
-    assert {r.infra_key for r in loaded.rows} == {
+    assert run01.combination == "nodes3-large-replon"
+    assert {r.combination for r in loaded.rows} == {
         f"nodes{n}-{s}-repl{p}" for n in (3, 5) for s in ("small", "large") for p in ("on", "off")
     }
     # the seed's names are shorthands: the same design without `sets:` resolves the same rows

@@ -299,7 +299,7 @@ def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
     backend = get_backend(config)
     started = dt.datetime.now(dt.UTC)
     rep_rows = []
-    progress(f"{run}: starting {backend.name} cluster {row.infra_key} for {row.levels}")
+    progress(f"{run}: starting {backend.name} cluster {row.combination} for {row.levels}")
     with backend.cluster(row, outdir) as cluster:
         applied = cluster.applied()  # raises when a setting in effect differs from the row
         for warning in applied.get("warnings", []):

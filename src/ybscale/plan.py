@@ -224,7 +224,7 @@ def plan(
     types = settings["machine_types"]
     by_run = {row.run: row for row in rows}
     runs = list(by_run)
-    key = {r: by_run[r].infra_key for r in runs}
+    key = {r: by_run[r].combination for r in runs}
     if combos is not None:
         runs = [r for r in runs if key[r] in combos]
     seconds = {r: row_seconds(by_run[r], measurement) for r in runs}

@@ -59,9 +59,9 @@ class Row:
         return self.session.get(knobs.ISOLATION, "read committed")
 
     @property
-    def infra_key(self) -> str:
+    def combination(self) -> str:
         """The infrastructure combination: rows with equal keys share a cluster."""
-        return infra_key(self.cluster, self.server)
+        return combination_key(self.cluster, self.server)
 
     def source(self, knob: str) -> str:
         """Where a knob's value came from (``config/design.yaml: factors.C.levels[1]``)."""
@@ -83,7 +83,7 @@ class Row:
         return cls(**{**data, "cluster": ClusterShape(**data["cluster"])})
 
 
-def infra_key(cluster: ClusterShape, server: Mapping[str, str]) -> str:
+def combination_key(cluster: ClusterShape, server: Mapping[str, str]) -> str:
     """``nodes3-small-reploff`` plus each server setting; a valid cloud resource name part."""
     parts = [
         f"nodes{cluster.nodes}",

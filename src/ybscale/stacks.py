@@ -498,7 +498,7 @@ def design_combos(config: Mapping) -> set[str]:
         design = load_design(config["design"])
     except Exception:
         return set()
-    return {Backend.infra_key(design.levels(r)) for r in design.run_ids}
+    return {Backend.combination(design.levels(r)) for r in design.run_ids}
 
 
 def destroy_all(config: Mapping, *, auto=None, log=print, program=None) -> list[str]:

@@ -34,7 +34,7 @@ class Study:
         """Infrastructure combination -> its runs (rows sharing a cluster)."""
         out: dict[str, list[str]] = {}
         for row in self.rows:
-            out.setdefault(row.infra_key, []).append(row.run)
+            out.setdefault(row.combination, []).append(row.run)
         return dict(sorted(out.items()))
 
 

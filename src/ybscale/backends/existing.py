@@ -51,12 +51,12 @@ def check_endpoints(settings: Mapping, rows: Sequence[Row]) -> list[str]:
     missing: dict[str, list[str]] = {}
     errors = []
     for row in rows:
-        entry = combos.get(row.infra_key)
+        entry = combos.get(row.combination)
         if entry is None:
-            missing.setdefault(row.infra_key, []).append(row.run)
+            missing.setdefault(row.combination, []).append(row.run)
         elif dict(entry.get("server") or {}) != row.server:
             errors.append(
-                f"{CONFIG_SOURCE}: existing.combinations.{row.infra_key}.server: declares "
+                f"{CONFIG_SOURCE}: existing.combinations.{row.combination}.server: declares "
                 f"{dict(entry.get('server') or {})}, its rows need {row.server}"
             )
     errors += [
@@ -86,7 +86,7 @@ class ExistingBackend(Backend):
 
     @contextmanager
     def cluster(self, row, workdir) -> Iterator[Cluster]:
-        combo = row.infra_key
+        combo = row.combination
         entry = self.settings["combinations"].get(combo)
         if entry is None:
             raise BackendError(f"{CONFIG_SOURCE}: existing.combinations.{combo}: no endpoints")

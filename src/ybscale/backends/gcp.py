@@ -242,7 +242,7 @@ class GcpBackend(Backend):
 
     @contextmanager
     def cluster(self, row, workdir) -> Iterator[Cluster]:
-        combo = row.infra_key
+        combo = row.combination
         endpoints = load_endpoints(combo)
         host = ssh_host(endpoints, self.settings)
         nodes = tserver_endpoints(endpoints)
