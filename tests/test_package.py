@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,12 @@ print(ybscale.__file__, ybscale_infra.__file__, len(loaded.rows), sep="\\n")
 def test_wheel_installed_elsewhere_works_from_another_directory(tmp_path):
     wheels, site, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
     elsewhere.mkdir()
+    source = tmp_path / "source"  # built from a copy: the build leaves nothing in the checkout
+    for name in ("pyproject.toml", "README.md", "src", "infra"):
+        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, source / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "-w", str(wheels), str(REPO)],
+        [*pip, "wheel", "--no-deps", "-w", str(wheels), str(source)],
         check=True,
         capture_output=True,
         timeout=300,
