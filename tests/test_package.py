@@ -27,6 +27,7 @@ def test_wheel_installed_elsewhere_works_from_another_directory(tmp_path):
     wheels, site, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
     elsewhere.mkdir()
     source = tmp_path / "source"  # built from a copy: the build leaves nothing in the checkout
+    source.mkdir()
     for name in ("pyproject.toml", "README.md", "src", "infra"):
         (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, source / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
