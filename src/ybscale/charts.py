@@ -193,20 +193,25 @@ def throughput_chart(
         y=y, tooltip=tip
     )
     layer = alt.layer(bars, points, line, rule, star).properties(**PANEL)
+    return _panels(
+        layer,
+        data,
+        columns,
+        "Throughput vs clients per run",
+        "points: mean tps, bars: min-max over repetitions, dashed: USL fit, red: empirical ceiling",
+    )
+
+
+def _panels(chart, data: pd.DataFrame, columns: int, title: str, subtitle: str):
+    """One panel per run (headers: its factor levels), each with its own y scale."""
     return (
-        layer.facet(
+        chart.facet(
             data=data,
             facet=alt.Facet("panel:N", title=None, sort=alt.SortField("run"), header=_header()),
             columns=columns,
         )
         .resolve_scale(y="independent")
-        .properties(
-            title=alt.TitleParams(
-                "Throughput vs clients per run",
-                subtitle="points: median tps, bars: min-max over repetitions, dashed: USL fit, "
-                "red: empirical ceiling",
-            )
-        )
+        .properties(title=alt.TitleParams(title, subtitle=subtitle))
     )
 
 
@@ -314,20 +319,13 @@ def per_second_chart(
         )
         .properties(**PANEL)
     )
-    return (
-        chart.facet(
-            data=data,
-            facet=alt.Facet("panel:N", title=None, sort=alt.SortField("run"), header=_header()),
-            columns=columns,
-        )
-        .resolve_scale(y="independent")
-        .properties(
-            title=alt.TitleParams(
-                "Throughput second by second, per run",
-                subtitle="one line per client count and repetition (pgbench aggregate log, all "
-                "nodes added up; the first second is partial): look for warm-up, stalls, drops",
-            )
-        )
+    return _panels(
+        chart,
+        data,
+        columns,
+        "Throughput second by second, per run",
+        "one line per client count and repetition (pgbench aggregate log, all "
+        "nodes added up; the first second is partial): look for warm-up, stalls, drops",
     )
 
 
