@@ -181,17 +181,18 @@ def response_section(study: Study) -> list[str]:
     backend = meta.get("applied", {}).get("backend", "?")
     res = followup.resolution_text(d)
     how = (
-        "the **empirical** ceiling: the largest median throughput over the client counts"
+        "the **empirical** ceiling: the largest mean throughput over the client counts"
         if study.ceiling == "empirical"
         else "the **USL** ceiling X(N*) of the Universal Scalability Law fit"
     )
     reps = m.get("repetitions", "?")
+    rows = meta.get("row", {}).get("dataset_rows")  # measurement.json: the resolved row
     text = (
         f"**Response.** The throughput ceiling of each row, {how} "
         f"{m.get('clients', '?')}, each client count measured {reps} time(s) for "
-        f"{m.get('seconds', '?')} s after {m.get('warmup', '?')} s of warm-up (median kept), with "
-        f"pgbench on the **{backend}** backend over {m.get('rows', '?'):,} rows. "
-        if isinstance(m.get("rows"), int)
+        f"{m.get('seconds', '?')} s after {m.get('warmup', '?')} s of warm-up (mean kept), with "
+        f"pgbench on the **{backend}** backend over {rows:,} rows. "
+        if isinstance(rows, int)
         else f"**Response.** The throughput ceiling of each row ({how}), backend {backend}. "
     )
     y = study.ceilings["response"] if "response" in study.ceilings else pd.Series(dtype=float)
