@@ -246,7 +246,10 @@ def test_interrupted_run_stops_its_servers(study):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode != 0
+    output = proc.stdout.read()
+    # the row was really interrupted: its forced output was removed and never written again
+    # (Snakemake's own exit code after a Ctrl-C is not what this test is about)
+    assert not (work / "results/runs/run05/throughput.csv").exists(), output[-3000:]
     deadline = time.monotonic() + 30
     while servers_under(root) and time.monotonic() < deadline:
         time.sleep(0.5)
