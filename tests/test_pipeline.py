@@ -225,6 +225,7 @@ def test_interrupted_run_stops_its_servers(study):
     long = yaml.safe_load((work / "config" / "test.yaml").read_text())
     long["measurement"].update(clients=[1, 2, 4], repetitions=5, seconds=2)
     (work / "config" / "long.yaml").write_text(yaml.safe_dump(long))
+    (work / "results/logs/measure/run05.log").unlink(missing_ok=True)  # no earlier run's lines
     proc = subprocess.Popen(
         [*SNAKEMAKE, "--cores", "2", "-f", "results/runs/run05/throughput.csv"]
         + ["--configfile", "config/long.yaml"],
@@ -236,11 +237,12 @@ def test_interrupted_run_stops_its_servers(study):
     )
     try:
         deadline = time.monotonic() + 120
-        while not servers_under(root):
+        log = work / "results/logs/measure/run05.log"
+        # inside the measurement: the servers run and the first repetition was logged
+        while not (servers_under(root) and log.is_file() and "repetition" in log.read_text()):
             assert proc.poll() is None, proc.stdout.read()
-            assert time.monotonic() < deadline, "no server started"
+            assert time.monotonic() < deadline, "no measurement started"
             time.sleep(0.2)
-        time.sleep(2)  # inside the measurement
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
         proc.wait(timeout=120)
     finally:
