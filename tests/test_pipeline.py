@@ -234,6 +234,9 @@ def test_interrupted_run_stops_its_servers(study):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # as from a terminal: Ctrl-C not ignored (an earlier test in this process may leave SIGINT
+        # ignored, and an ignored signal is inherited: Snakemake would then never see it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 120
