@@ -30,4 +30,4 @@ onerror:
     if BACKEND == "gcp":
         from ybscale.stacks import destroy_all
 
-        destroy_all(SETTINGS)
+        destroy_all(SETTINGS, STUDY.combinations, CLUSTERS)

@@ -83,13 +83,19 @@ rule effects:
         alpha=ANALYSIS["alpha"],
         model=ANALYSIS["model"],
         ceiling=ANALYSIS["ceiling"],
+        runs=expand("results/runs/{run}", run=RUNS),
     shell:
         "(python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
-        " --response response --alpha {params.alpha} --model {params.model} --out results"
-        " --run-order {input.run_order}"
-        " && python -m ybscale.findings --design {input.design} --analysis results"
+        " --response response --alpha {params.alpha} --model {params.model}"
+        " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
+        " --residuals {output.residuals} --outliers {output.outliers}"
+        " --pareto {output.pareto} --half-normal {output.half_normal}"
+        " --interactions {output.interactions} --residual-charts {output.residual_charts}"
+        " && python -m ybscale.findings --design {input.design} --effects {output.effects}"
+        " --ceilings {input.ceilings} --outliers {output.outliers}"
         " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
-        " --rst {output.findings_page} --design-rst {output.design_page}) > {log} 2>&1"
+        " --rst {output.findings_page} --design-rst {output.design_page} {params.runs})"
+        " > {log} 2>&1"
 
 
 rule throughput_chart:

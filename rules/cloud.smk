@@ -11,7 +11,7 @@ PREVIOUS_IN_SLOT = previous_in_slot(STUDY.rows, SETTINGS)
 
 def previous_destroyed(wildcards):
     before = PREVIOUS_IN_SLOT[wildcards.combo]
-    return [] if before is None else f"results/clusters/{before}/destroyed.json"
+    return [] if before is None else f"{CLUSTERS}/{before}/destroyed.json"
 
 
 onstart:
@@ -22,7 +22,7 @@ onstart:
 rule cloud_settings:
     """The settings as Snakemake resolved them (--config included), for the cluster CLI."""
     output:
-        "results/clusters/settings.json",
+        f"{CLUSTERS}/settings.json",
     params:
         settings=SETTINGS,
     run:
@@ -32,29 +32,32 @@ rule cloud_settings:
 rule cluster_up:
     """Bring up the stack of one combination (pulumi up, wait until ready), write endpoints."""
     input:
-        settings="results/clusters/settings.json",
+        settings=f"{CLUSTERS}/settings.json",
         previous=previous_destroyed,
     output:
-        temp("results/clusters/{combo}/endpoints.json"),
+        temp(f"{CLUSTERS}/{{combo}}/endpoints.json"),
     log:
         "results/logs/cluster_up/{combo}.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        serial_logs="results/logs/cluster_up",
     shell:
         "python -m ybscale.clusters up --combo {wildcards.combo}"
-        " --config {input.settings} --out {output} > {log} 2>&1"
+        " --config {input.settings} --out {output} --serial-logs {params.serial_logs}"
+        " > {log} 2>&1"
 
 
 rule cluster_down:
     """Destroy the stack of one combination once every row that uses it is measured."""
     input:
-        settings="results/clusters/settings.json",
-        endpoints="results/clusters/{combo}/endpoints.json",
+        settings=f"{CLUSTERS}/settings.json",
+        endpoints=f"{CLUSTERS}/{{combo}}/endpoints.json",
         rows=lambda wildcards: expand(
             "results/runs/{run}/throughput.csv", run=runs_of(wildcards.combo)
         ),
     output:
-        "results/clusters/{combo}/destroyed.json",
+        f"{CLUSTERS}/{{combo}}/destroyed.json",
     log:
         "results/logs/cluster_down/{combo}.log",
     conda:

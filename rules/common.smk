@@ -22,6 +22,9 @@ BACKEND = SETTINGS["backend"]
 ANALYSIS = SETTINGS["analysis"]
 COMBOS = list(STUDY.combinations)
 MEASURE_CODE = code_digest(BACKEND)
+CLUSTERS = (
+    "results/clusters"  # gcp: one folder per combination (endpoints, host keys, lock)
+)
 
 
 wildcard_constraints:
@@ -47,11 +50,11 @@ def cluster_endpoints(wildcards):
     """gcp: the endpoints of the row's cluster (brought up by cluster_up); local: nothing."""
     if BACKEND != "gcp":
         return []
-    return f"results/clusters/{STUDY.row(wildcards.run).combination}/endpoints.json"
+    return f"{CLUSTERS}/{STUDY.row(wildcards.run).combination}/endpoints.json"
 
 
 def cluster_teardowns(wildcards):
     """gcp: every cluster destroyed before the analysis; other backends: nothing."""
     if BACKEND != "gcp":
         return []
-    return expand("results/clusters/{combo}/destroyed.json", combo=COMBOS)
+    return expand(f"{CLUSTERS}/{{combo}}/destroyed.json", combo=COMBOS)

@@ -41,6 +41,7 @@ rule measure:
         code=MEASURE_CODE,
         measurement=SETTINGS["measurement"],
         backend=SETTINGS.get(BACKEND, {}),
+        clusters=CLUSTERS,
     script:
         "scripts/measure.py"
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# what a user's checkout holds to run a study (results/ excluded; the package only where asked)
+WORKFLOW = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs"]
 
 
 def servers_under(root: Path) -> list[str]:
@@ -27,15 +32,54 @@ def servers_under(root: Path) -> list[str]:
     return found
 
 
-@pytest.fixture
-def data_root():
-    """A data root of the test's own on /dev/shm, so checks see only this test's servers."""
+@contextmanager
+def ram_root():
+    """A data root of the caller's own on /dev/shm, so checks see only its servers."""
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
     root = base / f"ybscale-test-{uuid.uuid4().hex[:8]}"
     root.mkdir()
     root.chmod(0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def data_root():
+    """A data root of the test's own (see `ram_root`)."""
+    with ram_root() as root:
+        yield root
+
+
+def copy_workflow(dest: Path, source: Path = REPO, package: bool = False) -> Path:
+    """The workflow's files copied from `source` into `dest` (and src/ with `package`)."""
+    for name in WORKFLOW + (["src"] if package else []):
+        src = source / name
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, target)
+    return dest
+
+
+def snakemake(
+    work: Path, *args: str, configfile: str | None = None, timeout: float = 600, env=None
+) -> subprocess.CompletedProcess:
+    """`python -m snakemake --cores 2 ARGS [--configfile F]` in `work`; the caller checks it."""
+    extra = ["--configfile", configfile] if configfile else []
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", *args, *extra],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def failed(out: subprocess.CompletedProcess) -> str:
+    """The tails of a finished command's output, for an assertion message."""
+    return out.stdout[-3000:] + out.stderr[-3000:]
 
 
 def row_from_levels(levels: dict, dataset_rows: int, run: str = "run01", **extra):

@@ -2,15 +2,13 @@
 
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-import ybscale
-from ybscale.analysis import ResponsesError, analyze, main, read_responses
+from ybscale.analysis import AnalysisPaths, ResponsesError, analyze, main, read_responses
 from ybscale.design import design_from_dict, load_design
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,18 +70,25 @@ def test_analyze_function_returns_tables(tmp_path):
     assert set(tables["effects"]["model"]) == {"multiplicative"}
 
 
-def test_charts_called_when_available(tmp_path, monkeypatch):
-    calls = []
-    fake = types.ModuleType("ybscale.charts")
-    fake.analysis_charts = lambda *args: calls.append(args) or []
-    monkeypatch.setitem(sys.modules, "ybscale.charts", fake)
-    monkeypatch.setattr(ybscale, "charts", fake, raising=False)
+def test_every_output_goes_exactly_where_it_is_named(tmp_path):
+    """The rule names each file: nothing is written anywhere else (no folder layout assumed)."""
+    from ybscale.charts import AnalysisChartPaths
+
     design = design_from_dict(HALF)
     responses = pd.DataFrame({"rate": RATES}, index=pd.Index(design.run_ids, name="run"))
-    analyze(design, responses, "rate", tmp_path)
-    (args,) = calls
-    assert args[2] == "rate" and args[5] == tmp_path / "charts"
-    assert "error" not in set(args[3]["term"])
+    charts = AnalysisChartPaths(
+        tmp_path / "a" / "p.svg", tmp_path / "b" / "hn.svg", tmp_path / "ix", tmp_path / "res"
+    )
+    tables = tmp_path / "t"
+    paths = AnalysisPaths(
+        tables / "e.csv", tables / "an.csv", tables / "r.csv", tables / "o.csv", charts
+    )
+    analyze(design, responses, "rate", paths)
+    written = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert {"t/e.csv", "t/an.csv", "t/r.csv", "t/o.csv", "a/p.svg", "b/hn.svg"} <= written
+    assert "ix/interaction_AB.svg" in written and "res/residuals_qq.svg" in written
+    assert {w.split("/")[0] for w in written} == {"t", "a", "b", "ix", "res"}
+    assert pd.read_csv(tables / "e.csv")["term"].iloc[0] != "error"
 
 
 def test_responses_by_level_labels_in_any_order(tmp_path):

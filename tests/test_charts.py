@@ -199,7 +199,8 @@ def _assert_offline(html: Path):
 
 
 def test_analysis_charts_written_offline(tmp_path, design, ceilings, effects, residuals):
-    paths = charts.analysis_charts(design, ceilings, "response", effects, residuals, tmp_path)
+    where = charts.AnalysisChartPaths.under(tmp_path)
+    paths = charts.analysis_charts(design, ceilings, "response", effects, residuals, where)
     names = {p.relative_to(tmp_path).as_posix() for p in paths}
     stems = ["pareto", "half_normal", "interactions/interaction_AB", "interactions/interaction_CD"]
     stems += [f"residuals/residuals_{n}" for n in ("qq", "fitted", "order")]

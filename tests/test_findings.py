@@ -15,6 +15,7 @@ from ybscale.analysis import analyze
 from ybscale.design import load_design
 from ybscale.design_report import design_rst
 from ybscale.findings import write_findings
+from ybscale.study_files import StudyFiles
 
 NUMBER = r"(-?[\d,]+(?:\.\d+)?k?)"
 
@@ -61,7 +62,7 @@ def study(tmp_path):
         (results / "runs" / run / "measurement.json").write_text(json.dumps(meta))
     out = results / "findings.md"
     rst = results / "report" / "findings.rst"
-    text = write_findings(design, results, out, rst)
+    text = write_findings(design, StudyFiles.under(results, design.run_ids), out, rst)
     return design, results, text, rst.read_text()
 
 

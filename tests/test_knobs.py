@@ -6,22 +6,19 @@ the workflow whose data root is watched: none may start a server or create a clu
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, servers_under
+from conftest import REPO, copy_workflow, ram_root, servers_under
 
 from ybscale import knobs, study, workload
 from ybscale.design import DesignError
 from ybscale.row import RowError
 
-COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs"]
 SEED = yaml.safe_load((REPO / "config" / "design.yaml").read_text())
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
@@ -141,15 +138,10 @@ INVALID = {
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory):
     """A copy of the workflow on a watched RAM data root, with one extra script."""
-    work = tmp_path_factory.mktemp("knobs")
-    for name in COPY:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    work = copy_workflow(tmp_path_factory.mktemp("knobs"))
     (work / "workloads" / "needs_foo.sql").write_text("SELECT :foo + :shard;\n")
-    root = Path("/dev/shm") / f"ybscale-test-{uuid.uuid4().hex[:8]}"
-    root.mkdir()
-    yield work, root
-    shutil.rmtree(root, ignore_errors=True)
+    with ram_root() as root:
+        yield work, root
 
 
 def dry_run(work: Path, root: Path, name: str, design: dict, extra: dict):

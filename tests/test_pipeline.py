@@ -9,56 +9,40 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, servers_under
-
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs", "src"]
+from conftest import copy_workflow, failed, ram_root, servers_under
+from conftest import snakemake as run_snakemake
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    """A copy of the workflow that ran the tiny config (default target) on its own RAM data root.
+    """A copy of the workflow (its package too) that ran the tiny config on its own RAM root.
 
     Every test that uses it works alone: the study runs here, once per module."""
-    work = tmp_path_factory.mktemp("study")
-    for name in COPY:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
-    root = Path("/dev/shm") / f"ybscale-test-{uuid.uuid4().hex[:8]}"
-    root.mkdir(exist_ok=True)
-    with open(work / "config" / "test.yaml") as fh:
-        test_cfg = yaml.safe_load(fh)
-    test_cfg["local"] = {**_local_defaults(), "data_root": str(root)}
-    (work / "config" / "test.yaml").write_text(yaml.safe_dump(test_cfg))
-    try:
+    with ram_root() as root:
+        work = tiny_workflow(tmp_path_factory.mktemp("study"), root, package=True)
         snakemake(work)  # the default target: design, effects, charts
         yield work, root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
-def _local_defaults():
-    with open(REPO / "config" / "config.yaml") as fh:
-        return yaml.safe_load(fh)["local"]
+def tiny_workflow(work: Path, root: Path, package: bool = False) -> Path:
+    """A copy of the workflow whose config/test.yaml puts the servers under `root`."""
+    copy_workflow(work, package=package)
+    test_cfg = yaml.safe_load((work / "config" / "test.yaml").read_text())
+    test_cfg["local"] = {"data_root": str(root)}
+    (work / "config" / "test.yaml").write_text(yaml.safe_dump(test_cfg))
+    return work
 
 
 def snakemake(work, *args, check=True, timeout=600, env=None):
-    out = subprocess.run(
-        [*SNAKEMAKE, "--cores", "2", *args, "--configfile", "config/test.yaml"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    """Snakemake on the tiny config in `work`; raises with its output unless `check` is off."""
+    out = run_snakemake(work, *args, configfile="config/test.yaml", timeout=timeout, env=env)
     if check and out.returncode != 0:
-        raise AssertionError(out.stdout[-3000:] + out.stderr[-3000:])
+        raise AssertionError(failed(out))
     return out
 
 
@@ -110,7 +94,7 @@ def test_report_is_one_offline_file_with_every_chart_and_caption(study):
         "sign_table.csv",
     ]:
         assert chart in html, chart
-    for caption in sorted((REPO / "report").glob("*.rst")):
+    for caption in sorted((study[0] / "report").glob("*.rst")):
         if caption.name == "workflow.rst":
             continue
         phrase = caption_phrase(caption.read_text())
@@ -227,7 +211,15 @@ def test_interrupted_run_stops_its_servers(study):
     (work / "config" / "long.yaml").write_text(yaml.safe_dump(long))
     (work / "results/logs/measure/run05.log").unlink(missing_ok=True)  # no earlier run's lines
     proc = subprocess.Popen(
-        [*SNAKEMAKE, "--cores", "2", "-f", "results/runs/run05/throughput.csv"]
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--cores",
+            "2",
+            "-f",
+            "results/runs/run05/throughput.csv",
+        ]
         + ["--configfile", "config/long.yaml"],
         cwd=work,
         stdout=subprocess.PIPE,

@@ -14,15 +14,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from conftest import REPO, servers_under
+from conftest import REPO, ram_root, servers_under
 from test_findings import NUMBER, display_tolerance, parse_number
-from test_pipeline import COPY, _local_defaults, planned, snakemake
+from test_pipeline import planned, snakemake, tiny_workflow
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -40,21 +38,11 @@ CHROMIUM_FLAGS = [
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The README sequence, run once: effects.csv, then the report."""
-    work = tmp_path_factory.mktemp("report-study")
-    for name in COPY:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
-    root = Path("/dev/shm") / f"ybscale-test-{uuid.uuid4().hex[:8]}"
-    root.mkdir(exist_ok=True)
-    cfg = yaml.safe_load((work / "config" / "test.yaml").read_text())
-    cfg["local"] = {**_local_defaults(), "data_root": str(root)}
-    (work / "config" / "test.yaml").write_text(yaml.safe_dump(cfg))
-    try:
+    with ram_root() as root:
+        work = tiny_workflow(tmp_path_factory.mktemp("report-study"), root)
         snakemake(work, "results/effects.csv")
         report = snakemake(work, "--report", "report.html", check=False)
         yield work, root, report
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _workflow_description(html: str) -> str:

@@ -252,7 +252,7 @@ def test_loadgen_runner_maps_paths_and_fetches_logs(sshd, tmp_path):
 def test_loadgen_runner_command_rewrites(tmp_path):
     from ybscale.backends.gcp import LoadgenRunner
 
-    runner = LoadgenRunner(ssh.SshHost("lg", "u", tmp_path / "k"), table="kv")
+    runner = LoadgenRunner(ssh.SshHost("lg", "u", tmp_path / "k", tmp_path / "kh"), table="kv")
     runner._uploaded[(tmp_path / "w.sql").resolve()] = "ybscale/x/scripts/w.sql"
     argv = ["/usr/lib/postgresql/15/bin/pgbench", "-c", "4", "-f", str(tmp_path / "w.sql"),
             f"--log-prefix={tmp_path / 'logs' / 'c004_r1_tserver1'}", "yugabyte"]  # fmt: skip

@@ -25,6 +25,7 @@ from ybscale.backends.base import BackendError
 from ybscale.row import ClusterShape
 
 NOW = dt.datetime(2026, 11, 22, 15, 0, tzinfo=dt.UTC)
+CLUSTERS = Path("results/clusters")  # the rules' folder; every test runs in its own tmp_path
 
 
 class FakeStack:
@@ -238,10 +239,28 @@ def test_destroy_all_destroys_only_the_owners_stacks(settings):
         stacks.up(combo, settings, auto=auto, now=NOW, log=quiet)
     stacks.up("nodes3-large-replon", {**settings, "owner": "bob"}, auto=auto, now=NOW, log=quiet)
     config = {"gcp": {"project": "my-proj", "owner": "ada"}}
-    assert sorted(stacks.destroy_all(config, auto=auto, log=quiet)) == [
+    assert sorted(stacks.destroy_all(config, [], CLUSTERS, auto=auto, log=quiet)) == [
         "ybscale-nodes3-small-reploff", "ybscale-nodes5-large-replon",
     ]  # fmt: skip
     assert set(auto.stacks) == {"ybscale-nodes3-large-replon"}
+
+
+def test_destroy_all_destroys_an_ownerless_stack_of_the_study_only(settings):
+    """An interrupted first `up` leaves a stack without outputs: ours only if the study has
+    its combination (the study's combinations are handed over, not re-derived)."""
+    auto = FakeAuto()
+    for combo in ("nodes3-small-reploff", "nodes5-large-replon"):
+        auto.create_or_select_stack(f"ybscale-{combo}", "ybscale", None, None)  # no outputs
+    files = gcp.ClusterFiles.of(CLUSTERS, "nodes3-small-reploff")
+    files.folder.mkdir(parents=True)
+    files.endpoints.write_text("{}")
+    config = {"gcp": {"project": "my-proj", "owner": "ada"}}
+    destroyed = stacks.destroy_all(
+        config, ["nodes3-small-reploff"], CLUSTERS, auto=auto, log=lambda m: None
+    )
+    assert destroyed == ["ybscale-nodes3-small-reploff"]
+    assert set(auto.stacks) == {"ybscale-nodes5-large-replon"}
+    assert not files.endpoints.exists()  # the next run brings it up again
 
 
 def test_expiry_labels_round_trip():
@@ -277,12 +296,13 @@ LEVELS = {
 def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, monkeypatch):
     monkeypatch.setattr(gcp.ssh, "start_master", lambda host: False)
     monkeypatch.setattr(gcp.ssh, "stop_master", lambda host, started=True: None)
-    backend = gcp.GcpBackend({"gcp": {"project": "my-proj"}})
+    backend = gcp.GcpBackend({"gcp": {"project": "my-proj"}}, CLUSTERS)
     with pytest.raises(BackendError, match="missing; the cluster_up rule"):
         with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path):
             pass
     combo = "nodes3-small-reploff"
-    stacks.up(combo, settings, out=gcp.endpoints_path(combo), auto=FakeAuto(), now=NOW,
+    files = gcp.ClusterFiles.of(CLUSTERS, combo)
+    stacks.up(combo, settings, out=files.endpoints, auto=FakeAuto(), now=NOW,
               log=lambda m: None)  # fmt: skip
     with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path) as cluster:
         assert [t.endpoint.host for t in cluster.targets("read")] == [
@@ -294,10 +314,10 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
         assert host.host == "ybscale-nodes3-small-reploff-loadgen"  # IAP: by instance name
         assert "start-iap-tunnel %h %p" in host.proxy_command
         assert "--project=my-proj --zone=us-central1-a" in host.proxy_command
-        assert host.known_hosts == gcp.known_hosts_path(combo)
-    stacks.destroy(combo, settings, out=gcp.destroyed_path(combo), auto=FakeAuto(),
+        assert host.known_hosts == files.known_hosts
+    stacks.destroy(combo, settings, out=files.destroyed, auto=FakeAuto(),
                    now=NOW + dt.timedelta(hours=1), log=lambda m: None)  # fmt: skip
-    assert not gcp.endpoints_path(combo).exists()  # the next run brings it up again
+    assert not files.endpoints.exists()  # the next run brings it up again
     with pytest.raises(BackendError, match="missing; the cluster_up rule"):
         with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path):
             pass
@@ -308,7 +328,9 @@ def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(
         stacks,
         "up",
-        lambda combo, s, out, ready, shape, server: calls.append((combo, out, shape, server)),
+        lambda combo, s, out, ready, shape, server, serial_logs: calls.append(
+            (combo, out, shape, server, serial_logs)
+        ),
     )
     monkeypatch.setattr(stacks, "destroy", lambda combo, s, out: calls.append(("down", out)))
     cfg = tmp_path / "config.yaml"
@@ -321,11 +343,11 @@ def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
     )  # fmt: skip
     out = tmp_path / "e.json"
     assert clusters.main(["up", "--combo", "nodes5-large-replon", "--config", str(cfg),
-                     "--out", str(out)]) == 0  # fmt: skip
+                     "--out", str(out), "--serial-logs", "boot"]) == 0  # fmt: skip
     printed = capsys.readouterr().out
     assert "Plan: 1 clusters for 2 rows" in printed and "nodes5-large-replon" in printed
     # the shape comes from the design's rows, not from the combination's name
-    assert calls == [("nodes5-large-replon", out, ClusterShape(5, "large", True), {})]
+    assert calls == [("nodes5-large-replon", out, ClusterShape(5, "large", True), {}, Path("boot"))]
     assert clusters.main(["down", "--combo", "c", "--config", str(cfg), "--out", str(out)]) == 0
     assert clusters.main(["up", "--combo", "c", "--config", str(cfg), "--out", str(out),
                      "--set", "gcp.ssh_access=telnet"]) == 1  # fmt: skip
@@ -402,7 +424,7 @@ def quiet(message):
 def test_real_engine_lifecycle_and_sweep(engine):
     combo = "nodes3-small-reploff"
     name = stacks.stack_name(combo, engine)
-    out = gcp.endpoints_path(combo)
+    out = gcp.ClusterFiles.of(CLUSTERS, combo).endpoints
     endpoints = stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
     assert endpoints["tserver_ips"] == ["10.42.0.11", "10.42.0.12", "10.42.0.13"]
     assert json.loads(out.read_text())["stack"] == name
@@ -416,7 +438,9 @@ def test_real_engine_lifecycle_and_sweep(engine):
     assert info["expiry_source"] == "stack output"
     assert stacks.sweep(engine, NOW, log=quiet, program=cloudfree_program) == []
     later = NOW + dt.timedelta(hours=9)
-    assert stacks.sweep(engine, later, log=quiet, program=cloudfree_program) == [name]
+    assert stacks.sweep(engine, later, log=quiet, program=cloudfree_program, clusters=CLUSTERS) == [
+        name
+    ]
     assert stacks.list_stacks(engine) == []
     assert not out.exists()  # the destroyed cluster's endpoints are gone with it
 
@@ -424,12 +448,12 @@ def test_real_engine_lifecycle_and_sweep(engine):
 def test_real_engine_rerun_after_onerror(engine, tmp_path):
     """onerror -> destroy_all: the endpoints go too, so the next run brings the cluster up."""
     combo = "nodes5-large-replon"
-    out = gcp.endpoints_path(combo)
+    out = gcp.ClusterFiles.of(CLUSTERS, combo).endpoints
     stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
     stacks.up("nodes3-small-reploff", {**engine, "owner": "bob"}, now=NOW, log=quiet,
               program=cloudfree_program)  # fmt: skip
     config = {"gcp": {"project": "my-proj", "owner": "ada"}}
-    destroyed = stacks.destroy_all(config, log=quiet, program=cloudfree_program)
+    destroyed = stacks.destroy_all(config, [], CLUSTERS, log=quiet, program=cloudfree_program)
     assert destroyed == ["ybscale-nodes5-large-replon"]
     assert not out.exists()
     assert [s["owner"] for s in stacks.list_stacks(engine)] == ["bob"]  # not ours: left alone
@@ -456,12 +480,12 @@ import sys
 sys.path[:0] = [{tests!r}]
 from ybscale import stacks
 from ybscale.backends import gcp
-from test_stacks import cloudfree_program, NOW
+from test_stacks import cloudfree_program, CLUSTERS, NOW
 stacks.install_signal_handlers()
 settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
 try:
     stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program,
-              out=gcp.endpoints_path("nodes3-small-reploff"))
+              out=gcp.ClusterFiles.of(CLUSTERS, "nodes3-small-reploff").endpoints)
 except KeyboardInterrupt:
     sys.exit(130)
 """
@@ -488,7 +512,7 @@ def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
     assert proc.returncode == 130, out
     assert "bring-up interrupted" in out and "destroyed and removed" in out, out
     assert stacks.list_stacks(engine) == []
-    assert not gcp.endpoints_path("nodes3-small-reploff").exists()
+    assert not gcp.ClusterFiles.of(CLUSTERS, "nodes3-small-reploff").endpoints.exists()
     locks = tmp_path / "state" / "ybscale" / "pulumi-state" / ".pulumi" / "locks"
     assert not [p for p in locks.rglob("*") if p.is_file()]
 
@@ -498,8 +522,9 @@ def test_failed_up_saves_every_vms_serial_console_first(settings, tmp_path, monk
     (tmp_path / "nocloud" / "gcloud").write_text('#!/bin/bash\necho "console of $5 ($*)"\n')
     auto = FakeAuto(fail_up=True)
     with pytest.raises(BackendError, match="quota exceeded"):
-        stacks.up("nodes3-small-replon", settings, auto=auto, now=NOW, log=lambda m: None)
-    logdir = tmp_path / "results/logs/cluster_up/ybscale-nodes3-small-replon"
+        stacks.up("nodes3-small-replon", settings, auto=auto, now=NOW, log=lambda m: None,
+                  serial_logs=tmp_path / "boot-logs")  # fmt: skip
+    logdir = tmp_path / "boot-logs/ybscale-nodes3-small-replon"
     names = sorted(p.name for p in logdir.iterdir())
     assert len(names) == 7 and "ybscale-nodes3-small-replon-loadgen.serial.log" in names
     text = (logdir / "ybscale-nodes3-small-replon-tserver-2.serial.log").read_text()
@@ -516,7 +541,7 @@ def test_rows_of_one_cluster_take_turns_rows_of_two_run_together(settings, tmp_p
     inside = threading.Event()
 
     def row(combo, tag, hold):
-        with gcp.cluster_lock(combo):
+        with gcp.ClusterFiles.of(CLUSTERS, combo).lock():
             order.append(f"{tag} in")
             inside.set()
             time.sleep(hold)

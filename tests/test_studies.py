@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
-import sys
-import uuid
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, servers_under
-
-COPY = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs"]
+from conftest import REPO, copy_workflow, failed, ram_root, servers_under
+from conftest import snakemake as run_snakemake
 
 # pgbench's \shell runs in the pgbench process: each transaction writes the :rows it was given
 PROBE = """\\set k random(0, :shard_rows - 1) * :nshards + :shard
@@ -50,26 +46,15 @@ NO_CLUSTER_FACTOR = {
 
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory):
-    work = tmp_path_factory.mktemp("studies")
-    for name in COPY:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    work = copy_workflow(tmp_path_factory.mktemp("studies"))
     (work / "workloads" / "probe.sql").write_text(PROBE)
-    root = Path("/dev/shm") / f"ybscale-test-{uuid.uuid4().hex[:8]}"
-    root.mkdir()
-    yield work, root
-    shutil.rmtree(root, ignore_errors=True)
+    with ram_root() as root:
+        yield work, root
 
 
 def study_dir(work: Path, root: Path, name: str, design: dict, **defaults) -> Path:
     """A folder of its own (results included) running `design` with the tiny measurement."""
-    folder = work / name
-    for item in COPY:
-        target = folder / item
-        if not target.exists():
-            (target.parent).mkdir(parents=True, exist_ok=True)
-            src = work / item
-            (shutil.copytree if src.is_dir() else shutil.copy)(src, target)
+    folder = copy_workflow(work / name, source=work)
     (folder / "config" / "study.yaml").write_text(yaml.safe_dump(design))
     tiny = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
     tiny["measurement"].update(clients=[1])
@@ -81,15 +66,8 @@ def study_dir(work: Path, root: Path, name: str, design: dict, **defaults) -> Pa
 
 
 def snakemake(folder: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "2", *args]
-        + ["--configfile", "config/tiny.yaml"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    out = run_snakemake(folder, *args, configfile="config/tiny.yaml", timeout=timeout)
+    assert out.returncode == 0, failed(out)
     return out
 
 

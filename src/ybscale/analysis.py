@@ -14,6 +14,7 @@ import argparse
 import math
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +25,30 @@ from ybscale.effects import BLOCK_TERM, ERROR_TERM, MODELS, estimate_effects, no
 from ybscale.order import executed_positions
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
+
+
+@dataclass(frozen=True)
+class AnalysisPaths:
+    """Where the analysis writes each table, and its charts (None: no charts)."""
+
+    effects: Path
+    anova: Path
+    residuals: Path
+    outliers: Path
+    charts: object | None = None  # ybscale.charts.AnalysisChartPaths (altair loads lazily)
+
+    @classmethod
+    def under(cls, folder: Path | str, charts: bool = True) -> AnalysisPaths:
+        """``<table>.csv`` in `folder`, charts in ``folder/charts`` (the CLI's ``--out``)."""
+        folder = Path(folder)
+        chart_paths = None
+        if charts:
+            from ybscale.charts import AnalysisChartPaths
+
+            chart_paths = AnalysisChartPaths.under(folder / "charts")
+        return cls(*(folder / f"{name}.csv" for name in OUTPUTS), charts=chart_paths)
+
+
 _PLUS = {"1", "+1", "+", "1.0", "+1.0"}
 _MINUS = {"-1", "-", "-1.0"}
 
@@ -296,30 +321,32 @@ def _noise_se(responses: pd.DataFrame, response: str) -> pd.Series | None:
     return pd.Series(noise_se_from_ci(frame[low], frame[high]), index=frame.index)
 
 
-def _charts(design, responses, response, effects, residuals, out_dir: Path) -> list[Path]:
+def _charts(design, responses, response, effects, residuals, paths) -> list[Path]:
     """The diagnostics charts of the analysis (ybscale.charts)."""
     from ybscale import charts  # altair is heavy: only when charts are drawn
 
     terms = effects[~effects["term"].isin([ERROR_TERM, BLOCK_TERM])]
-    return charts.analysis_charts(design, responses, response, terms, residuals, out_dir)
+    return charts.analysis_charts(design, responses, response, terms, residuals, paths)
 
 
 def analyze(
     design,
     responses: pd.DataFrame,
     response: str,
-    out_dir,
+    out: AnalysisPaths | Path | str,
     alpha: float = 0.05,
     model: str = "additive",
     charts: bool = True,
     run_order: Path | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Write effects.csv, anova.csv, residuals.csv, outliers.csv (and charts/) into out_dir.
+    """Write the effects, ANOVA, residuals and outliers tables (and the charts) where `out`
+    says: an AnalysisPaths, or a folder (``<table>.csv``, ``charts/``; no charts unless
+    `charts`).
 
     Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
     as ceilings.csv has them) is carried into the effects; with replications the replicate is a
     block; ``run_order`` (results/run_order.csv) orders the residuals as they were measured."""
-    out_dir = Path(out_dir)
+    paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
     blocks = design.replications > 1
@@ -332,15 +359,16 @@ def analyze(
         "residuals": result.residuals,
         "outliers": outliers(result.residuals),
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
-        table.to_csv(out_dir / f"{name}.csv", index=False)
-    if charts:
-        _charts(design, responses, response, effects, result.residuals, out_dir / "charts")
+        path = getattr(paths, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(path, index=False)
+    if paths.charts is not None:
+        _charts(design, responses, response, effects, result.residuals, paths.charts)
     return tables
 
 
-def _summary(tables: dict[str, pd.DataFrame], out_dir: Path) -> str:
+def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
     """A few lines for the terminal."""
     effects = tables["effects"]
     terms = effects[effects["term"] != ERROR_TERM]
@@ -349,7 +377,7 @@ def _summary(tables: dict[str, pd.DataFrame], out_dir: Path) -> str:
     method = terms["method"].iloc[0] if len(terms) else "?"
     return "\n".join(
         [
-            f"wrote {', '.join(f'{n}.csv' for n in OUTPUTS)} to {out_dir}",
+            "wrote " + ", ".join(str(getattr(paths, n)) for n in OUTPUTS),
             f"active ({method}): {', '.join(active) or 'none'}",
             f"outliers: {', '.join(runs) or 'none'}",
         ]
@@ -361,11 +389,14 @@ def _one_line(exc: Exception) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`ybscale analyze --design DESIGN.yaml --responses FILE.csv --out DIR`."""
+    """`ybscale analyze --design DESIGN.yaml --responses FILE.csv --out DIR`, or each output
+    path given (`--effects ... --residual-charts DIR`, as the effects rule does)."""
     parser = argparse.ArgumentParser(prog="ybscale analyze", description=__doc__.splitlines()[0])
     parser.add_argument("--design", required=True, type=Path, help="design YAML")
     parser.add_argument("--responses", required=True, type=Path, help="responses CSV")
-    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    parser.add_argument("--out", type=Path, help="output folder: <table>.csv, charts/")
+    for name in (*OUTPUTS, "pareto", "half-normal", "interactions", "residual-charts"):
+        parser.add_argument(f"--{name}", type=Path, help="this output's path (instead of --out)")
     parser.add_argument("--response", default=None, help="response column (default: the only one)")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--model", choices=MODELS, default="additive")
@@ -378,22 +409,34 @@ def main(argv: list[str] | None = None) -> int:
         design = load_design(args.design)
         responses = read_responses(args.responses, design, args.response)
         column = responses.attrs["response"]
+        paths = _paths(args, parser)
         tables = analyze(
-            design,
-            responses,
-            column,
-            args.out,
-            args.alpha,
-            args.model,
-            not args.no_charts,
-            args.run_order,
+            design, responses, column, paths, args.alpha, args.model, run_order=args.run_order
         )
     except (DesignError, ResponsesError) as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None
     except ValueError as exc:
         raise SystemExit(f"ybscale analyze: {args.responses}: {_one_line(exc)}") from None
-    print(_summary(tables, args.out))
+    print(_summary(tables, paths))
     return 0
+
+
+def _paths(args, parser) -> AnalysisPaths:
+    """--out DIR, or every table's path (and every chart's unless --no-charts)."""
+    if args.out is not None:
+        return AnalysisPaths.under(args.out, not args.no_charts)
+    missing = [f"--{n}" for n in OUTPUTS if getattr(args, n) is None]
+    chart_args = ("pareto", "half_normal", "interactions", "residual_charts")
+    if not args.no_charts:
+        missing += [f"--{n.replace('_', '-')}" for n in chart_args if getattr(args, n) is None]
+    if missing:
+        parser.error(f"give --out DIR or every output path (missing: {', '.join(missing)})")
+    charts = None
+    if not args.no_charts:
+        from ybscale.charts import AnalysisChartPaths
+
+        charts = AnalysisChartPaths(*(getattr(args, n) for n in chart_args))
+    return AnalysisPaths(*(getattr(args, n) for n in OUTPUTS), charts=charts)
 
 
 if __name__ == "__main__":

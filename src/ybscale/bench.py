@@ -286,8 +286,11 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     return sorted(lines, key=lambda line: line["clients"])
 
 
-def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
-    """Measure one row and write throughput.csv, repetitions.csv, measurement.json and raw logs."""
+def measure(
+    row: Row, config: Mapping, outdir: Path, progress=print, clusters: Path | None = None
+) -> Path:
+    """Measure one row and write throughput.csv, repetitions.csv, measurement.json and raw logs
+    into `outdir`; `clusters` (gcp): the folder of the clusters' endpoints."""
     settings = config["measurement"]
     run = row.run
     script = Path(row.script_path).resolve()
@@ -296,7 +299,7 @@ def measure(row: Row, config: Mapping, outdir: Path, progress=print) -> Path:
     logs = outdir.resolve() / "pgbench-logs"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir()
-    backend = get_backend(config)
+    backend = get_backend(config, clusters)
     started = dt.datetime.now(dt.UTC)
     rep_rows = []
     progress(f"{run}: starting {backend.name} cluster {row.combination} for {row.levels}")
@@ -368,7 +371,9 @@ def measure_job(smk) -> None:
             print(f"[{stamp}] {msg}", file=log, flush=True)
 
         try:
-            measure(Row.from_dict(smk.params.row), smk.config, out, progress)
+            measure(
+                Row.from_dict(smk.params.row), smk.config, out, progress, Path(smk.params.clusters)
+            )
         except (MeasurementError, BackendError, FileNotFoundError, ValueError) as exc:
             progress(f"FAILED: {exc}")
             sys.exit(1)

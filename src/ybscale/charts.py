@@ -13,6 +13,7 @@ import math
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import altair as alt
@@ -621,30 +622,51 @@ def residual_charts(residuals: pd.DataFrame) -> dict[str, alt.LayerChart]:
 # ---------------------------------------------------------------------------- writers
 
 
+@dataclass(frozen=True)
+class AnalysisChartPaths:
+    """Where the analysis charts go: two .svg files (an .html beside each) and two folders
+    (``interaction_<XY>``, ``residuals_{qq,fitted,order}``), as the effects rule names them."""
+
+    pareto: Path
+    half_normal: Path
+    interactions: Path
+    residuals: Path
+
+    @classmethod
+    def under(cls, folder: Path | str) -> AnalysisChartPaths:
+        """The layout the rules use, inside `folder` (for the CLI and the tests)."""
+        folder = Path(folder)
+        return cls(
+            folder / "pareto.svg",
+            folder / "half_normal.svg",
+            folder / "interactions",
+            folder / "residuals",
+        )
+
+
 def analysis_charts(
     design,
     responses: pd.DataFrame,
     response: str,
     effects: pd.DataFrame,
     residuals: pd.DataFrame | None,
-    out_dir: Path | str,
+    paths: AnalysisChartPaths,
 ) -> list[Path]:
-    """Write the analysis charts (html + svg) and return the paths.
+    """Write the analysis charts (html + svg) where `paths` says and return the files.
 
-    Layout (what the Snakemake rules attach): ``pareto``, ``half_normal``,
-    ``interactions/interaction_<XY>``, ``residuals/residuals_{qq,fitted,order}``. Both
-    sub-folders are always created, so they can be ``directory()`` outputs.
-    """
-    out = Path(out_dir)
-    for sub in ("interactions", "residuals"):
-        (out / sub).mkdir(parents=True, exist_ok=True)
-    charts = {"pareto": pareto_chart(effects), "half_normal": half_normal_chart(effects)}
+    Both folders are always created, so they can be ``directory()`` outputs."""
+    for folder in (paths.interactions, paths.residuals):
+        folder.mkdir(parents=True, exist_ok=True)
+    charts = {
+        paths.pareto.with_suffix(""): pareto_chart(effects),
+        paths.half_normal.with_suffix(""): half_normal_chart(effects),
+    }
     for pair, chart in interaction_charts(design, responses, response).items():
-        charts[f"interactions/interaction_{pair}"] = chart
+        charts[paths.interactions / f"interaction_{pair}"] = chart
     if residuals is not None and not residuals.empty:
         for name, chart in residual_charts(residuals).items():
-            charts[f"residuals/residuals_{name}"] = chart
-    return [path for stem, chart in charts.items() for path in save(chart, out / stem)]
+            charts[paths.residuals / f"residuals_{name}"] = chart
+    return [path for stem, chart in charts.items() for path in save(chart, stem)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

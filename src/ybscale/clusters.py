@@ -17,7 +17,7 @@ import yaml
 
 from ybscale import stacks, study
 from ybscale.backends.base import BackendError
-from ybscale.backends.gcp import known_hosts_path, wait_ready
+from ybscale.backends.gcp import ClusterFiles, wait_ready
 from ybscale.plan import format_plan, plan
 from ybscale.settings import gcp_section
 
@@ -42,9 +42,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--design", default=None, help="design file (default: config's)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--out", required=True, help="endpoints.json (up) / destroyed.json (down)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="endpoints.json (up) / destroyed.json (down), in the combination's cluster folder",
+    )
+    parser.add_argument("--serial-logs", type=Path, help="up: VM boot logs kept on failure")
     args = parser.parse_args(argv)
     config = _load_config(args.config, args.set)
+    files = ClusterFiles(args.out.parent)
     stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
     try:
         settings = gcp_section(config)
@@ -57,18 +64,19 @@ def main(argv: list[str] | None = None) -> int:
                     f"(combinations: {', '.join(loaded.combinations)})"
                 )
             row = loaded.row(loaded.combinations[args.combo][0])  # the combination's shape
-            known_hosts_path(args.combo).unlink(missing_ok=True)
+            files.known_hosts.unlink(missing_ok=True)
             stacks.up(
                 args.combo,
                 settings,
-                out=Path(args.out),
-                ready=wait_ready,
+                out=args.out,
+                ready=lambda endpoints, s: wait_ready(endpoints, s, files.known_hosts),
                 shape=row.cluster,
                 server=row.server,
+                serial_logs=args.serial_logs,
             )
         else:
-            stacks.destroy(args.combo, settings, out=Path(args.out))
-            known_hosts_path(args.combo).unlink(missing_ok=True)
+            stacks.destroy(args.combo, settings, out=args.out)
+            files.known_hosts.unlink(missing_ok=True)
     except (BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

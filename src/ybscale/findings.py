@@ -1,14 +1,15 @@
 """What the study found, in words: results/findings.md and the first page of the report.
 
 Written from the results, never from fixed text: the response and how it was measured
-(``runs/*/measurement.json``), the active effects in order with size, 95 % interval and share of
+(each row's ``measurement.json``), the active effects in order with size, 95 % interval and share of
 variation in terms of the factor names and levels (``effects.csv``), the aliases of each and what
 the design cannot separate (the design), the noise and the outlier rows (``outliers.csv``), what
 the backend cannot show, and the follow-up ``ybscale next`` and ``ybscale plan --detect`` propose.
 Only effects flagged ``active`` are presented as findings.
 
-``python -m ybscale.findings --design config/design.yaml --analysis results
---out results/findings.md --rst results/report/findings.rst`` (the report includes the .rst copy).
+``python -m ybscale.findings --design D --effects E --ceilings C --outliers O --out F.md
+--rst F.rst RUN_DIR ...``: the exact paths the rule names, and exactly its rows' folders (the
+report includes the .rst copy).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pandas as pd
 
 from ybscale import followup, power
 from ybscale.design import Design, load_design
+from ybscale.study_files import StudyFiles
 
 DETECT = "10%"
 
@@ -127,7 +129,7 @@ def alias_sentence(design: Design, row: pd.Series) -> str:
 
 @dataclass
 class Study:
-    """Everything the findings read from results/."""
+    """Everything the findings read from the study's files."""
 
     design: Design
     effects: pd.DataFrame
@@ -143,20 +145,22 @@ def _read_csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path) if path.is_file() else pd.DataFrame()
 
 
-def load_study(design: Design, analysis: Path, alpha: float, ceiling: str) -> Study:
-    runs = analysis / "runs"
+def load_study(design: Design, files: StudyFiles, alpha: float, ceiling: str) -> Study:
     measurements, curves = {}, {}
     for run in design.run_ids:
-        meta, curve = runs / run / "measurement.json", runs / run / "throughput.csv"
+        folder = files.runs.get(run)
+        if folder is None:
+            continue
+        meta, curve = folder / "measurement.json", folder / "throughput.csv"
         if meta.is_file():
             measurements[run] = json.loads(meta.read_text(encoding="utf-8"))
         if curve.is_file():
             curves[run] = pd.read_csv(curve)
     return Study(
         design=design,
-        effects=pd.read_csv(analysis / "effects.csv"),
-        outliers=_read_csv(analysis / "outliers.csv"),
-        ceilings=_read_csv(analysis / "ceilings.csv"),
+        effects=pd.read_csv(files.effects),
+        outliers=_read_csv(files.outliers),
+        ceilings=_read_csv(files.ceilings),
         measurements=measurements,
         curves=curves,
         alpha=alpha,
@@ -343,7 +347,7 @@ def backend_section(study: Study) -> list[str]:
     ]
 
 
-def next_section(study: Study, analysis: Path) -> list[str]:
+def next_section(study: Study, files: StudyFiles) -> list[str]:
     active = followup.active_terms(study.effects)
     lines = ["**What to run next.**"]
     items = []
@@ -361,7 +365,7 @@ def next_section(study: Study, analysis: Path) -> list[str]:
                 DETECT,
                 study.design,
                 {"analysis": {"alpha": study.alpha}, "backend": None},  # time, no cost
-                analysis,
+                files,
             ).replace("\n", " ")
         )
     except (ValueError, KeyError, OSError) as exc:
@@ -372,14 +376,14 @@ def next_section(study: Study, analysis: Path) -> list[str]:
     return lines
 
 
-def findings_blocks(study: Study, analysis: Path) -> list:
+def findings_blocks(study: Study, files: StudyFiles) -> list:
     """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists."""
     return [
         *response_section(study),
         *effects_section(study),
         *noise_section(study),
         *backend_section(study),
-        *next_section(study, analysis),
+        *next_section(study, files),
     ]
 
 
@@ -416,16 +420,15 @@ def render(blocks: list, fmt: str) -> str:
 
 def write_findings(
     design: Design,
-    analysis: Path | str,
+    files: StudyFiles,
     out: Path | str,
     rst: Path | str | None = None,
     alpha: float = 0.05,
     ceiling: str = "empirical",
 ) -> str:
     """Write findings.md (and the .rst copy); returns the Markdown."""
-    analysis = Path(analysis)
-    study = load_study(design, analysis, alpha, ceiling)
-    blocks = findings_blocks(study, analysis)
+    study = load_study(design, files, alpha, ceiling)
+    blocks = findings_blocks(study, files)
     text = render(blocks, "md")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text, encoding="utf-8")
@@ -437,16 +440,20 @@ def write_findings(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ybscale.findings", description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="the rows' folders (results/runs/<run>)")
     parser.add_argument("--design", required=True, type=Path)
-    parser.add_argument("--analysis", default="results", type=Path)
-    parser.add_argument("--out", default="results/findings.md", type=Path)
+    parser.add_argument("--effects", required=True, type=Path)
+    parser.add_argument("--ceilings", required=True, type=Path)
+    parser.add_argument("--outliers", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=Path, help="findings (Markdown)")
     parser.add_argument("--rst", default=None, type=Path, help="reStructuredText copy")
     parser.add_argument("--design-rst", default=None, type=Path, help="design page for the report")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--ceiling", default="empirical")
     args = parser.parse_args(argv)
     design = load_design(args.design)
-    text = write_findings(design, args.analysis, args.out, args.rst, args.alpha, args.ceiling)
+    files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs)
+    text = write_findings(design, files, args.out, args.rst, args.alpha, args.ceiling)
     if args.design_rst:
         from ybscale.design_report import design_rst
 

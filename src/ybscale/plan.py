@@ -382,12 +382,14 @@ def main(argv: list[str] | None = None) -> int:
         config = yaml.safe_load(Path(args.config).read_text()) or {}
         if args.detect:
             from ybscale.power import detect
+            from ybscale.study_files import StudyFiles
 
             loaded = study.load(config, args.design)
+            files = StudyFiles.under(args.analysis, loaded.design.run_ids)
             cost = None
             if loaded.settings["backend"] == "gcp":
                 cost = partial(replicated_cost, loaded.design, loaded.settings)
-            print(detect(args.detect, loaded.design, loaded.settings, args.analysis, cost))
+            print(detect(args.detect, loaded.design, loaded.settings, files, cost))
             return 0
         config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
         loaded = study.load(config, args.design)

@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ybscale.study_files import StudyFiles
+
 POWER = 0.8
 MAX_REPLICATIONS = 64
 
@@ -94,12 +96,13 @@ def parse_size(text: str, mean: float, model: str) -> tuple[float, str]:
     return delta, label
 
 
-def _repetition_sigma(runs_dir: Path, ceilings: pd.DataFrame) -> float:
+def _repetition_sigma(runs: dict[str, Path], ceilings: pd.DataFrame) -> float:
     """Pooled standard deviation of the repetitions at each row's ceiling client count."""
     variances, dfs = [], []
     for _, row in ceilings.iterrows():
-        path = runs_dir / str(row["run"]) / "repetitions.csv"
-        if not path.is_file() or "empirical_clients" not in row:
+        folder = runs.get(str(row["run"]))
+        path = folder / "repetitions.csv" if folder is not None else None
+        if path is None or not path.is_file() or "empirical_clients" not in row:
             continue
         reps = pd.read_csv(path)
         tps = reps.loc[reps["clients"] == row["empirical_clients"], "tps"]
@@ -109,12 +112,11 @@ def _repetition_sigma(runs_dir: Path, ceilings: pd.DataFrame) -> float:
     return math.sqrt(sum(variances) / sum(dfs)) if dfs else math.nan
 
 
-def study_noise(analysis: Path | str) -> Noise:
-    """σ of one run from results/effects.csv (and results/ceilings.csv for the mean)."""
-    analysis = Path(analysis)
-    effects = pd.read_csv(analysis / "effects.csv")
+def study_noise(files: StudyFiles) -> Noise:
+    """σ of one run from the effects table (and the ceilings table for the mean)."""
+    effects = pd.read_csv(files.effects)
     terms = effects[effects["term"].astype(str) != "error"]
-    ceilings = pd.read_csv(analysis / "ceilings.csv")
+    ceilings = pd.read_csv(files.ceilings)
     n = len(ceilings)
     model = str(terms["model"].iloc[0]) if "model" in terms else "additive"
     y = ceilings["response"].astype(float)
@@ -123,18 +125,21 @@ def study_noise(analysis: Path | str) -> Noise:
     method = str(terms["method"].iloc[0])
     if not se > 0:
         raise ValueError(
-            f"{analysis / 'effects.csv'}: no noise estimate (std_error {se}); "
+            f"{files.effects}: no noise estimate (std_error {se}); "
             "replicate the design or check the effects table"
         )
     source = "replicate error" if method == "t" else "Lenth's PSE"
-    rep = _repetition_sigma(analysis / "runs", ceilings)
+    rep = _repetition_sigma(files.runs, ceilings)
     return Noise(se * math.sqrt(n) / 2.0, source, n, mean, model, rep)
 
 
-def _row_hours(analysis: Path) -> float:
+def _row_hours(runs: dict[str, Path]) -> float:
     """Mean measured wall time of one row (hours) from measurement.json start/finish times."""
     spans = []
-    for path in sorted((analysis / "runs").glob("*/measurement.json")):
+    for folder in runs.values():
+        path = folder / "measurement.json"
+        if not path.is_file():
+            continue
         meta = json.loads(path.read_text(encoding="utf-8"))
         if meta.get("started") and meta.get("finished"):
             start = pd.Timestamp(meta["started"])
@@ -142,10 +147,9 @@ def _row_hours(analysis: Path) -> float:
     return float(np.mean(spans)) / 3600 if spans else math.nan
 
 
-def detect(text: str, design, config: dict, analysis: Path | str = "results", cost=None) -> str:
+def detect(text: str, design, config: dict, files: StudyFiles, cost=None) -> str:
     """The `ybscale plan --detect SIZE` report; `cost(replications)` adds a cost line (gcp)."""
-    analysis = Path(analysis)
-    noise = study_noise(analysis)
+    noise = study_noise(files)
     alpha = float(config["analysis"]["alpha"])
     delta, label = parse_size(text, noise.mean, noise.model)
     r, reached = replications_needed(delta, noise.sigma, design.n_rows, alpha)
@@ -154,7 +158,7 @@ def detect(text: str, design, config: dict, analysis: Path | str = "results", co
     lines = [
         f"Effect to detect: {label}; alpha {alpha:g}, power {POWER:g}, two-sided t test.",
         f"Noise: sigma of one run = {noise.sigma:,.4g}{unit} from {noise.source} "
-        f"({noise.runs} runs of {analysis})"
+        f"({noise.runs} runs of {files.describe()})"
         + (
             f"; repetitions inside a row spread by {noise.repetition_sigma:,.4g}{unit} "
             "(measurement noise only, a lower bound)"
@@ -174,7 +178,7 @@ def detect(text: str, design, config: dict, analysis: Path | str = "results", co
     lines.append(
         f"Replications needed: {r} ({runs} runs of {design.n_rows} rows; power {reached:.2f})."
     )
-    hours = _row_hours(analysis)
+    hours = _row_hours(files.runs)
     if math.isfinite(hours):
         lines.append(
             f"Time: about {runs * hours:.2f} h of measurement at the measured {hours * 60:.1f} "

@@ -13,14 +13,13 @@ import os
 import re
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from importlib import metadata
 from pathlib import Path
 
 from ybscale.backends.base import BackendError
 from ybscale.row import ClusterShape
 
-SERIAL_LOGS = Path("results/logs/cluster_up")
 EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
 COMBO = re.compile(r"^nodes(?P<nodes>\d+)-(?P<size>[a-z0-9_]+)-repl(?P<repl>[a-z0-9_]+)$")
 
@@ -247,15 +246,6 @@ def teardown(stack, log=print) -> None:
     stack.destroy(on_output=log)
 
 
-def invalidate_endpoints(combo: str) -> None:
-    """Remove what the pipeline knows of a cluster that no longer exists (endpoints.json,
-    host keys), so the next run brings it up again instead of SSHing into deleted VMs."""
-    from ybscale.backends import gcp
-
-    gcp.endpoints_path(combo).unlink(missing_ok=True)
-    gcp.known_hosts_path(combo).unlink(missing_ok=True)
-
-
 def vm_names(name: str, args) -> list[str]:
     """The instance names the infra program gives a stack's VMs."""
     return (
@@ -308,6 +298,7 @@ def up(
     interrupt_wait: float = 600,
     shape: ClusterShape | None = None,
     server: Mapping[str, str] | None = None,
+    serial_logs: Path | None = None,
 ) -> dict:
     """Create or update the combination's stack, wait for `ready`, write and return endpoints.
 
@@ -315,6 +306,7 @@ def up(
     install_signal_handlers) destroys the stack before the error is raised. `program`: the
     inline Pulumi program (default: infra/'s YugabyteCluster; tests pass a cloud-free one).
     `shape` and `server`: the combination as the design resolves it (see `cluster_args`).
+    `serial_logs`: where the VMs' boot logs are kept when a real bring-up fails.
     """
     from ybscale.backends import ssh
 
@@ -366,8 +358,8 @@ def up(
         try:
             if wait_pulumi(interrupt_wait, log) and interrupted:
                 release_lock(stack, log)
-            if program is None:  # real VMs: keep their boot logs before they are gone
-                save_serial_output(name, args, settings, SERIAL_LOGS / name, log)
+            if program is None and serial_logs:  # real VMs: keep their boot logs first
+                save_serial_output(name, args, settings, serial_logs / name, log)
             teardown(stack, log)
             stack.workspace.remove_stack(name)
             log(f"{name}: destroyed and removed")
@@ -385,9 +377,11 @@ def destroy(
     combo: str, settings: Mapping, *, out: Path | None = None, auto=None, log=print, now=None,
     program: Callable | None = None,
 ) -> bool:  # fmt: skip
-    """Destroy the combination's stack and remove it; False when there was no such stack."""
+    """Destroy the combination's stack and remove it; False when there was no such stack.
+    `out` (destroyed.json) sits in the cluster's folder: what it knew of the cluster goes."""
     name = stack_name(combo, settings)
-    gone = destroy_stack(name, settings, auto=auto, log=log, program=program)
+    clusters = Path(out).parent.parent if out is not None else None
+    gone = destroy_stack(name, settings, auto=auto, log=log, program=program, clusters=clusters)
     if out is not None:
         now = now or dt.datetime.now(dt.UTC)
         _write_json(out, {"stack": name, "destroyed": now.isoformat(), "existed": gone})
@@ -395,14 +389,23 @@ def destroy(
 
 
 def destroy_stack(
-    name: str, settings: Mapping, *, auto=None, log=print, program: Callable | None = None
+    name: str,
+    settings: Mapping,
+    *,
+    auto=None,
+    log=print,
+    program: Callable | None = None,
+    clusters: Path | None = None,
 ) -> bool:
-    """Refresh (clearing pending creates), destroy and remove one stack; its endpoints are
-    invalidated first, whatever happens next."""
+    """Refresh (clearing pending creates), destroy and remove one stack; its endpoints under
+    `clusters` (the folder of every combination's files) are invalidated first, whatever
+    happens next."""
+    from ybscale.backends.gcp import ClusterFiles
+
     auto = _auto(auto)
     prefix = settings["name"] + "-"
-    if name.startswith(prefix):
-        invalidate_endpoints(name[len(prefix) :])
+    if name.startswith(prefix) and clusters is not None:
+        ClusterFiles.of(clusters, name[len(prefix) :]).forget()
     try:
         stack = auto.select_stack(
             stack_name=name,
@@ -469,9 +472,10 @@ def list_stacks(settings: Mapping, *, auto=None) -> list[dict]:
 
 def sweep(
     settings: Mapping, now: dt.datetime | None = None, *, auto=None, dry_run=False, log=print,
-    program: Callable | None = None,
+    program: Callable | None = None, clusters: Path | None = None,
 ) -> list[str]:  # fmt: skip
-    """Destroy every stack of the project whose expiry has passed; return their names."""
+    """Destroy every stack of the project whose expiry has passed; return their names.
+    `clusters`: the folder of the combinations' files, whose endpoints are invalidated."""
     now = now or dt.datetime.now(dt.UTC)
     expired = []
     for info in list_stacks(settings, auto=auto):
@@ -485,27 +489,24 @@ def sweep(
         if dry_run:
             log(f"{name}: expired, would be destroyed (--dry-run)")
         else:
-            destroy_stack(name, settings, auto=auto, log=log, program=program)
+            destroy_stack(name, settings, auto=auto, log=log, program=program, clusters=clusters)
     return expired
 
 
-def design_combos(config: Mapping) -> set[str]:
-    """Combinations of the configured design (empty when it cannot be read)."""
-    from ybscale.backends.base import Backend
-    from ybscale.design import load_design
-
-    try:
-        design = load_design(config["design"])
-    except Exception:
-        return set()
-    return {Backend.combination(design.levels(r)) for r in design.run_ids}
-
-
-def destroy_all(config: Mapping, *, auto=None, log=print, program=None) -> list[str]:
+def destroy_all(
+    config: Mapping,
+    combinations: Collection[str],
+    clusters: Path,
+    *,
+    auto=None,
+    log=print,
+    program=None,
+) -> list[str]:
     """Destroy this owner's stacks of the project (Snakefile `onerror:`); errors are logged.
 
     A stack whose owner output is another user's is left alone; one without an owner output
-    (interrupted first `up`) is destroyed when its combination is one of this design's.
+    (interrupted first `up`) is destroyed when it is one of `combinations` (the study's).
+    `clusters`: the folder of the combinations' files (their endpoints are invalidated).
     """
     from ybscale.settings import gcp_section as validate_section
 
@@ -516,14 +517,15 @@ def destroy_all(config: Mapping, *, auto=None, log=print, program=None) -> list[
     except Exception as exc:
         log(f"destroy_all: cannot list stacks: {exc}")
         return names
-    mine = design_combos(config)
+    mine = set(combinations)
     for info in stacks:
         owner = info["owner"]
         if owner != settings["owner"] and (owner is not None or info["combination"] not in mine):
             log(f"{info['name']}: owner {owner or 'unknown'}, not {settings['owner']}: left alone")
             continue
         try:
-            destroy_stack(info["name"], settings, auto=auto, log=log, program=program)
+            destroy_stack(info["name"], settings, auto=auto, log=log, program=program,
+                          clusters=clusters)  # fmt: skip
             names.append(info["name"])
         except Exception as exc:
             log(f"{info['name']}: destroy failed: {exc}; run `ybscale sweep` or destroy by hand")

@@ -16,11 +16,17 @@ def main(argv: list[str] | None = None, auto=None) -> int:
     parser = argparse.ArgumentParser(prog="ybscale sweep", description=__doc__)
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--dry-run", action="store_true", help="list what would be destroyed")
+    parser.add_argument(
+        "--clusters",
+        default="results/clusters",
+        type=Path,
+        help="the study's cluster files (their endpoints are invalidated)",
+    )
     args = parser.parse_args(argv)
     try:
         config = yaml.safe_load(Path(args.config).read_text()) or {}
         settings = validate_section(config)
-        expired = stacks.sweep(settings, auto=auto, dry_run=args.dry_run)
+        expired = stacks.sweep(settings, auto=auto, dry_run=args.dry_run, clusters=args.clusters)
     except Exception as exc:  # the Automation API raises its own error types
         print(f"error: {exc}", file=sys.stderr)
         return 1

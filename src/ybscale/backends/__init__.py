@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from ybscale.backends.base import Backend, BackendError
 
 
-def get_backend(config: Mapping) -> Backend:
-    """The backend named by `config["backend"]` (local | gcp | existing)."""
+def get_backend(config: Mapping, clusters: Path | None = None) -> Backend:
+    """The backend named by `config["backend"]` (local | gcp | existing); `clusters` (gcp):
+    the folder of every combination's files, as the rules name it."""
     name = config["backend"]
     if name == "local":
         from ybscale.backends.local import LocalBackend
@@ -17,7 +19,7 @@ def get_backend(config: Mapping) -> Backend:
     if name == "gcp":
         from ybscale.backends.gcp import GcpBackend
 
-        return GcpBackend(config)
+        return GcpBackend(config, clusters)
     if name == "existing":
         from ybscale.backends.existing import ExistingBackend
 

@@ -4,8 +4,10 @@ Clusters are brought up and destroyed by the cluster_up / cluster_down rules (ru
 which call this module's CLI; `GcpBackend.cluster()` only reads the endpoints they wrote and runs
 pgbench on the load-generator VM over SSH.
 
-    python -m ybscale.clusters up --combo C --out results/clusters/C/endpoints.json
-    python -m ybscale.clusters down --combo C --out results/clusters/C/destroyed.json
+    python -m ybscale.clusters up --combo C --out results/clusters/C/endpoints.json ...
+    python -m ybscale.clusters down --combo C --out results/clusters/C/destroyed.json ...
+
+Where those files live is the rules' choice: `ClusterFiles` is handed the folder.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from ybscale.backends import ssh
@@ -31,57 +34,77 @@ from ybscale.backends.ysql import (
 )
 from ybscale.settings import gcp_section as validate_section
 
-RESULTS = Path("results")
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
 
 
-def endpoints_path(combo: str) -> Path:
-    return RESULTS / "clusters" / combo / "endpoints.json"
+@dataclass(frozen=True)
+class ClusterFiles:
+    """What the pipeline keeps of one combination's cluster, in the folder the rules name
+    (``results/clusters/<combination>``): endpoints, destroyed marker, row lock, host keys."""
+
+    folder: Path
+
+    @classmethod
+    def of(cls, clusters: Path | str, combo: str) -> ClusterFiles:
+        return cls(Path(clusters) / combo)
+
+    @property
+    def combination(self) -> str:
+        return self.folder.name
+
+    @property
+    def endpoints(self) -> Path:
+        return self.folder / "endpoints.json"
+
+    @property
+    def destroyed(self) -> Path:
+        return self.folder / "destroyed.json"
+
+    @property
+    def known_hosts(self) -> Path:
+        """Host keys of this cluster's incarnation (removed by up/down: new VMs, new keys)."""
+        return self.folder / "known_hosts"
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """One row at a time per cluster (its single load generator); rows of different
+        clusters run in parallel. An flock on ``measure.lock``, released on exit."""
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / "measure.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def forget(self) -> None:
+        """Remove what is known of a cluster that no longer exists (endpoints, host keys), so
+        the next run brings it up again instead of SSHing into deleted VMs."""
+        self.endpoints.unlink(missing_ok=True)
+        self.known_hosts.unlink(missing_ok=True)
+
+    def load(self) -> dict:
+        """endpoints.json of a live cluster; BackendError when missing or already destroyed."""
+        path = self.endpoints
+        if not path.exists():
+            raise BackendError(
+                f"{path}: missing; the cluster_up rule (python -m ybscale.clusters up "
+                f"--combo {self.combination}) brings this cluster up"
+            )
+        endpoints = json.loads(path.read_text())
+        gone = self.destroyed
+        if gone.exists() and json.loads(gone.read_text()).get("destroyed", "") >= endpoints.get(
+            "created", ""
+        ):
+            raise BackendError(
+                f"{path}: the cluster was destroyed since ({gone}); bring it up again"
+            )
+        return endpoints
 
 
-def destroyed_path(combo: str) -> Path:
-    return RESULTS / "clusters" / combo / "destroyed.json"
-
-
-@contextmanager
-def cluster_lock(combo: str) -> Iterator[None]:
-    """One row at a time per cluster (its single load generator); rows of different clusters
-    run in parallel. An flock on results/clusters/<combo>/measure.lock, released on exit."""
-    import fcntl
-
-    path = RESULTS / "clusters" / combo / "measure.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def known_hosts_path(combo: str) -> Path:
-    """Host keys of this cluster's incarnation (removed by up/down: a new VM has a new key)."""
-    return RESULTS / "clusters" / combo / "known_hosts"
-
-
-def load_endpoints(combo: str) -> dict:
-    """endpoints.json of a live cluster; BackendError when missing or already destroyed."""
-    path = endpoints_path(combo)
-    if not path.exists():
-        raise BackendError(
-            f"{path}: missing; the cluster_up rule (python -m ybscale.clusters up "
-            f"--combo {combo}) brings this cluster up"
-        )
-    endpoints = json.loads(path.read_text())
-    gone = destroyed_path(combo)
-    if gone.exists() and json.loads(gone.read_text()).get("destroyed", "") >= endpoints.get(
-        "created", ""
-    ):
-        raise BackendError(f"{path}: the cluster was destroyed since ({gone}); bring it up again")
-    return endpoints
-
-
-def ssh_host(endpoints: Mapping, settings: Mapping) -> ssh.SshHost:
+def ssh_host(endpoints: Mapping, settings: Mapping, known_hosts: Path) -> ssh.SshHost:
     """How to reach the load generator: its public IP, or its name through an IAP tunnel."""
     proxy = None
     host = endpoints["loadgen_ip"]
@@ -95,7 +118,7 @@ def ssh_host(endpoints: Mapping, settings: Mapping) -> ssh.SshHost:
         host=host,
         user=endpoints["ssh_user"],
         key=Path(settings["ssh_key"]),
-        known_hosts=known_hosts_path(endpoints["combination"]),
+        known_hosts=known_hosts,
         proxy_command=proxy,
         control_path=ssh.control_path(),
     )
@@ -232,9 +255,10 @@ class GcpBackend(Backend):
 
     name = "gcp"
 
-    def __init__(self, config: Mapping):
+    def __init__(self, config: Mapping, clusters: Path | None = None):
         super().__init__(config)
         self.settings = validate_section(config)
+        self.clusters = clusters  # the folder of every combination's ClusterFiles
 
     def node_sizes(self) -> list[str]:
         """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""
@@ -243,8 +267,11 @@ class GcpBackend(Backend):
     @contextmanager
     def cluster(self, row, workdir) -> Iterator[Cluster]:
         combo = row.combination
-        endpoints = load_endpoints(combo)
-        host = ssh_host(endpoints, self.settings)
+        if self.clusters is None:
+            raise BackendError("gcp: the measuring rule passes the clusters folder (params)")
+        files = ClusterFiles.of(self.clusters, combo)
+        endpoints = files.load()
+        host = ssh_host(endpoints, self.settings, files.known_hosts)
         nodes = tserver_endpoints(endpoints)
         record = {
             "backend": "gcp",
@@ -258,7 +285,7 @@ class GcpBackend(Backend):
             "zone": endpoints.get("zone"),
             "load_generator": endpoints.get("loadgen_name"),
         }
-        with cluster_lock(combo), self._session(host):
+        with files.lock(), self._session(host):
             yield YsqlCluster(
                 nodes,
                 row,
@@ -311,10 +338,12 @@ def masters_health(host: ssh.SshHost, endpoints: Mapping):
     return health
 
 
-def wait_ready(endpoints: Mapping, settings: Mapping, log=print, sleep=time.sleep) -> None:
+def wait_ready(
+    endpoints: Mapping, settings: Mapping, known_hosts: Path, log=print, sleep=time.sleep
+) -> None:
     """Wait until the cluster is ready: the VMs' startup finished, every master in the Raft
     group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check)."""
-    host = ssh_host(endpoints, settings)
+    host = ssh_host(endpoints, settings, known_hosts)
     cluster = YsqlCluster(tserver_endpoints(endpoints), {}, 0, LoadgenRunner(host),
                           health=masters_health(host, endpoints))  # fmt: skip
     deadline = time.monotonic() + settings["ready_timeout"]

@@ -11,8 +11,6 @@ from pathlib import Path
 
 from ybscale.backends.base import BackendError
 
-DEFAULT_KNOWN_HOSTS = Path("results/ssh/known_hosts")
-
 
 @dataclass(frozen=True)
 class SshHost:
@@ -21,8 +19,8 @@ class SshHost:
     host: str
     user: str
     key: Path
+    known_hosts: Path  # the caller's file: host keys of exactly these VMs
     port: int = 22
-    known_hosts: Path = DEFAULT_KNOWN_HOSTS
     connect_timeout: int = 15
     proxy_command: str | None = None
     control_path: str | None = None  # reuse a master connection (see start_master) when set
