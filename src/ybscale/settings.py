@@ -2,7 +2,8 @@
 
 Every default lives in a schema (``ybscale/schemas/*.schema.yaml``); nothing else in the package
 falls back to a value of its own. ``load(config)`` returns the config with every default filled
-in and the active backend's section validated; errors name the file and the field.
+in and the active backend's section validated, frozen (`Frozen`: a change is a new mapping,
+``{**settings, key: value}``); errors name the file and the field.
 """
 
 from __future__ import annotations
@@ -23,6 +24,60 @@ CONFIG_SOURCE = "config/config.yaml"
 
 class SettingsError(ValueError):
     """An invalid config; one line per problem, each naming the file and the field."""
+
+
+def _read_only(self, *args, **kwargs):
+    raise TypeError("settings are read-only once loaded: build a new one ({**settings, key: v})")
+
+
+class Frozen(dict):
+    """Loaded settings: a dict (JSON, repr and Snakemake params see a dict) that cannot change."""
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self):  # pickled into Snakemake's script jobs
+        return (Frozen, (dict(self),))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class FrozenList(list):
+    """A list inside loaded settings (e.g. measurement.clients) that cannot change."""
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = remove = pop = clear = sort = reverse = _read_only
+
+    def __reduce__(self):
+        return (FrozenList, (list(self),))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def freeze(data: object) -> object:
+    """`data` with every dict and list, however deep, made read-only."""
+    if isinstance(data, Mapping):
+        return Frozen({key: freeze(value) for key, value in data.items()})
+    if isinstance(data, list | tuple):
+        return FrozenList(freeze(value) for value in data)
+    return data
+
+
+def thaw(data: object) -> object:
+    """Plain, mutable dicts and lists again (for YAML, or to edit a copy)."""
+    if isinstance(data, Mapping):
+        return {key: thaw(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [thaw(value) for value in data]
+    return data
 
 
 def schema(name: str) -> dict:
@@ -54,7 +109,7 @@ def fill_defaults(schema_: Mapping, data: object) -> object:
 def validated(data: Mapping, name: str, prefix: str = "", source: str = CONFIG_SOURCE) -> dict:
     """`data` checked against schema `name`, defaults filled; SettingsError naming each field."""
     schema_ = schema(name)
-    data = copy.deepcopy(dict(data or {}))
+    data = thaw(dict(data or {}))
     errors = sorted(
         Draft202012Validator(schema_).iter_errors(data), key=lambda e: list(map(str, e.path))
     )
@@ -68,11 +123,11 @@ def validated(data: Mapping, name: str, prefix: str = "", source: str = CONFIG_S
 
 
 def section(config: Mapping, name: str) -> dict:
-    """The validated `gcp:` or `existing:` section, defaults filled."""
+    """The validated `gcp:` or `existing:` section, defaults filled (mutable: a step of load)."""
     return validated(config.get(name) or {}, name, prefix=name)
 
 
-def gcp_section(config: Mapping) -> dict:
+def gcp_section(config: Mapping) -> Frozen:
     """The `gcp:` section validated, with defaults and the derived values filled in: owner,
     state_url (absolute, outside results/)."""
     settings = section(config, "gcp")
@@ -89,7 +144,7 @@ def gcp_section(config: Mapping) -> dict:
     settings["owner"] = settings["owner"] or getpass.getuser()
     if not settings["state_url"]:
         settings["state_url"] = default_state_url()
-    return settings
+    return freeze(settings)
 
 
 def default_state_url() -> str:
@@ -99,14 +154,15 @@ def default_state_url() -> str:
     return "file://" + str(Path(base).resolve() / "ybscale" / "pulumi-state")
 
 
-def load(config: Mapping) -> dict:
-    """The whole config, validated, every default filled, the active backend's section too."""
+def load(config: Mapping) -> Frozen:
+    """The whole config, validated, every default filled, the active backend's section too;
+    read-only."""
     out = validated(config, "config")
     if out["backend"] == "gcp":
         out["gcp"] = gcp_section(out)
     elif out["backend"] == "existing":
         out["existing"] = section(out, "existing")
-    return out
+    return freeze(out)
 
 
 def write_json(path: str, data: Mapping) -> None:

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-PERIOD_US = 100_000
 MECHANISMS = ("cgroup2", "cgroup1", "affinity", "none")
 
 
@@ -20,6 +19,7 @@ class CpuLimits:
     group: str  # unique name of this cluster's group
     mechanism: str = "auto"
     largest: float = 1.0  # largest CPU setting: affinity gives it every core
+    period_ms: float = 100  # CFS bandwidth period: the quota is cpus x period in each period
     chosen: str = ""
     warning: str | None = None
     _dirs: list[Path] = field(default_factory=list)
@@ -40,15 +40,18 @@ class CpuLimits:
 
     def prefix(self, node: str, cpus: float) -> tuple[list[str], dict]:
         """Command prefix that starts a process under the limit, and a record of what applies."""
+        period = int(self.period_ms * 1000)
+        quota = max(1000, int(cpus * period))  # the kernel's smallest quota is 1 ms
+        record = {"cpus": cpus, "period_us": period, "quota_us": quota}
         if self.chosen == "cgroup2":
             path = self._make(_cgroup2_base() / self.group / node)
-            (path / "cpu.max").write_text(f"{int(cpus * PERIOD_US)} {PERIOD_US}\n")
-            return _enter(path), {"mechanism": "cgroup2", "cpus": cpus, "path": str(path)}
+            (path / "cpu.max").write_text(f"{quota} {period}\n")
+            return _enter(path), {"mechanism": "cgroup2", **record, "path": str(path)}
         if self.chosen == "cgroup1":
             path = self._make(CGROUP_ROOT / "cpu" / "ybscale" / self.group / node)
-            (path / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
-            (path / "cpu.cfs_quota_us").write_text(f"{int(cpus * PERIOD_US)}\n")
-            return _enter(path), {"mechanism": "cgroup1", "cpus": cpus, "path": str(path)}
+            (path / "cpu.cfs_period_us").write_text(f"{period}\n")
+            (path / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+            return _enter(path), {"mechanism": "cgroup1", **record, "path": str(path)}
         if self.chosen == "affinity":
             cores = sorted(os.sched_getaffinity(0))
             keep = cores[: max(1, min(len(cores), round(cpus / self.largest * len(cores))))]

@@ -436,6 +436,7 @@ class LocalBackend(Backend):
             group=cluster_id,
             mechanism=self.settings["cpu_mechanism"],
             largest=max(cpu_setting.values()),
+            period_ms=self.settings["cpu_period_ms"],
         )
         n = row.cluster.nodes
         nodes = [

@@ -1,0 +1,59 @@
+"""The one settings loader: schema defaults filled once, errors naming the field, read-only."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+
+import pytest
+import yaml
+from conftest import REPO, settings_with
+
+from ybscale import settings
+
+
+def user_config() -> dict:
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def test_defaults_come_from_the_schema_when_the_config_leaves_them_out():
+    config = user_config()
+    del config["measurement"]["warmup"], config["local"]["cpu"]
+    loaded = settings.load(config)
+    measurement = settings.schema("config")["properties"]["measurement"]["properties"]
+    assert loaded["measurement"]["warmup"] == measurement["warmup"]["default"]
+    assert dict(loaded["local"]["cpu"]) == {"small": 0.25, "large": 0.5}
+
+
+def test_loaded_settings_cannot_change_at_any_depth():
+    loaded = settings_with()
+    with pytest.raises(TypeError, match="read-only"):
+        loaded["backend"] = "gcp"
+    with pytest.raises(TypeError, match="read-only"):
+        loaded["measurement"]["seconds"] = 1
+    with pytest.raises(TypeError, match="read-only"):
+        loaded["measurement"]["clients"].append(64)
+    with pytest.raises(TypeError, match="read-only"):
+        loaded["local"].update(data_root="/tmp")
+    changed = {**loaded, "measurement": {**loaded["measurement"], "seconds": 1}}
+    assert changed["measurement"]["seconds"] == 1 and loaded["measurement"]["seconds"] == 3
+
+
+def test_loaded_settings_travel_as_plain_data():
+    """JSON, pickle (Snakemake script jobs), deepcopy and repr see the same data as a dict."""
+    loaded = settings_with()
+    plain = settings.thaw(loaded)
+    assert json.loads(json.dumps(loaded)) == plain
+    assert repr(loaded) == repr(plain)  # Snakemake compares params by their value
+    again = pickle.loads(pickle.dumps(loaded))
+    assert again == plain and isinstance(again, settings.Frozen)
+    assert copy.deepcopy(loaded) == plain
+    assert yaml.safe_load(yaml.safe_dump(settings.thaw(loaded))) == plain
+
+
+def test_an_invalid_field_is_named_with_its_file():
+    config = user_config()
+    config["measurement"]["precision"] = 2
+    with pytest.raises(settings.SettingsError, match=r"config/config.yaml: measurement.precision"):
+        settings.load(config)
