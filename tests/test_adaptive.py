@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from ybscale import adaptive
 from ybscale.adaptive import midpoint, next_refinement, significantly_below, sweep
 
 GRID = [1, 2, 4, 8, 16, 32, 64]
@@ -65,3 +66,12 @@ def test_helpers():
     assert next_refinement({4: [1.0], 6: [3.0], 8: [2.0]}, 0.5) is None
     with pytest.raises(ValueError, match="sweep"):
         sweep(GRID, lambda n: [1.0], "fancy")
+
+
+def test_a_count_clearly_below_the_best_stops_repeating_after_two():
+    best = [60_000, 61_000, 59_500]
+    assert adaptive.clearly_below([10_000, 10_400], best)  # far below: 2 repetitions suffice
+    assert not adaptive.clearly_below([10_000], best)  # one repetition has no spread
+    assert not adaptive.clearly_below([59_000, 61_500], best)  # within the noise: keep going
+    assert not adaptive.clearly_below([61_000, 62_000], best)  # above: a new best candidate
+    assert not adaptive.clearly_below([10_000, 10_400], None)  # the first count measured

@@ -6,7 +6,8 @@ at `alpha`). Unless the best is the largest count measured (still rising: nothin
 it then adds client counts at the geometric midpoints between the best count and
 its measured neighbours until each neighbour is within a factor (1 + peak_resolution) of the
 best, or no integer count lies between them. `grid` mode measures every listed count and
-never refines.
+never refines. In both modes a count's repetitions stop early once it is significantly below the
+best so far (`clearly_below`): the precision target is for the counts that can be the ceiling.
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ def significantly_below(values: Sequence[float], best: Sequence[float], alpha: f
         return bool(a.mean() < b.mean())
     p = stats.ttest_ind(a, b, equal_var=False, alternative="less").pvalue
     return bool(p < alpha)
+
+
+def clearly_below(
+    values: Sequence[float], best: Sequence[float] | None, alpha: float = 0.05
+) -> bool:
+    """A client count needs no more repetitions: after two it is already significantly below
+    the best count so far (one-sided Welch test), so it cannot be the ceiling. Repetitions are
+    spent on the counts that can."""
+    if best is None or len(values) < 2:
+        return False
+    return significantly_below(values, best, alpha)
 
 
 def best_count(samples: dict[int, Sequence[float]]) -> int:

@@ -30,6 +30,7 @@ THROUGHPUT_COLUMNS = [
     "tps_ci_low",
     "tps_ci_high",
     "precision_met",
+    "stopped",
     "tps_min",
     "tps_max",
     "tps_spread_pct",
@@ -138,6 +139,7 @@ def summarize(
     rule: precision.Sequential | None = None,
     steady_seconds: float = math.nan,
     order: int = 0,
+    stopped: str = "",
 ) -> dict:
     """One throughput line: mean and 95 % CI of the steady-state tps, median, spread, latency.
 
@@ -159,6 +161,7 @@ def summarize(
         "tps_ci_low": stat["tps_ci_low"],
         "tps_ci_high": stat["tps_ci_high"],
         "precision_met": stat["precision_met"],
+        "stopped": stopped or ("precision" if stat["precision_met"] else "max_repetitions"),
         "tps_min": min(tps),
         "tps_max": max(tps),
         "tps_spread_pct": 100 * (max(tps) - min(tps)) / median if median else float("nan"),
@@ -199,6 +202,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     seconds = settings["seconds"]
     skip = settings["skip_seconds"]
     lines = []
+    measured: dict[int, list[float]] = {}  # client count -> repetitions, as measured
 
     def one_count(clients: int) -> list[float]:
         cluster.reset(kind)
@@ -221,7 +225,8 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             max_repetitions=max(settings["max_repetitions"], settings["repetitions"]),
         )
         reps, used = [], []
-        while not rule.done:
+        best = measured[adaptive.best_count(measured)] if measured else None
+        while not rule.done and not adaptive.clearly_below(rule.values, best):
             rep = len(reps) + 1
             prefix = logs / f"c{clients:03d}_r{rep}"
             seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
@@ -269,6 +274,8 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         except BackendError as exc:
             raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
         spans = [u for u in used if math.isfinite(u)]
+        below = not rule.done and adaptive.clearly_below(rule.values, best)
+        measured[clients] = list(rule.values)
         lines.append(
             summarize(
                 clients,
@@ -278,6 +285,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 rule,
                 statistics.mean(spans) if spans else math.nan,
                 len(lines) + 1,
+                "below_best" if below else "",
             )
         )
         return list(rule.values)
