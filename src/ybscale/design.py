@@ -413,7 +413,7 @@ def load_design(path: str | Path) -> Design:
     source = str(path)
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = settings.read_yaml(fh.read())
     except OSError as exc:
         raise DesignError(f"{source}: <file>: cannot read: {exc}") from exc
     except yaml.YAMLError as exc:
