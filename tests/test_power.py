@@ -89,6 +89,11 @@ def test_plan_detect_prints_replications_from_the_studys_noise(tmp_path, capsys)
     (results / "runs" / "run01" / "measurement.json").write_text(
         json.dumps({"started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z"})
     )
+    # a row left over from an earlier, larger design: not one of this design's rows, not read
+    (results / "runs" / "run99").mkdir(parents=True)
+    (results / "runs" / "run99" / "measurement.json").write_text(
+        json.dumps({"started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T05:00:00Z"})
+    )
     config = tmp_path / "config.yaml"
     config.write_text(
         f"design: {REPO / 'config' / 'design.yaml'}\nbackend: local\n"
