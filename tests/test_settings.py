@@ -36,8 +36,10 @@ def test_loaded_settings_cannot_change_at_any_depth():
         loaded["measurement"]["clients"].append(64)
     with pytest.raises(TypeError, match="read-only"):
         loaded["local"].update(data_root="/tmp")
-    changed = {**loaded, "measurement": {**loaded["measurement"], "seconds": 1}}
-    assert changed["measurement"]["seconds"] == 1 and loaded["measurement"]["seconds"] == 3
+    before = loaded["measurement"]["seconds"]
+    changed = {**loaded, "measurement": {**loaded["measurement"], "seconds": before + 1}}
+    assert changed["measurement"]["seconds"] == before + 1
+    assert loaded["measurement"]["seconds"] == before
 
 
 def test_loaded_settings_travel_as_plain_data():
