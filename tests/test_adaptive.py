@@ -59,6 +59,27 @@ def test_noise_does_not_stop_a_flat_curve_early():
     assert [c for c in calls if c in (1, 2, 4, 8)] == [1, 2, 4, 8]
 
 
+def test_a_plateau_is_not_refined():
+    """Rising to 8 clients, then flat within 2 % noise: every neighbour of the best is within
+    the noise, so no midpoint is added (it would only be one more draw to the maximum)."""
+    rng = np.random.default_rng(5)
+    calls = []
+
+    def plateau(n):
+        calls.append(n)
+        return list(1000 * min(n, 8) * (1 + 0.02 * rng.standard_normal(3)))
+
+    sweep([1, 2, 4, 8, 16, 32], plateau, "adaptive", peak_resolution=0.25)
+    assert calls == [1, 2, 4, 8, 16, 32]
+
+
+def test_only_a_neighbour_clearly_below_the_best_is_refined_towards():
+    samples = {4: [900.0, 905, 895], 8: [1000.0, 1010, 990], 16: [995.0, 1005, 1000]}
+    assert next_refinement(samples, 0.5) == 6  # 4 is clearly below 8; 16 is within the noise
+    samples[6] = [950.0, 955, 945]
+    assert next_refinement(samples, 0.5) is None  # 6 is within 50 % of 8
+
+
 def test_helpers():
     assert midpoint(4, 8) == 6 and midpoint(8, 16) == 11 and midpoint(1, 2) is None
     assert significantly_below([90, 91, 89], [100, 101, 99], 0.05)
@@ -75,3 +96,5 @@ def test_a_count_clearly_below_the_best_stops_repeating_after_two():
     assert not adaptive.clearly_below([59_000, 61_500], best)  # within the noise: keep going
     assert not adaptive.clearly_below([61_000, 62_000], best)  # above: a new best candidate
     assert not adaptive.clearly_below([10_000, 10_400], None)  # the first count measured
+    assert adaptive.stop_repeating("adaptive", [10_000, 10_400], best)
+    assert not adaptive.stop_repeating("grid", [10_000, 10_400], best)  # the classical protocol

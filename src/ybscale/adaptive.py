@@ -3,11 +3,14 @@
 Client counts of the grid are measured in ascending order. The sweep stops once the two most
 recently measured counts are both significantly below the best so far (one-sided Welch t test
 at `alpha`). Unless the best is the largest count measured (still rising: nothing to bracket),
-it then adds client counts at the geometric midpoints between the best count and
-its measured neighbours until each neighbour is within a factor (1 + peak_resolution) of the
-best, or no integer count lies between them. `grid` mode measures every listed count and
-never refines. In both modes a count's repetitions stop early once it is significantly below the
-best so far (`clearly_below`): the precision target is for the counts that can be the ceiling.
+it then adds client counts at the geometric midpoints between the best count and those of its
+measured neighbours that are significantly below it, until each such neighbour is within a
+factor (1 + peak_resolution) of the best, or no integer count lies between them. A neighbour
+within the noise of the best means a plateau: the ceiling's value is known to the noise there,
+and a midpoint would only add one more draw to the maximum. A count's repetitions also stop
+early once it is significantly below the best so far (`clearly_below`): the precision target is
+for the counts that can be the ceiling. `grid` mode (the classical protocol) measures every
+listed count to the precision rule, never stops early and never refines.
 """
 
 from __future__ import annotations
@@ -43,6 +46,14 @@ def clearly_below(
     return significantly_below(values, best, alpha)
 
 
+def stop_repeating(
+    mode: str, values: Sequence[float], best: Sequence[float] | None, alpha: float = 0.05
+) -> bool:
+    """Whether a client count's repetitions end before the precision rule says so: only in
+    the adaptive sweep, once the count is clearly below the best so far."""
+    return mode == "adaptive" and clearly_below(values, best, alpha)
+
+
 def best_count(samples: dict[int, Sequence[float]]) -> int:
     """Client count with the largest mean throughput."""
     return max(samples, key=lambda c: float(np.mean(samples[c])))
@@ -56,8 +67,11 @@ def midpoint(low: int, high: int) -> int | None:
     return min(max(mid, low + 1), high - 1)
 
 
-def next_refinement(samples: dict[int, Sequence[float]], peak_resolution: float) -> int | None:
-    """The next client count to add around the best one, None when the peak is bracketed.
+def next_refinement(
+    samples: dict[int, Sequence[float]], peak_resolution: float, alpha: float = 0.05
+) -> int | None:
+    """The next client count to add around the best one, None when the peak is bracketed
+    (within `peak_resolution`, or by neighbours within the noise of the best).
 
     None too when the best is the largest count measured: the peak is not bracketed and
     counts below it cannot locate it.
@@ -67,12 +81,14 @@ def next_refinement(samples: dict[int, Sequence[float]], peak_resolution: float)
     i = counts.index(best)
     if i == len(counts) - 1:
         return None
-    if i > 0 and best / counts[i - 1] > 1 + peak_resolution:
-        mid = midpoint(counts[i - 1], best)
-        if mid is not None:
-            return mid
-    if i < len(counts) - 1 and counts[i + 1] / best > 1 + peak_resolution:
-        mid = midpoint(best, counts[i + 1])
+    neighbours = counts[max(i - 1, 0) : i] + counts[i + 1 : i + 2]
+    for neighbour in neighbours:
+        low, high = sorted((neighbour, best))
+        if high / low <= 1 + peak_resolution:
+            continue
+        if not significantly_below(samples[neighbour], samples[best], alpha):
+            continue
+        mid = midpoint(low, high)
         if mid is not None:
             return mid
     return None
@@ -103,7 +119,7 @@ def sweep(
         return samples
     limit = max_points if max_points is not None else 2 * len(set(grid))
     while len(samples) < limit:
-        extra = next_refinement(samples, peak_resolution)
+        extra = next_refinement(samples, peak_resolution, alpha)
         if extra is None:
             break
         samples[extra] = list(measure(extra))

@@ -226,7 +226,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         )
         reps, used = [], []
         best = measured[adaptive.best_count(measured)] if measured else None
-        while not rule.done and not adaptive.clearly_below(rule.values, best):
+        while not rule.done and not adaptive.stop_repeating(settings["sweep"], rule.values, best):
             rep = len(reps) + 1
             prefix = logs / f"c{clients:03d}_r{rep}"
             seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
@@ -274,7 +274,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         except BackendError as exc:
             raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
         spans = [u for u in used if math.isfinite(u)]
-        below = not rule.done and adaptive.clearly_below(rule.values, best)
+        below = not rule.done and adaptive.stop_repeating(settings["sweep"], rule.values, best)
         measured[clients] = list(rule.values)
         lines.append(
             summarize(
