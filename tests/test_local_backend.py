@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 from conftest import row_from_levels, servers_under, settings_with
 
+from ybscale.backends import cpu
 from ybscale.backends.base import BackendError
-from ybscale.backends.local import LocalBackend
+from ybscale.backends.local import LocalBackend, _alive
 
 LEVELS = {
     "operation_size": 1,
@@ -79,6 +84,35 @@ def test_servers_are_stopped_when_the_body_fails(data_root, tmp_path):
             raise RuntimeError("boom")
     assert servers_under(data_root) == []
     assert (tmp_path / "node1.log").exists()  # server logs are kept with the row
+
+
+def test_clean_up_finishes_when_keeping_the_logs_fails(data_root, tmp_path):
+    """The row's folder vanished under a running cluster: copying the server logs fails, and
+    the servers, their data and their CPU groups are still all removed."""
+    levels = {**LEVELS, "nodes": 3, "replication": "off"}
+    workdir = tmp_path / "row"
+    workdir.mkdir()
+    with pytest.raises(FileNotFoundError):
+        with backend(data_root).cluster(row_from_levels(levels, 1000), workdir) as cluster:
+            groups = [Path(c["path"]) for c in cluster.applied()["cpu"].values() if "path" in c]
+            shutil.rmtree(workdir)
+    assert groups, "no CPU group was created: nothing to check"
+    assert servers_under(data_root) == []
+    assert not list(data_root.glob("ybscale-*/node*"))
+    assert [g for g in groups if g.exists()] == []
+
+
+def test_cpu_groups_of_a_dead_process_are_reaped():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    limits = cpu.CpuLimits(group=f"{dead.pid}-0123abcd", mechanism="auto")
+    _, record = limits.prefix("node1", 0.25)  # made, never cleaned up: as after a kill -9
+    if "path" not in record:
+        pytest.fail(f"no cgroup mechanism works on this machine: {record}")
+    group = Path(record["path"]).parent
+    assert group.exists() and not _alive(dead.pid)
+    assert str(group) in cpu.reap_orphan_groups(_alive)
+    assert not group.exists()
 
 
 def test_a_dead_node_fails_the_check(data_root, tmp_path):

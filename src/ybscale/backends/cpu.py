@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,6 +85,29 @@ class CpuLimits:
             except OSError:
                 pass
         self._dirs.clear()
+
+
+GROUP_NAME = re.compile(r"(\d+)-[0-9a-f]{8}")  # CpuLimits.group as the local backend names it
+
+
+def reap_orphan_groups(alive: Callable[[int], bool]) -> list[str]:
+    """Remove the CPU groups of clusters whose process died before it could (e.g. killed -9).
+
+    Only empty groups can be removed; a group still holding a process stays."""
+    reaped = []
+    for base in (CGROUP_ROOT / "cpu" / "ybscale", _cgroup2_base()):
+        for group in base.glob("*-*"):
+            match = GROUP_NAME.fullmatch(group.name)
+            if not match or alive(int(match[1])):
+                continue
+            try:
+                for node in [d for d in group.iterdir() if d.is_dir()]:
+                    node.rmdir()
+                group.rmdir()
+            except OSError:
+                continue
+            reaped.append(str(group))
+    return reaped
 
 
 def _enter(path: Path) -> list[str]:

@@ -23,7 +23,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +38,7 @@ from ybscale.backends.base import (
     settings_by_source,
     spawn_local,
 )
-from ybscale.backends.cpu import CpuLimits
+from ybscale.backends.cpu import CpuLimits, reap_orphan_groups
 from ybscale.row import Row
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
@@ -213,6 +213,12 @@ def _run(argv: Sequence[str], what: str, timeout: float = COMMAND_TIMEOUT) -> st
     if out.returncode != 0:
         raise BackendError(f"{what} failed: {(out.stderr or out.stdout).strip()[-800:]}")
     return out.stdout
+
+
+def _keep_log(node: Node, workdir: Path) -> None:
+    """Copy a node's server log next to the row's results."""
+    if node.logfile.exists():
+        shutil.copy(node.logfile, workdir / node.logfile.name)
 
 
 def reap_orphans(root: Path) -> list[str]:
@@ -424,7 +430,7 @@ class LocalBackend(Backend):
         runas = self.runas()
         root, storage = choose_data_root(self.settings["data_root"], workdir / "pgdata")
         root.mkdir(parents=True, exist_ok=True)
-        reaped = reap_orphans(root)
+        reaped = reap_orphans(root) + reap_orphan_groups(_alive)
         template = self.template(root, bindir, runas)
         cluster_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         home = root / (PREFIX + cluster_id)
@@ -454,20 +460,18 @@ class LocalBackend(Backend):
             "reaped_orphans": reaped,
         }
         cluster = LocalCluster(nodes, row, record)
-        try:
+        with ExitStack() as cleanup:  # every step runs, even when one before it raised
+            cleanup.callback(limits.cleanup)
+            cleanup.callback(shutil.rmtree, home, ignore_errors=True)
+            for node in nodes:
+                cleanup.callback(_keep_log, node, workdir)
+            for node in nodes:  # stopped first, the primary last
+                cleanup.callback(node.stop)
             self._start(cluster, template, limits, cpu_setting[row.cluster.node_size])
             record["warnings"] = [limits.warning] if limits.warning else []
             cluster.load()
             cluster.check()
             yield cluster
-        finally:
-            for node in reversed(nodes):
-                node.stop()
-            for node in nodes:
-                if node.logfile.exists():
-                    shutil.copy(node.logfile, workdir / node.logfile.name)
-            shutil.rmtree(home, ignore_errors=True)
-            limits.cleanup()
 
     def _start(self, cluster: LocalCluster, template: Path, limits: CpuLimits, cpus: float) -> None:
         """Clone the template per node, start them, and wire up replication when asked."""
