@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,48 @@ def test_cpu_groups_of_a_dead_process_are_reaped():
     assert group.exists() and not _alive(dead.pid)
     assert str(group) in cpu.reap_orphan_groups(_alive)
     assert not group.exists()
+
+
+KILLED_RUN = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from conftest import row_from_levels, settings_with
+from ybscale.backends.local import LocalBackend
+levels = {levels!r}
+backend = LocalBackend(settings_with(local={{"data_root": {root!r}}}))
+with backend.cluster(row_from_levels(levels, 1000), Path({work!r})):
+    print("up", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_the_leftovers_of_a_killed_run_are_reaped_by_the_next(data_root, tmp_path):
+    """kill -9 of the measuring process leaves its servers running; the next cluster on the same
+    data root stops them (and their shared memory goes), removes their data and CPU groups."""
+    levels = {**LEVELS, "nodes": 2, "replication": "off"}
+    before = set(Path("/dev/shm").glob("PostgreSQL.*"))
+    code = KILLED_RUN.format(
+        tests=str(Path(__file__).parent), levels=levels, root=str(data_root), work=str(tmp_path)
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        (home,) = data_root.glob("ybscale-*/owner.json")
+        group = f"{proc.pid}-"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(servers_under(data_root)) == 2  # orphans, still serving
+    groups = [g for g in Path("/sys/fs/cgroup").rglob(f"ybscale/{group}*")]
+    assert groups, "the killed run made no CPU group: nothing to check"
+    with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
+        assert str(home.parent) in cluster.applied()["reaped_orphans"]
+        assert len(servers_under(data_root)) == 2  # only the new cluster's
+    assert servers_under(data_root) == []
+    assert not home.parent.exists()
+    assert [g for g in groups if g.exists()] == []
+    assert set(Path("/dev/shm").glob("PostgreSQL.*")) <= before
 
 
 def test_a_dead_node_fails_the_check(data_root, tmp_path):

@@ -183,9 +183,13 @@ def postmaster_pid(datadir: Path) -> int | None:
 
 
 def kill_postmaster(datadir: Path) -> None:
+    """Stop an orphaned server: immediate shutdown (SIGQUIT, which still removes its shared
+    memory segments from /dev/shm), SIGKILL if it has not exited within 5 s."""
     pid = postmaster_pid(datadir)
-    if pid and _alive(pid):
-        os.kill(pid, signal.SIGKILL)
+    for sig in (signal.SIGQUIT, signal.SIGKILL):
+        if not (pid and _alive(pid)):
+            return
+        os.kill(pid, sig)
         for _ in range(50):
             if not _alive(pid):
                 return
