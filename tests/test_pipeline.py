@@ -76,6 +76,9 @@ def test_tiny_study_end_to_end(study):
     assert list(run07["clients"]) == [1, 2]
     assert (run07["transactions"] > 0).all()
     assert (work / "results/runs/run07/pgbench-logs").is_dir()
+    progress = (work / "results/logs/measure/run07.log").read_text()
+    assert "repetition 1: " in progress and "no interval yet" in progress  # one repetition
+    assert "±inf" not in progress
     assert servers_under(root) == []
 
 

@@ -265,9 +265,10 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 }
             )
             half = 100 * precision.relative_half_width(rule.values)
+            interval = f"95% CI ±{half:.1f}%" if math.isfinite(half) else "no interval yet"
             progress(
                 f"{run}: {clients:>4} clients, repetition {rep}: {steady:,.0f} tps "
-                f"(pgbench {result.tps:,.0f}), 95% CI ±{half:.1f}%"
+                f"(pgbench {result.tps:,.0f}), {interval}"
             )
         try:
             cluster.check()
