@@ -15,7 +15,7 @@ def _curve(peak_at: float, noise: float = 0.01, seed: int = 0):
     kappa = 1.0 / peak_at**2
     calls = []
 
-    def measure(n):
+    def measure(n, best=None):
         calls.append(n)
         x = 1000.0 * n / (1 + kappa * n * (n - 1))
         return list(x * (1 + noise * rng.standard_normal(3)))
@@ -51,7 +51,7 @@ def test_noise_does_not_stop_a_flat_curve_early():
     rng = np.random.default_rng(3)
     calls = []
 
-    def flat(n):
+    def flat(n, best=None):
         calls.append(n)
         return list(1000 * (1 + 0.02 * rng.standard_normal(3)))
 
@@ -65,7 +65,7 @@ def test_a_plateau_is_not_refined():
     rng = np.random.default_rng(5)
     calls = []
 
-    def plateau(n):
+    def plateau(n, best=None):
         calls.append(n)
         return list(1000 * min(n, 8) * (1 + 0.02 * rng.standard_normal(3)))
 
@@ -86,7 +86,7 @@ def test_helpers():
     assert not significantly_below([99, 102, 98], [100, 101, 99], 0.05)
     assert next_refinement({4: [1.0], 6: [3.0], 8: [2.0]}, 0.5) is None
     with pytest.raises(ValueError, match="sweep"):
-        sweep(GRID, lambda n: [1.0], "fancy")
+        sweep(GRID, lambda n, best: [1.0], "fancy")
 
 
 def test_a_count_clearly_below_the_best_stops_repeating_after_two():
@@ -96,5 +96,18 @@ def test_a_count_clearly_below_the_best_stops_repeating_after_two():
     assert not adaptive.clearly_below([59_000, 61_500], best)  # within the noise: keep going
     assert not adaptive.clearly_below([61_000, 62_000], best)  # above: a new best candidate
     assert not adaptive.clearly_below([10_000, 10_400], None)  # the first count measured
-    assert adaptive.stop_repeating("adaptive", [10_000, 10_400], best)
-    assert not adaptive.stop_repeating("grid", [10_000, 10_400], best)  # the classical protocol
+
+
+def test_only_the_adaptive_sweep_hands_a_count_the_best_so_far():
+    """What lets a count stop repeating early: in the grid (the classical protocol) no count
+    gets the best so far, so each is measured to the precision rule."""
+    seen = {}
+
+    def measure(n, best):
+        seen[n] = best
+        return [1000.0 * n, 1010.0 * n]
+
+    sweep([1, 2, 4], measure, "grid")
+    assert seen == {1: None, 2: None, 4: None}
+    sweep([1, 2, 4], measure, "adaptive")
+    assert seen == {1: None, 2: [1000.0, 1010.0], 4: [2000.0, 2020.0]}

@@ -315,9 +315,11 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
         assert "start-iap-tunnel %h %p" in host.proxy_command
         assert "--project=my-proj --zone=us-central1-a" in host.proxy_command
         assert host.known_hosts == files.known_hosts
+    files.known_hosts.write_text("loadgen ssh-ed25519 AAAA\n")  # as the first SSH records it
     stacks.destroy(combo, settings, out=files.destroyed, auto=FakeAuto(),
                    now=NOW + dt.timedelta(hours=1), log=lambda m: None)  # fmt: skip
     assert not files.endpoints.exists()  # the next run brings it up again
+    assert not files.known_hosts.exists()  # new VMs, new host keys
     with pytest.raises(BackendError, match="missing; the cluster_up rule"):
         with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path):
             pass

@@ -9,8 +9,9 @@ factor (1 + peak_resolution) of the best, or no integer count lies between them.
 within the noise of the best means a plateau: the ceiling's value is known to the noise there,
 and a midpoint would only add one more draw to the maximum. A count's repetitions also stop
 early once it is significantly below the best so far (`clearly_below`): the precision target is
-for the counts that can be the ceiling. `grid` mode (the classical protocol) measures every
-listed count to the precision rule, never stops early and never refines.
+for the counts that can be the ceiling: `sweep` hands each count the best count's repetitions
+so far. `grid` mode (the classical protocol) hands none, so every listed count is measured to
+the precision rule, and never refines.
 """
 
 from __future__ import annotations
@@ -44,14 +45,6 @@ def clearly_below(
     if best is None or len(values) < 2:
         return False
     return significantly_below(values, best, alpha)
-
-
-def stop_repeating(
-    mode: str, values: Sequence[float], best: Sequence[float] | None, alpha: float = 0.05
-) -> bool:
-    """Whether a client count's repetitions end before the precision rule says so: only in
-    the adaptive sweep, once the count is clearly below the best so far."""
-    return mode == "adaptive" and clearly_below(values, best, alpha)
 
 
 def best_count(samples: dict[int, Sequence[float]]) -> int:
@@ -96,13 +89,15 @@ def next_refinement(
 
 def sweep(
     grid: Sequence[int],
-    measure: Callable[[int], Sequence[float]],
+    measure: Callable[[int, Sequence[float] | None], Sequence[float]],
     mode: str = "adaptive",
     peak_resolution: float = 0.5,
     alpha: float = 0.05,
     max_points: int | None = None,
 ) -> dict[int, list[float]]:
-    """Measure client counts with `measure(clients) -> per-repetition tps`; returns all samples.
+    """Measure client counts with `measure(clients, best) -> per-repetition tps`; returns all
+    samples. `best`: the best count's repetitions so far in the adaptive sweep (a count clearly
+    below them may stop repeating, see `clearly_below`), None in the grid and for the first.
 
     The dict keeps the order in which counts were measured.
     """
@@ -111,8 +106,12 @@ def sweep(
     if peak_resolution <= 0:
         raise ValueError(f"measurement.peak_resolution must be > 0, got {peak_resolution}")
     samples: dict[int, list[float]] = {}
+
+    def best_so_far() -> list[float] | None:
+        return samples[best_count(samples)] if mode == "adaptive" and samples else None
+
     for clients in sorted(set(grid)):
-        samples[clients] = list(measure(clients))
+        samples[clients] = list(measure(clients, best_so_far()))
         if mode == "adaptive" and _past_peak(samples, alpha):
             break
     if mode == "grid":
@@ -122,7 +121,7 @@ def sweep(
         extra = next_refinement(samples, peak_resolution, alpha)
         if extra is None:
             break
-        samples[extra] = list(measure(extra))
+        samples[extra] = list(measure(extra, best_so_far()))
     return samples
 
 

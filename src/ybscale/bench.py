@@ -202,9 +202,8 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     seconds = settings["seconds"]
     skip = settings["skip_seconds"]
     lines = []
-    measured: dict[int, list[float]] = {}  # client count -> repetitions, as measured
 
-    def one_count(clients: int) -> list[float]:
+    def one_count(clients: int, best: list[float] | None) -> list[float]:
         cluster.reset(kind)
         cluster.check()
         if settings["warmup"] > 0:
@@ -225,8 +224,11 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             max_repetitions=max(settings["max_repetitions"], settings["repetitions"]),
         )
         reps, used = [], []
-        best = measured[adaptive.best_count(measured)] if measured else None
-        while not rule.done and not adaptive.stop_repeating(settings["sweep"], rule.values, best):
+        below = False  # stopped because clearly below the best count so far
+        while not rule.done:
+            if adaptive.clearly_below(rule.values, best):
+                below = True
+                break
             rep = len(reps) + 1
             prefix = logs / f"c{clients:03d}_r{rep}"
             seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
@@ -275,8 +277,6 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         except BackendError as exc:
             raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
         spans = [u for u in used if math.isfinite(u)]
-        below = not rule.done and adaptive.stop_repeating(settings["sweep"], rule.values, best)
-        measured[clients] = list(rule.values)
         lines.append(
             summarize(
                 clients,

@@ -75,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                 serial_logs=args.serial_logs,
             )
         else:
-            stacks.destroy(args.combo, settings, out=args.out)
-            files.known_hosts.unlink(missing_ok=True)
+            stacks.destroy(args.combo, settings, out=args.out)  # forgets endpoints, host keys
     except (BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
