@@ -1,17 +1,18 @@
 """Adaptive client sweep: spend the measuring time where the ceiling is.
 
 Client counts of the grid are measured in ascending order. The sweep stops once the two most
-recently measured counts are both significantly below the best so far (one-sided Welch t test
-at `alpha`). Unless the best is the largest count measured (still rising: nothing to bracket),
-it then adds client counts at the geometric midpoints between the best count and those of its
-measured neighbours that are significantly below it, until each such neighbour is within a
-factor (1 + peak_resolution) of the best, or no integer count lies between them. A neighbour
-within the noise of the best means a plateau: the ceiling's value is known to the noise there,
-and a midpoint would only add one more draw to the maximum. A count's repetitions also stop
-early once it is significantly below the best so far (`clearly_below`): the precision target is
-for the counts that can be the ceiling: `sweep` hands each count the best count's repetitions
-so far. `grid` mode (the classical protocol) hands none, so every listed count is measured to
-the precision rule, and never refines.
+recently measured counts are both significantly below the best so far (`significantly_below`: a
+one-sided Welch t test at `alpha`, or a prediction test for a count with one repetition). Unless
+the best is the largest count measured (still rising: nothing to bracket), it then adds client
+counts at the geometric midpoints between the best count and those of its measured neighbours
+that are significantly below it, until each such neighbour is within a factor (1 +
+peak_resolution) of the best, or no integer count lies between them. A neighbour within the
+noise of the best means a plateau: the ceiling's value is known to the noise there, and a
+midpoint would only add one more draw to the maximum. A count's repetitions also stop early once
+it is significantly below the best so far (`clearly_below`): the precision target is for the
+counts that can be the ceiling: `sweep` hands each count the best count's repetitions so far.
+`grid` mode (the classical protocol) hands none, so every listed count is measured to the
+precision rule, and never refines.
 """
 
 from __future__ import annotations
@@ -26,12 +27,19 @@ SWEEPS = ("grid", "adaptive")
 
 
 def significantly_below(values: Sequence[float], best: Sequence[float], alpha: float) -> bool:
-    """One-sided Welch t test: mean(values) < mean(best) at level alpha."""
+    """mean(values) < mean(best) at level alpha: one-sided Welch t test; with a single value,
+    the one-sided prediction test of one new observation from the best count's distribution,
+    t = (mean(best) - x) / (s_best * sqrt(1 + 1/n_best)) with n_best - 1 degrees of freedom.
+    The best count's spread stands in for the unknown spread of `values`; it is conservative
+    where noise grows with throughput, since a count below the best is the quieter one."""
     a, b = np.asarray(values, dtype=float), np.asarray(best, dtype=float)
-    if len(a) < 2 or len(b) < 2:
+    if len(a) < 1 or len(b) < 2:
         return False
-    if a.std(ddof=1) == 0 and b.std(ddof=1) == 0:
+    if b.std(ddof=1) == 0 and (len(a) == 1 or a.std(ddof=1) == 0):
         return bool(a.mean() < b.mean())
+    if len(a) == 1:
+        t = (b.mean() - a[0]) / (b.std(ddof=1) * math.sqrt(1 + 1 / len(b)))
+        return bool(stats.t.sf(t, len(b) - 1) < alpha)
     p = stats.ttest_ind(a, b, equal_var=False, alternative="less").pvalue
     return bool(p < alpha)
 
@@ -39,10 +47,10 @@ def significantly_below(values: Sequence[float], best: Sequence[float], alpha: f
 def clearly_below(
     values: Sequence[float], best: Sequence[float] | None, alpha: float = 0.05
 ) -> bool:
-    """A client count needs no more repetitions: after two it is already significantly below
-    the best count so far (one-sided Welch test), so it cannot be the ceiling. Repetitions are
-    spent on the counts that can."""
-    if best is None or len(values) < 2:
+    """A client count needs no more repetitions: it is already significantly below the best
+    count so far (`significantly_below`; from its first repetition on), so it cannot be the
+    ceiling. Repetitions are spent on the counts that can."""
+    if best is None or not values:
         return False
     return significantly_below(values, best, alpha)
 

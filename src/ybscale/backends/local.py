@@ -23,6 +23,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,10 +283,13 @@ class LocalCluster(Cluster):
         if self.replicated:
             self.nodes[0].psql(workload.load_sql(self.rows) + "CHECKPOINT;\n", timeout=300)
             self.wait_replayed()
-        else:
+        else:  # shards load at once: each node works within its own CPU quota
             n = len(self.nodes)
-            for i, node in enumerate(self.nodes):
-                node.psql(workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n", timeout=300)
+            with ThreadPoolExecutor(n) as pool:
+                sql = [workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n" for i in range(n)]
+                done = [pool.submit(nd.psql, sql[i], {}, 300) for i, nd in enumerate(self.nodes)]
+                for future in done:
+                    future.result()
 
     def wait_replayed(self, timeout: float = COMMAND_TIMEOUT) -> None:
         """Wait until every standby has replayed everything the primary wrote."""
