@@ -9,16 +9,21 @@ from ybscale.adaptive import midpoint, next_refinement, significantly_below, swe
 GRID = [1, 2, 4, 8, 16, 32, 64]
 
 
+def _more(previous, values, at_most=None) -> list[float]:
+    """What a measuring function returns: the previous repetitions and new ones, capped."""
+    return (list(previous) + list(values))[: at_most or None]
+
+
 def _curve(peak_at: float, noise: float = 0.01, seed: int = 0):
     """USL-like curve peaking at `peak_at` clients; 3 noisy repetitions per call."""
     rng = np.random.default_rng(seed)
     kappa = 1.0 / peak_at**2
     calls = []
 
-    def measure(n, best=None):
+    def measure(n, best=None, previous=(), at_most=None):
         calls.append(n)
         x = 1000.0 * n / (1 + kappa * n * (n - 1))
-        return list(x * (1 + noise * rng.standard_normal(3)))
+        return _more(previous, x * (1 + noise * rng.standard_normal(3)), at_most)
 
     return measure, calls
 
@@ -27,7 +32,7 @@ def test_stops_past_the_peak_and_refines_around_it():
     measure, calls = _curve(peak_at=6.0)
     samples = sweep(GRID, measure, "adaptive", peak_resolution=0.25)
     grid_part = [c for c in calls if c in GRID]
-    assert grid_part == [1, 2, 4, 8, 16, 32]  # 16 and 32 clearly below the peak: 64 skipped
+    assert grid_part == [1, 2, 4, 8, 16, 32, 1]  # 16, 32 clearly below the peak: 64 skipped
     assert 64 not in samples
     extra = [c for c in calls if c not in GRID]
     assert extra and all(4 < c < 8 for c in extra)  # geometric midpoints around the best
@@ -38,7 +43,7 @@ def test_stops_past_the_peak_and_refines_around_it():
 def test_rising_curve_measures_the_whole_grid_and_nothing_else():
     measure, calls = _curve(peak_at=1000.0)
     sweep(GRID, measure, "adaptive", peak_resolution=0.5)
-    assert calls == GRID
+    assert calls == GRID + [1]  # the first count is continued at the end
 
 
 def test_grid_mode_measures_every_count_once():
@@ -51,12 +56,12 @@ def test_noise_does_not_stop_a_flat_curve_early():
     rng = np.random.default_rng(3)
     calls = []
 
-    def flat(n, best=None):
+    def flat(n, best=None, previous=(), at_most=None):
         calls.append(n)
-        return list(1000 * (1 + 0.02 * rng.standard_normal(3)))
+        return _more(previous, 1000 * (1 + 0.02 * rng.standard_normal(3)), at_most)
 
     sweep([1, 2, 4, 8], flat, "adaptive")
-    assert [c for c in calls if c in (1, 2, 4, 8)] == [1, 2, 4, 8]
+    assert [c for c in calls if c in (1, 2, 4, 8)] == [1, 2, 4, 8, 1]
 
 
 def test_a_plateau_is_not_refined():
@@ -65,12 +70,12 @@ def test_a_plateau_is_not_refined():
     rng = np.random.default_rng(5)
     calls = []
 
-    def plateau(n, best=None):
+    def plateau(n, best=None, previous=(), at_most=None):
         calls.append(n)
-        return list(1000 * min(n, 8) * (1 + 0.02 * rng.standard_normal(3)))
+        return _more(previous, 1000 * min(n, 8) * (1 + 0.02 * rng.standard_normal(3)), at_most)
 
     sweep([1, 2, 4, 8, 16, 32], plateau, "adaptive", peak_resolution=0.25)
-    assert calls == [1, 2, 4, 8, 16, 32]
+    assert calls == [1, 2, 4, 8, 16, 32, 1]
 
 
 def test_only_a_neighbour_clearly_below_the_best_is_refined_towards():
@@ -121,13 +126,33 @@ def test_one_repetition_stops_an_equal_count_at_the_test_level_and_catches_a_low
 def test_only_the_adaptive_sweep_hands_a_count_the_best_so_far():
     """What lets a count stop repeating early: in the grid (the classical protocol) no count
     gets the best so far, so each is measured to the precision rule."""
-    seen = {}
+    seen = []
 
-    def measure(n, best):
-        seen[n] = best
-        return [1000.0 * n, 1010.0 * n]
+    def measure(n, best, previous, at_most):
+        seen.append((n, best))
+        return _more(previous, [1000.0 * n, 1010.0 * n], at_most)
 
     sweep([1, 2, 4], measure, "grid")
-    assert seen == {1: None, 2: None, 4: None}
+    assert seen == [(1, None), (2, None), (4, None)]
+    seen.clear()
     sweep([1, 2, 4], measure, "adaptive")
-    assert seen == {1: None, 2: [1000.0, 1010.0], 4: [2000.0, 2020.0]}
+    assert seen == [(1, None), (2, [1000.0]), (4, [2000.0, 2020.0]), (1, [4000.0, 4040.0])]
+
+
+def test_the_first_count_gets_one_repetition_until_there_is_a_best():
+    """The first count has nothing to be compared with: one repetition, then, after the
+    others, it is continued from that repetition against the best count."""
+    calls = []
+
+    def measure(n, best, previous, at_most):
+        calls.append((n, list(previous), at_most))
+        return _more(previous, [1000.0 * min(n, 4) + i for i in range(3)], at_most)
+
+    samples = sweep([1, 2, 4, 8, 16], measure, "adaptive")
+    assert calls[0] == (1, [], 1)
+    assert calls[-1] == (1, [1000.0], None)
+    assert samples[1] == [1000.0, 1000.0, 1001.0, 1002.0]  # the probe kept, then continued
+    assert list(samples)[0] == 1  # still listed first: the order counts were first measured
+    calls.clear()
+    sweep([1, 2, 4], measure, "grid")
+    assert calls == [(1, [], None), (2, [], None), (4, [], None)]

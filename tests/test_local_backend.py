@@ -62,6 +62,12 @@ def test_sharded_cluster_holds_each_key_once(data_root, tmp_path):
         assert [t.variables["shard"] for t in targets] == [0, 1, 2]
         assert {t.variables["nshards"] for t in targets} == {3}
         assert cluster.applied()["isolation_in_effect"]["node2"] == "read committed"
+        for node in cluster.nodes:
+            node.psql("INSERT INTO kv SELECT g, 'x' FROM generate_series(100000, 100099) g")
+        cluster.reset("write")  # every shard back to its starting state (reloaded at once)
+        for i, node in enumerate(cluster.nodes):
+            assert node.psql(f"SELECT count(*) FROM kv WHERE k % 3 <> {i}") == "0"
+            assert node.psql("SELECT count(*) FROM kv") == "1000"
     assert servers_under(data_root) == []
 
 

@@ -97,17 +97,23 @@ def next_refinement(
 
 def sweep(
     grid: Sequence[int],
-    measure: Callable[[int, Sequence[float] | None], Sequence[float]],
+    measure: Callable[..., Sequence[float]],
     mode: str = "adaptive",
     peak_resolution: float = 0.5,
     alpha: float = 0.05,
     max_points: int | None = None,
 ) -> dict[int, list[float]]:
-    """Measure client counts with `measure(clients, best) -> per-repetition tps`; returns all
-    samples. `best`: the best count's repetitions so far in the adaptive sweep (a count clearly
-    below them may stop repeating, see `clearly_below`), None in the grid and for the first.
+    """Measure client counts with `measure(clients, best, previous, at_most) -> per-repetition
+    tps` (all of the count's repetitions, `previous` included); returns all samples.
 
-    The dict keeps the order in which counts were measured.
+    `best`: the best count's repetitions so far in the adaptive sweep (a count clearly below
+    them may stop repeating, see `clearly_below`), None in the grid. `at_most`: a cap on the
+    count's repetitions, else None. In the adaptive sweep the first count gets one repetition
+    while there is nothing to compare it with; once the others are measured it is continued
+    with the best so far (`previous` = its repetition), which ends at once when it is clearly
+    below the best, the usual case at 1 client.
+
+    The dict keeps the order in which counts were first measured.
     """
     if mode not in SWEEPS:
         raise ValueError(f"measurement.sweep must be one of {SWEEPS}, got {mode!r}")
@@ -118,8 +124,10 @@ def sweep(
     def best_so_far() -> list[float] | None:
         return samples[best_count(samples)] if mode == "adaptive" and samples else None
 
-    for clients in sorted(set(grid)):
-        samples[clients] = list(measure(clients, best_so_far()))
+    counts = sorted(set(grid))
+    for clients in counts:
+        probe = 1 if mode == "adaptive" and not samples else None
+        samples[clients] = list(measure(clients, best_so_far(), [], probe))
         if mode == "adaptive" and _past_peak(samples, alpha):
             break
     if mode == "grid":
@@ -129,7 +137,9 @@ def sweep(
         extra = next_refinement(samples, peak_resolution, alpha)
         if extra is None:
             break
-        samples[extra] = list(measure(extra, best_so_far()))
+        samples[extra] = list(measure(extra, best_so_far(), [], None))
+    first = counts[0]
+    samples[first] = list(measure(first, best_so_far(), samples[first], None))
     return samples
 
 

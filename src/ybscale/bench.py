@@ -201,98 +201,112 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     run, kind, variables = row.run, row.kind, row.variables
     seconds = settings["seconds"]
     skip = settings["skip_seconds"]
-    lines = []
+    lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
+    results: dict[int, list] = {}  # pgbench results of each count's repetitions
+    spans: dict[int, list[float]] = {}  # their steady seconds
 
-    def one_count(clients: int, best: list[float] | None) -> list[float]:
-        cluster.reset(kind)
-        cluster.check()
-        if settings["warmup"] > 0:
-            run_pgbench(
+    def repetition(clients: int, rep: int) -> float:
+        """One repetition: pgbench's run, its steady tps, recorded in rep_rows and progress."""
+        prefix = logs / f"c{clients:03d}_r{rep}"
+        seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
+        try:
+            result = run_pgbench(
                 cluster,
                 kind,
                 script,
                 env,
                 clients,
-                settings["warmup"],
+                seconds,
                 settings,
-                None,
+                prefix,
+                seed,
                 variables=variables,
             )
+            roles = [t.endpoint.role for t in cluster.targets(kind)]
+            steady, span = steady_throughput(
+                cluster, [Path(f"{prefix}_{r}") for r in roles], skip, result.tps
+            )
+        except (MeasurementError, pgbench.PgbenchError) as exc:
+            raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
+        results[clients].append(result)
+        spans[clients].append(span)
+        rep_rows.append(
+            {
+                "clients": clients,
+                "repetition": rep,
+                "random_seed": seed,
+                **vars(result),
+                "tps_pgbench": result.tps,
+                "tps": steady,
+                "steady_seconds": span,
+            }
+        )
+        return steady
+
+    def one_count(
+        clients: int, best: list[float] | None, previous: list[float], at_most: int | None
+    ) -> list[float]:
+        """The count's repetitions (after `previous`) until the rule is done, it is clearly
+        below `best`, or it has `at_most`; the dataset is reset before the first new one."""
         rule = precision.Sequential(
             precision=settings["precision"],
             min_repetitions=settings["repetitions"],
             max_repetitions=max(settings["max_repetitions"], settings["repetitions"]),
         )
-        reps, used = [], []
+        rule.values = list(previous)
+        results.setdefault(clients, [])
+        spans.setdefault(clients, [])
         below = False  # stopped because clearly below the best count so far
-        while not rule.done:
+        fresh = True
+        while not rule.done and (at_most is None or len(rule.values) < at_most):
             if adaptive.clearly_below(rule.values, best):
                 below = True
                 break
-            rep = len(reps) + 1
-            prefix = logs / f"c{clients:03d}_r{rep}"
-            seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
-            try:
-                result = run_pgbench(
-                    cluster,
-                    kind,
-                    script,
-                    env,
-                    clients,
-                    seconds,
-                    settings,
-                    prefix,
-                    seed,
-                    variables=variables,
-                )
-                roles = [t.endpoint.role for t in cluster.targets(kind)]
-                steady, span = steady_throughput(
-                    cluster, [Path(f"{prefix}_{r}") for r in roles], skip, result.tps
-                )
-            except (MeasurementError, pgbench.PgbenchError) as exc:
-                msg = f"{run}, {clients} clients, repetition {rep}: {exc}"
-                raise MeasurementError(msg) from exc
-            reps.append(result)
-            used.append(span)
-            rule.add(steady)
-            rep_rows.append(
-                {
-                    "clients": clients,
-                    "repetition": rep,
-                    "random_seed": seed,
-                    **vars(result),
-                    "tps_pgbench": result.tps,
-                    "tps": steady,
-                    "steady_seconds": span,
-                }
-            )
+            if fresh:
+                cluster.reset(kind)
+                cluster.check()
+                if settings["warmup"] > 0:
+                    run_pgbench(
+                        cluster,
+                        kind,
+                        script,
+                        env,
+                        clients,
+                        settings["warmup"],
+                        settings,
+                        None,
+                        variables=variables,
+                    )
+                fresh = False
+            rep = len(rule.values) + 1
+            rule.add(repetition(clients, rep))
             half = 100 * precision.relative_half_width(rule.values)
             interval = f"95% CI ±{half:.1f}%" if math.isfinite(half) else "no interval yet"
             progress(
-                f"{run}: {clients:>4} clients, repetition {rep}: {steady:,.0f} tps "
-                f"(pgbench {result.tps:,.0f}), {interval}"
+                f"{run}: {clients:>4} clients, repetition {rep}: {rule.values[-1]:,.0f} tps "
+                f"(pgbench {results[clients][-1].tps:,.0f}), {interval}"
             )
-        try:
-            cluster.check()
-        except BackendError as exc:
-            raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
-        spans = [u for u in used if math.isfinite(u)]
-        lines.append(
-            summarize(
-                clients,
-                reps,
-                seconds,
-                rule.values,
-                rule,
-                statistics.mean(spans) if spans else math.nan,
-                len(lines) + 1,
-                "below_best" if below else "",
-            )
+        if not fresh:
+            try:
+                cluster.check()
+            except BackendError as exc:
+                raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
+        used = [u for u in spans[clients] if math.isfinite(u)]
+        order = lines[clients]["order"] if clients in lines else len(lines) + 1
+        lines[clients] = summarize(
+            clients,
+            results[clients],
+            seconds,
+            rule.values,
+            rule,
+            statistics.mean(used) if used else math.nan,
+            order,
+            "below_best" if below else "",
         )
         return list(rule.values)
 
     adaptive.sweep(settings["clients"], one_count, settings["sweep"], settings["peak_resolution"])
-    return sorted(lines, key=lambda line: line["clients"])
+    return sorted(lines.values(), key=lambda line: line["clients"])
 
 
 def measure(
