@@ -202,11 +202,27 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     seconds = settings["seconds"]
     skip = settings["skip_seconds"]
     lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
-    results: dict[int, list] = {}  # pgbench results of each count's repetitions
-    spans: dict[int, list[float]] = {}  # their steady seconds
+    measured: dict[int, list] = {}  # each count's repetitions: (pgbench result, steady seconds)
+
+    def start_count(clients: int) -> None:
+        """Before a count's first new repetition: reset the dataset, check, warm up."""
+        cluster.reset(kind)
+        cluster.check()
+        if settings["warmup"] > 0:
+            run_pgbench(
+                cluster,
+                kind,
+                script,
+                env,
+                clients,
+                settings["warmup"],
+                settings,
+                None,
+                variables=variables,
+            )
 
     def repetition(clients: int, rep: int) -> float:
-        """One repetition: pgbench's run, its steady tps, recorded in rep_rows and progress."""
+        """One repetition: pgbench's run and its steady tps, recorded in `measured` and rep_rows."""
         prefix = logs / f"c{clients:03d}_r{rep}"
         seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
         try:
@@ -228,8 +244,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             )
         except (MeasurementError, pgbench.PgbenchError) as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
-        results[clients].append(result)
-        spans[clients].append(span)
+        measured[clients].append((result, span))
         rep_rows.append(
             {
                 "clients": clients,
@@ -254,48 +269,34 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             max_repetitions=max(settings["max_repetitions"], settings["repetitions"]),
         )
         rule.values = list(previous)
-        results.setdefault(clients, [])
-        spans.setdefault(clients, [])
+        measured.setdefault(clients, [])
         below = False  # stopped because clearly below the best count so far
-        fresh = True
+        started = False
         while not rule.done and (at_most is None or len(rule.values) < at_most):
             if adaptive.clearly_below(rule.values, best):
                 below = True
                 break
-            if fresh:
-                cluster.reset(kind)
-                cluster.check()
-                if settings["warmup"] > 0:
-                    run_pgbench(
-                        cluster,
-                        kind,
-                        script,
-                        env,
-                        clients,
-                        settings["warmup"],
-                        settings,
-                        None,
-                        variables=variables,
-                    )
-                fresh = False
+            if not started:
+                start_count(clients)
+                started = True
             rep = len(rule.values) + 1
             rule.add(repetition(clients, rep))
             half = 100 * precision.relative_half_width(rule.values)
             interval = f"95% CI ±{half:.1f}%" if math.isfinite(half) else "no interval yet"
             progress(
                 f"{run}: {clients:>4} clients, repetition {rep}: {rule.values[-1]:,.0f} tps "
-                f"(pgbench {results[clients][-1].tps:,.0f}), {interval}"
+                f"(pgbench {measured[clients][-1][0].tps:,.0f}), {interval}"
             )
-        if not fresh:
+        if started:
             try:
                 cluster.check()
             except BackendError as exc:
                 raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
-        used = [u for u in spans[clients] if math.isfinite(u)]
+        used = [span for _, span in measured[clients] if math.isfinite(span)]
         order = lines[clients]["order"] if clients in lines else len(lines) + 1
         lines[clients] = summarize(
             clients,
-            results[clients],
+            [result for result, _ in measured[clients]],
             seconds,
             rule.values,
             rule,

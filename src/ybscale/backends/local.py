@@ -285,11 +285,13 @@ class LocalCluster(Cluster):
             self.wait_replayed()
         else:  # shards load at once: each node works within its own CPU quota
             n = len(self.nodes)
+
+            def load_shard(i: int) -> None:
+                sql = workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n"
+                self.nodes[i].psql(sql, timeout=300)
+
             with ThreadPoolExecutor(n) as pool:
-                sql = [workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n" for i in range(n)]
-                done = [pool.submit(nd.psql, sql[i], {}, 300) for i, nd in enumerate(self.nodes)]
-                for future in done:
-                    future.result()
+                list(pool.map(load_shard, range(n)))  # re-raises the first failure
 
     def wait_replayed(self, timeout: float = COMMAND_TIMEOUT) -> None:
         """Wait until every standby has replayed everything the primary wrote."""
