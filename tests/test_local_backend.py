@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -120,6 +121,39 @@ def test_cpu_groups_of_a_dead_process_are_reaped():
     assert group.exists() and not _alive(dead.pid)
     assert str(group) in cpu.reap_orphan_groups(_alive)
     assert not group.exists()
+
+
+def _quota(record: dict) -> str:
+    path = Path(record["path"])
+    if record["mechanism"] == "cgroup2":
+        return (path / "cpu.max").read_text().split()[0]
+    return (path / "cpu.cfs_quota_us").read_text().strip()
+
+
+def test_the_quota_is_lifted_only_while_data_loads_and_comes_back_after_a_failure():
+    limits = cpu.CpuLimits(group=f"{os.getpid()}-4567abcd", mechanism="auto")
+    try:
+        _, record = limits.prefix("node1", 0.25)
+        if "path" not in record:
+            pytest.fail(f"no cgroup mechanism works on this machine: {record}")
+        assert _quota(record) == str(record["quota_us"])
+        with pytest.raises(RuntimeError, match="load failed"):
+            with limits.lifted():
+                assert _quota(record) in ("max", "-1")
+                raise RuntimeError("load failed")
+        assert _quota(record) == str(record["quota_us"])
+    finally:
+        limits.cleanup()
+
+
+def test_a_reset_leaves_the_nodes_at_their_quota(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 3, "replication": "off"}
+    with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
+        records = [r for r in cluster.applied()["cpu"].values() if "path" in r]
+        if not records:
+            pytest.fail("no cgroup mechanism works on this machine")
+        cluster.reset("write")
+        assert [_quota(r) for r in records] == [str(r["quota_us"]) for r in records]
 
 
 KILLED_RUN = """

@@ -6,7 +6,8 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ class CpuLimits:
     chosen: str = ""
     warning: str | None = None
     _dirs: list[Path] = field(default_factory=list)
+    _quotas: dict[Path, tuple[int, int]] = field(default_factory=dict)  # group -> (quota, period)
 
     def __post_init__(self) -> None:
         order = MECHANISMS if self.mechanism == "auto" else (self.mechanism,)
@@ -48,11 +50,13 @@ class CpuLimits:
         if self.chosen == "cgroup2":
             path = self._make(_cgroup2_base() / self.group / node)
             (path / "cpu.max").write_text(f"{quota} {period}\n")
+            self._quotas[path] = (quota, period)
             return _enter(path), {"mechanism": "cgroup2", **record, "path": str(path)}
         if self.chosen == "cgroup1":
             path = self._make(CGROUP_ROOT / "cpu" / "ybscale" / self.group / node)
             (path / "cpu.cfs_period_us").write_text(f"{period}\n")
             (path / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+            self._quotas[path] = (quota, period)
             return _enter(path), {"mechanism": "cgroup1", **record, "path": str(path)}
         if self.chosen == "affinity":
             cores = sorted(os.sched_getaffinity(0))
@@ -62,6 +66,24 @@ class CpuLimits:
                 {"mechanism": "affinity", "cpus": cpus, "cores": keep},
             )
         return [], {"mechanism": "none", "cpus": cpus, "warning": self.warning}
+
+    @contextmanager
+    def lifted(self) -> Iterator[None]:
+        """No quota while the block runs (loading data, not measuring); every group's quota is
+        written back afterwards, also when the block raises. Affinity stays as it is."""
+        for path, (_, period) in self._quotas.items():
+            self._write_quota(path, "max", period)
+        try:
+            yield
+        finally:
+            for path, (quota, period) in self._quotas.items():
+                self._write_quota(path, str(quota), period)
+
+    def _write_quota(self, path: Path, quota: str, period: int) -> None:
+        if self.chosen == "cgroup2":
+            (path / "cpu.max").write_text(f"{quota} {period}\n")
+        else:  # cgroup1: -1 is no limit
+            (path / "cpu.cfs_quota_us").write_text(("-1" if quota == "max" else quota) + "\n")
 
     def _make(self, path: Path) -> Path:
         path.mkdir(parents=True, exist_ok=True)
@@ -85,6 +107,7 @@ class CpuLimits:
             except OSError:
                 pass
         self._dirs.clear()
+        self._quotas.clear()
 
 
 GROUP_NAME = re.compile(r"(\d+)-[0-9a-f]{8}")  # CpuLimits.group as the local backend names it
