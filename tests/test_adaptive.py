@@ -9,73 +9,95 @@ from ybscale.adaptive import midpoint, next_refinement, significantly_below, swe
 GRID = [1, 2, 4, 8, 16, 32, 64]
 
 
-def _more(previous, values, at_most=None) -> list[float]:
-    """What a measuring function returns: the previous repetitions and new ones, capped."""
-    return (list(previous) + list(values))[: at_most or None]
+def _loop(draw, reps: int = 3):
+    """A measuring function as `bench.measure_sweep` makes one: repetitions until `reps` in all
+    (the precision rule with max = min) or the `at_most` cap, none for a count below the best.
+    `log` gets (clients, repetition number) of every repetition drawn."""
+    log: list[tuple[int, int]] = []
+
+    def measure(n, previous=(), at_most=None, below_best=False):
+        values = list(previous)
+        while not below_best and len(values) < reps and (at_most is None or len(values) < at_most):
+            values.append(float(draw(n)))
+            log.append((n, len(values)))
+        return values
+
+    return measure, log
 
 
 def _curve(peak_at: float, noise: float = 0.01, seed: int = 0):
-    """USL-like curve peaking at `peak_at` clients; 3 noisy repetitions per call."""
+    """USL-like curve peaking at `peak_at` clients, with relative noise."""
     rng = np.random.default_rng(seed)
     kappa = 1.0 / peak_at**2
-    calls = []
+    return _loop(lambda n: 1000.0 * n / (1 + kappa * n * (n - 1)) * (1 + noise * rng.normal()))
 
-    def measure(n, best=None, previous=(), at_most=None):
-        calls.append(n)
-        x = 1000.0 * n / (1 + kappa * n * (n - 1))
-        return _more(previous, x * (1 + noise * rng.standard_normal(3)), at_most)
 
-    return measure, calls
+def _plateau(seed: int = 5, noise: float = 0.02):
+    """Rising to 8 clients, then flat within `noise`."""
+    rng = np.random.default_rng(seed)
+    return _loop(lambda n: 1000 * min(n, 8) * (1 + noise * rng.normal()))
 
 
 def test_stops_past_the_peak_and_refines_around_it():
-    measure, calls = _curve(peak_at=6.0)
+    measure, log = _curve(peak_at=6.0)
     samples = sweep(GRID, measure, "adaptive", peak_resolution=0.25)
-    grid_part = [c for c in calls if c in GRID]
-    assert grid_part == [1, 2, 4, 8, 16, 32, 1]  # 16, 32 clearly below the peak: 64 skipped
-    assert 64 not in samples
-    extra = [c for c in calls if c not in GRID]
+    assert [c for c, _ in log if c in GRID][:6] == [1, 2, 4, 8, 16, 32]  # the scan
+    assert 64 not in samples  # 16 and 32 clearly below the peak
+    extra = [c for c in samples if c not in GRID]
     assert extra and all(4 < c < 8 for c in extra)  # geometric midpoints around the best
     best = max(samples, key=lambda c: np.mean(samples[c]))
     assert best in (5, 6, 7)
+    assert all(len(samples[c]) == 1 for c in (1, 2, 16, 32))  # far below: one repetition
+    assert len(samples[best]) == 3
 
 
 def test_rising_curve_measures_the_whole_grid_and_nothing_else():
-    measure, calls = _curve(peak_at=1000.0)
-    sweep(GRID, measure, "adaptive", peak_resolution=0.5)
-    assert calls == GRID + [1]  # the first count is continued at the end
+    measure, log = _curve(peak_at=1000.0)
+    samples = sweep(GRID, measure, "adaptive", peak_resolution=0.5)
+    assert list(samples) == GRID
+    assert len(samples[64]) == 3 and len(samples[1]) == 1
 
 
-def test_grid_mode_measures_every_count_once():
-    measure, calls = _curve(peak_at=6.0)
+def test_grid_mode_measures_every_count_to_its_rule_one_after_another():
+    measure, log = _curve(peak_at=6.0)
     sweep(GRID, measure, "grid")
-    assert calls == GRID
+    assert log == [(c, r) for c in GRID for r in (1, 2, 3)]
 
 
 def test_noise_does_not_stop_a_flat_curve_early():
     rng = np.random.default_rng(3)
-    calls = []
-
-    def flat(n, best=None, previous=(), at_most=None):
-        calls.append(n)
-        return _more(previous, 1000 * (1 + 0.02 * rng.standard_normal(3)), at_most)
-
-    sweep([1, 2, 4, 8], flat, "adaptive")
-    assert [c for c in calls if c in (1, 2, 4, 8)] == [1, 2, 4, 8, 1]
+    measure, _ = _loop(lambda n: 1000 * (1 + 0.02 * rng.normal()))
+    samples = sweep([1, 2, 4, 8], measure, "adaptive")
+    assert list(samples) == [1, 2, 4, 8]
 
 
 def test_a_plateau_is_not_refined():
-    """Rising to 8 clients, then flat within 2 % noise: every neighbour of the best is within
-    the noise, so no midpoint is added (it would only be one more draw to the maximum)."""
-    rng = np.random.default_rng(5)
-    calls = []
+    """Every neighbour of the best is within the noise, so no midpoint is added (it would only
+    be one more draw to the maximum)."""
+    measure, _ = _plateau()
+    samples = sweep([1, 2, 4, 8, 16, 32], measure, "adaptive", peak_resolution=0.25)
+    assert sorted(samples) == [1, 2, 4, 8, 16, 32]
 
-    def plateau(n, best=None, previous=(), at_most=None):
-        calls.append(n)
-        return _more(previous, 1000 * min(n, 8) * (1 + 0.02 * rng.standard_normal(3)), at_most)
 
-    sweep([1, 2, 4, 8, 16, 32], plateau, "adaptive", peak_resolution=0.25)
-    assert calls == [1, 2, 4, 8, 16, 32, 1]
+def test_the_scan_measures_each_count_once_and_the_race_interleaves_the_rest():
+    """One repetition per count first (the best's second may confirm a peak); afterwards the
+    counts still in the race take turns: every second repetition comes before any third, so
+    drift in the machine reaches them alike. Counts far below the plateau stop at one."""
+    measure, log = _plateau()
+    samples = sweep([1, 2, 4, 8, 16, 32], measure, "adaptive")
+    assert log[:6] == [(c, 1) for c in (1, 2, 4, 8, 16, 32)]
+    race = log[6:]
+    assert race and [r for _, r in race] == sorted(r for _, r in race)
+    assert len(samples[1]) == len(samples[2]) == 1
+    assert all(len(samples[c]) == 3 for c in (8, 16, 32))
+
+
+def test_a_count_that_became_the_best_late_is_raced_with_the_others():
+    """A count past the scan's best is still raced to the rule when it is not below."""
+    measure, _ = _plateau(seed=11)
+    samples = sweep([1, 2, 4, 8, 16, 32], measure, "adaptive")
+    best = max(samples, key=lambda c: np.mean(samples[c]))
+    assert best >= 8 and len(samples[best]) == 3
 
 
 def test_only_a_neighbour_clearly_below_the_best_is_refined_towards():
@@ -94,16 +116,16 @@ def test_helpers():
         sweep(GRID, lambda n, best: [1.0], "fancy")
 
 
-def test_a_count_clearly_below_the_best_stops_repeating_after_one():
+def test_without_a_pooled_spread_a_count_is_compared_with_the_best_alone():
     best = [60_000, 61_000, 59_500]
-    assert adaptive.clearly_below([10_000], best)  # far below: one repetition suffices
-    assert adaptive.clearly_below([10_000, 10_400], best)
-    assert not adaptive.clearly_below([58_500], best)  # within the noise: keep going
-    assert not adaptive.clearly_below([59_000, 61_500], best)
-    assert not adaptive.clearly_below([61_000, 62_000], best)  # above: a new best candidate
-    assert not adaptive.clearly_below([10_000], [60_000])  # the best has no spread yet
-    assert not adaptive.clearly_below([10_000, 10_400], None)  # the first count measured
-    assert not adaptive.clearly_below([], best)
+    assert adaptive.below_best([10_000], best)  # far below: one repetition suffices
+    assert adaptive.below_best([10_000, 10_400], best)
+    assert not adaptive.below_best([58_500], best)  # within the noise: keep going
+    assert not adaptive.below_best([59_000, 61_500], best)
+    assert not adaptive.below_best([61_000, 62_000], best)  # above: a new best candidate
+    assert not adaptive.below_best([10_000], [60_000])  # the best has no spread yet
+    assert not adaptive.below_best([10_000, 10_400], None)  # the first count measured
+    assert not adaptive.below_best([], best)
 
 
 def test_one_repetition_stops_an_equal_count_at_the_test_level_and_catches_a_low_one():
@@ -114,7 +136,7 @@ def test_one_repetition_stops_an_equal_count_at_the_test_level_and_catches_a_low
 
     def stopped(true_mean: float) -> float:
         hits = sum(
-            adaptive.clearly_below([rng.normal(true_mean, 5)], list(rng.normal(100, 5, 3)))
+            adaptive.below_best([rng.normal(true_mean, 5)], list(rng.normal(100, 5, 3)))
             for _ in range(trials)
         )
         return hits / trials
@@ -123,36 +145,41 @@ def test_one_repetition_stops_an_equal_count_at_the_test_level_and_catches_a_low
     assert stopped(70) > 0.9
 
 
-def test_only_the_adaptive_sweep_hands_a_count_the_best_so_far():
-    """What lets a count stop repeating early: in the grid (the classical protocol) no count
-    gets the best so far, so each is measured to the precision rule."""
+def test_the_pooled_spread_stops_a_low_count_sooner_and_an_equal_one_at_the_test_level():
+    """Simulation with known noise (5 % at every count): the best has 2 repetitions and three
+    other counts 2 each (6 pooled degrees of freedom). A count as good as the best, after one
+    repetition, is called below about alpha = 5 % of the time; one 15 % lower far more often
+    with the pooled spread than by the prediction test on the best count alone (1 df)."""
+    rng = np.random.default_rng(9)
+    trials = 20_000
+
+    def stopped(true_mean: float, pooled: bool) -> float:
+        hits = 0
+        for _ in range(trials):
+            samples = {c: list(rng.normal(100, 5, 2)) for c in (8, 16, 32)}
+            samples[4] = list(rng.normal(100, 5, 2))  # the best count
+            noise = adaptive.log_noise(samples) if pooled else (np.nan, 0)
+            hits += adaptive.below_best([rng.normal(true_mean, 5)], samples[4], noise)
+        return hits / trials
+
+    assert 0.04 < stopped(100, pooled=True) < 0.06
+    low_pooled, low_alone = stopped(85, pooled=True), stopped(85, pooled=False)
+    assert low_pooled > 0.5 and low_pooled > 2 * low_alone
+
+
+def test_only_the_adaptive_sweep_stops_a_count_below_the_best():
+    """In the grid (the classical protocol) every count is measured to its precision rule."""
     seen = []
+    measure, _ = _loop(lambda n: 1000.0 * n * (1 + 0.01 * (n % 3)))
 
-    def measure(n, best, previous, at_most):
-        seen.append((n, best))
-        return _more(previous, [1000.0 * n, 1010.0 * n], at_most)
+    def spy(n, previous, at_most, below_best):
+        seen.append((n, at_most, below_best))
+        return measure(n, previous, at_most, below_best)
 
-    sweep([1, 2, 4], measure, "grid")
-    assert seen == [(1, None), (2, None), (4, None)]
+    sweep([1, 2, 4], spy, "grid")
+    assert seen == [(1, None, False), (2, None, False), (4, None, False)]
     seen.clear()
-    sweep([1, 2, 4], measure, "adaptive")
-    assert seen == [(1, None), (2, [1000.0]), (4, [2000.0, 2020.0]), (1, [4000.0, 4040.0])]
-
-
-def test_the_first_count_gets_one_repetition_until_there_is_a_best():
-    """The first count has nothing to be compared with: one repetition, then, after the
-    others, it is continued from that repetition against the best count."""
-    calls = []
-
-    def measure(n, best, previous, at_most):
-        calls.append((n, list(previous), at_most))
-        return _more(previous, [1000.0 * min(n, 4) + i for i in range(3)], at_most)
-
-    samples = sweep([1, 2, 4, 8, 16], measure, "adaptive")
-    assert calls[0] == (1, [], 1)
-    assert calls[-1] == (1, [1000.0], None)
-    assert samples[1] == [1000.0, 1000.0, 1001.0, 1002.0]  # the probe kept, then continued
-    assert list(samples)[0] == 1  # still listed first: the order counts were first measured
-    calls.clear()
-    sweep([1, 2, 4], measure, "grid")
-    assert calls == [(1, [], None), (2, [], None), (4, [], None)]
+    samples = sweep([1, 2, 4], spy, "adaptive")
+    assert seen[:3] == [(1, 1, False), (2, 1, False), (4, 1, False)]  # the scan
+    assert (1, 1, True) in seen and len(samples[1]) == 1  # stopped after its one repetition
+    assert len(samples[4]) == 3

@@ -10,12 +10,10 @@ from ybscale import bench, workload
 from ybscale.backends.local import LocalBackend
 
 
-def test_the_first_count_is_probed_then_continued_and_every_repetition_is_counted(
-    data_root, tmp_path
-):
+def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None):
     levels = {
         "operation_size": 1,
-        "workload": "read",
+        "workload": workload_name,
         "nodes": 1,
         "node_size": "small",
         "replication": "off",
@@ -29,17 +27,30 @@ def test_the_first_count_is_probed_then_continued_and_every_repetition_is_counte
     logs = tmp_path / "logs"
     logs.mkdir()
     with LocalBackend(settings).cluster(row, tmp_path) as cluster:
+        if resets is not None:
+            reset = cluster.reset
+
+            def counted(kind: str) -> None:
+                rows = cluster.nodes[0].psql("SELECT count(*) FROM kv")
+                reset(kind)
+                resets.append((rows, cluster.nodes[0].psql("SELECT count(*) FROM kv")))
+
+            cluster.reset = counted
         lines = bench.measure_sweep(
             row, cluster, Path(row.script_path), env, settings["measurement"], logs, reps, print
         )
-    order = [(r["clients"], r["repetition"]) for r in reps]
-    assert order[0] == (1, 1)  # one repetition of the first count before any other count
-    later_ones = [i for i, (c, _) in enumerate(order) if c == 1][1:]
-    others = [i for i, (c, _) in enumerate(order) if c != 1]
-    assert others and all(i > max(others) for i in later_ones)  # continued after the others
+    return lines, [(r["clients"], r["repetition"]) for r in reps]
+
+
+def test_the_scan_comes_first_the_race_takes_turns_and_every_repetition_is_counted(
+    data_root, tmp_path
+):
+    lines, order = _sweep("read", data_root, tmp_path)
+    assert order[:3] == [(1, 1), (2, 1), (4, 1)]  # one repetition per count first
+    assert [rep for _, rep in order[3:]] == sorted(rep for _, rep in order[3:])  # in turns
     by_count = {line["clients"]: line for line in lines}
     assert [line["clients"] for line in lines] == sorted(by_count)  # one line per count
-    assert by_count[1]["order"] == 1
+    assert [by_count[c]["order"] for c in (1, 2, 4)] == [1, 2, 3]
     for clients, line in by_count.items():
         numbers = [rep for c, rep in order if c == clients]
         assert numbers == list(range(1, len(numbers) + 1))
@@ -47,4 +58,12 @@ def test_the_first_count_is_probed_then_continued_and_every_repetition_is_counte
         if len(numbers) < 2:  # fewer than the minimum only when clearly below the best
             assert line["stopped"] == "below_best"
         else:
-            assert line["stopped"] in ("precision", "max_repetitions", "below_best")
+            assert line["stopped"] in ("precision", "max_repetitions")
+
+
+def test_every_write_repetition_starts_from_the_loaded_rows(data_root, tmp_path):
+    resets: list[tuple[str, str]] = []
+    _, order = _sweep("write", data_root, tmp_path, resets)
+    assert len(resets) == len(order)  # one reset per repetition
+    assert all(after == "2000" for _, after in resets)
+    assert all(int(before) > 2000 for before, _ in resets[1:])  # the writes it undid

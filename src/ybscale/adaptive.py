@@ -1,18 +1,20 @@
 """Adaptive client sweep: spend the measuring time where the ceiling is.
 
-Client counts of the grid are measured in ascending order. The sweep stops once the two most
-recently measured counts are both significantly below the best so far (`significantly_below`: a
-one-sided Welch t test at `alpha`, or a prediction test for a count with one repetition). Unless
-the best is the largest count measured (still rising: nothing to bracket), it then adds client
-counts at the geometric midpoints between the best count and those of its measured neighbours
-that are significantly below it, until each such neighbour is within a factor (1 +
+A scan measures the grid's client counts in ascending order, one repetition each, and stops
+once the two most recently measured counts are both significantly below the best so far. A
+race follows: counts get one repetition per turn until their precision rule is done or they
+are significantly below the best, so repetitions go to the counts that can be the ceiling and
+those counts share the machine's drift over the row. "Significantly below" is `below_best`: a
+one-sided t test of log means with the within-count spread pooled over all counts
+(`log_noise`), or, before that has two degrees of freedom, `significantly_below` (Welch, or a
+prediction test for a count with one repetition).
+Unless the best is the largest count measured (still rising: nothing to bracket), client counts
+at the geometric midpoints between the best count and those of its measured neighbours that are
+significantly below it join the race, until each such neighbour is within a factor (1 +
 peak_resolution) of the best, or no integer count lies between them. A neighbour within the
 noise of the best means a plateau: the ceiling's value is known to the noise there, and a
-midpoint would only add one more draw to the maximum. A count's repetitions also stop early once
-it is significantly below the best so far (`clearly_below`): the precision target is for the
-counts that can be the ceiling: `sweep` hands each count the best count's repetitions so far.
-`grid` mode (the classical protocol) hands none, so every listed count is measured to the
-precision rule, and never refines.
+midpoint would only add one more draw to the maximum. `grid` mode (the classical protocol)
+measures every listed count to its precision rule, one after another, and never refines.
 """
 
 from __future__ import annotations
@@ -44,15 +46,41 @@ def significantly_below(values: Sequence[float], best: Sequence[float], alpha: f
     return bool(p < alpha)
 
 
-def clearly_below(
-    values: Sequence[float], best: Sequence[float] | None, alpha: float = 0.05
+def log_noise(samples: dict[int, Sequence[float]]) -> tuple[float, int]:
+    """(s, df): the within-count standard deviation of ln(tps), pooled over the counts with two
+    or more repetitions (the error mean square of a one-way ANOVA on the log scale), and its
+    degrees of freedom. On the log scale equal relative noise at every count is one spread."""
+    ss, df = 0.0, 0
+    for values in samples.values():
+        x = np.asarray(values, dtype=float)
+        if len(x) < 2 or (x <= 0).any():
+            continue
+        y = np.log(x)
+        ss += float(((y - y.mean()) ** 2).sum())
+        df += len(y) - 1
+    return (math.sqrt(ss / df), df) if df else (math.nan, 0)
+
+
+def below_best(
+    values: Sequence[float],
+    best: Sequence[float] | None,
+    noise: tuple[float, int] = (math.nan, 0),
+    alpha: float = 0.05,
 ) -> bool:
-    """A client count needs no more repetitions: it is already significantly below the best
-    count so far (`significantly_below`; from its first repetition on), so it cannot be the
-    ceiling. Repetitions are spent on the counts that can."""
-    if best is None or not values:
+    """A client count needs no more repetitions: its mean is significantly below the best
+    count's, so it cannot be the ceiling. With a pooled `noise` (`log_noise`, 2+ degrees of
+    freedom): one-sided t test of the log means, t = (ln-mean(best) - ln-mean(values)) /
+    (s * sqrt(1/n + 1/n_best)), as comparisons against the error mean square are made after an
+    ANOVA (Montgomery ch. 3); one repetition of each count is then enough. Without it:
+    `significantly_below` on the two counts alone."""
+    if best is None or not len(values) or not len(best):
         return False
-    return significantly_below(values, best, alpha)
+    s, df = noise
+    a, b = np.asarray(values, dtype=float), np.asarray(best, dtype=float)
+    if df < 2 or not s > 0 or (a <= 0).any() or (b <= 0).any():
+        return significantly_below(values, best, alpha)
+    t = (np.log(b).mean() - np.log(a).mean()) / (s * math.sqrt(1 / len(a) + 1 / len(b)))
+    return bool(stats.t.sf(t, df) < alpha)
 
 
 def best_count(samples: dict[int, Sequence[float]]) -> int:
@@ -66,6 +94,12 @@ def midpoint(low: int, high: int) -> int | None:
         return None
     mid = int(round(math.sqrt(low * high)))
     return min(max(mid, low + 1), high - 1)
+
+
+def _below(samples: dict[int, list[float]], count: int, alpha: float) -> bool:
+    """`count` is significantly below the best count, with the spread pooled over all counts."""
+    best = best_count(samples)
+    return count != best and below_best(samples[count], samples[best], log_noise(samples), alpha)
 
 
 def next_refinement(
@@ -87,7 +121,7 @@ def next_refinement(
         low, high = sorted((neighbour, best))
         if high / low <= 1 + peak_resolution:
             continue
-        if not significantly_below(samples[neighbour], samples[best], alpha):
+        if not _below(samples, neighbour, alpha):
             continue
         mid = midpoint(low, high)
         if mid is not None:
@@ -103,15 +137,22 @@ def sweep(
     alpha: float = 0.05,
     max_points: int | None = None,
 ) -> dict[int, list[float]]:
-    """Measure client counts with `measure(clients, best, previous, at_most) -> per-repetition
-    tps` (all of the count's repetitions, `previous` included); returns all samples.
+    """Measure client counts with `measure(clients, previous, at_most, below_best) ->
+    per-repetition tps` (all of the count's repetitions, `previous` included); returns all
+    samples.
 
-    `best`: the best count's repetitions so far in the adaptive sweep (a count clearly below
-    them may stop repeating, see `clearly_below`), None in the grid. `at_most`: a cap on the
-    count's repetitions, else None. In the adaptive sweep the first count gets one repetition
-    while there is nothing to compare it with; once the others are measured it is continued
-    with the best so far (`previous` = its repetition), which ends at once when it is clearly
-    below the best, the usual case at 1 client.
+    `at_most`: a cap on the count's repetitions in all, else None (the count's precision rule
+    decides). A call that adds no repetition means the rule is done. `below_best=True`: the
+    count is stopped as significantly below the best (`below_best`); no repetition is taken.
+
+    grid: each count in ascending order, to its rule. adaptive: a scan, then a race.
+    - Scan: one repetition per count, ascending. When the last two are both below the best,
+      the best gets its second repetition and `_past_peak` decides whether to stop scanning.
+    - Race: one repetition per turn, round by round, over the counts not finished, the best
+      first, then by decreasing mean; a count significantly below the best leaves the race.
+      Midpoints from `next_refinement` join it once no count is left in it. The repetitions of
+      the counts near the ceiling are interleaved in time, so the machine's drift over the row
+      reaches them alike instead of favouring whichever count was measured in a fast minute.
 
     The dict keeps the order in which counts were first measured.
     """
@@ -120,33 +161,54 @@ def sweep(
     if peak_resolution <= 0:
         raise ValueError(f"measurement.peak_resolution must be > 0, got {peak_resolution}")
     samples: dict[int, list[float]] = {}
-
-    def best_so_far() -> list[float] | None:
-        return samples[best_count(samples)] if mode == "adaptive" and samples else None
-
     counts = sorted(set(grid))
-    for clients in counts:
-        probe = 1 if mode == "adaptive" and not samples else None
-        samples[clients] = list(measure(clients, best_so_far(), [], probe))
-        if mode == "adaptive" and _past_peak(samples, alpha):
-            break
     if mode == "grid":
+        for clients in counts:
+            samples[clients] = list(measure(clients, [], None, False))
         return samples
-    limit = max_points if max_points is not None else 2 * len(set(grid))
-    while len(samples) < limit:
-        extra = next_refinement(samples, peak_resolution, alpha)
-        if extra is None:
-            break
-        samples[extra] = list(measure(extra, best_so_far(), [], None))
-    first = counts[0]
-    samples[first] = list(measure(first, best_so_far(), samples[first], None))
+
+    def one_more(clients: int) -> bool:
+        """One more repetition of `clients`; False when its rule is done or it is below."""
+        before = samples.get(clients, [])
+        if before and _below(samples, clients, alpha):
+            measure(clients, before, len(before), True)
+            return False
+        samples[clients] = list(measure(clients, before, len(before) + 1, False))
+        return len(samples[clients]) > len(before)
+
+    for clients in counts:
+        one_more(clients)
+        if _looks_past_peak(samples):
+            best = best_count(samples)
+            if len(samples[best]) < 2:
+                one_more(best)
+            if _past_peak(samples, alpha):
+                break
+    limit = max_points if max_points is not None else 2 * len(counts)
+    racing = set(samples)
+    while racing:
+        best = best_count(samples)
+        ranked = sorted(racing, key=lambda c: (c != best, -float(np.mean(samples[c]))))
+        for clients in ranked:
+            if not one_more(clients):
+                racing.discard(clients)
+        if not racing and len(samples) < limit:
+            extra = next_refinement(samples, peak_resolution, alpha)
+            if extra is not None and one_more(extra):
+                racing.add(extra)
     return samples
+
+
+def _looks_past_peak(samples: dict[int, list[float]]) -> bool:
+    """The last two counts measured are both below the best's mean (not yet tested)."""
+    counts = list(samples)
+    if len(counts) < 3:
+        return False
+    top = float(np.mean(samples[best_count(samples)]))
+    return all(float(np.mean(samples[c])) < top for c in counts[-2:])
 
 
 def _past_peak(samples: dict[int, list[float]], alpha: float) -> bool:
     """The last two measured counts are both significantly below the best so far."""
     counts = list(samples)
-    if len(counts) < 3:
-        return False
-    best = samples[best_count(samples)]
-    return all(significantly_below(samples[c], best, alpha) for c in counts[-2:])
+    return len(counts) >= 3 and all(_below(samples, c, alpha) for c in counts[-2:])

@@ -204,11 +204,12 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
     measured: dict[int, list] = {}  # each count's repetitions: (pgbench result, steady seconds)
 
-    def start_count(clients: int) -> None:
-        """Before a count's first new repetition: reset the dataset, check, warm up."""
+    def start_repetition(clients: int, warm: bool) -> None:
+        """Before each repetition: the dataset reset (every write repetition starts from the
+        loaded rows), a check, and the warm-up before a count's first repetition in a call."""
         cluster.reset(kind)
         cluster.check()
-        if settings["warmup"] > 0:
+        if warm and settings["warmup"] > 0:
             run_pgbench(
                 cluster,
                 kind,
@@ -259,10 +260,10 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         return steady
 
     def one_count(
-        clients: int, best: list[float] | None, previous: list[float], at_most: int | None
+        clients: int, previous: list[float], at_most: int | None, below_best: bool
     ) -> list[float]:
-        """The count's repetitions (after `previous`) until the rule is done, it is clearly
-        below `best`, or it has `at_most`; the dataset is reset before the first new one."""
+        """The count's repetitions (after `previous`) until the rule is done or it has
+        `at_most`; none when the sweep found it `below_best` (its line says so)."""
         rule = precision.Sequential(
             precision=settings["precision"],
             min_repetitions=settings["repetitions"],
@@ -270,15 +271,11 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         )
         rule.values = list(previous)
         measured.setdefault(clients, [])
-        below = False  # stopped because clearly below the best count so far
+        below = below_best and not rule.done
         started = False
-        while not rule.done and (at_most is None or len(rule.values) < at_most):
-            if adaptive.clearly_below(rule.values, best):
-                below = True
-                break
-            if not started:
-                start_count(clients)
-                started = True
+        while not below and not rule.done and (at_most is None or len(rule.values) < at_most):
+            start_repetition(clients, warm=not started)
+            started = True
             rep = len(rule.values) + 1
             rule.add(repetition(clients, rep))
             half = 100 * precision.relative_half_width(rule.values)
