@@ -183,3 +183,15 @@ def test_only_the_adaptive_sweep_stops_a_count_below_the_best():
     assert seen[:3] == [(1, 1, False), (2, 1, False), (4, 1, False)]  # the scan
     assert (1, 1, True) in seen and len(samples[1]) == 1  # stopped after its one repetition
     assert len(samples[4]) == 3
+
+
+def test_a_noisy_best_gets_a_third_repetition_before_the_scan_goes_on():
+    """A read row's shape: a peak at 2 clients with 5 % noise. With two repetitions of the best
+    the test of the counts after it has one degree of freedom and cannot call 4 and 8 clients
+    below it; a third repetition can, and 16 and 32 clients are never measured."""
+    draws = {1: [16_000], 2: [65_000, 59_000, 66_000], 4: [50_000], 8: [45_000]}
+    draws |= {3: [55_000], 16: [34_000], 32: [34_000]}
+    measure, log = _loop(lambda n: draws[n].pop(0) if len(draws[n]) > 1 else draws[n][0])
+    samples = sweep([1, 2, 4, 8, 16, 32], measure, "adaptive")
+    assert log[:6] == [(1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (2, 3)]
+    assert 16 not in samples and 32 not in samples

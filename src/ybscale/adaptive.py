@@ -26,6 +26,7 @@ import numpy as np
 from scipy import stats
 
 SWEEPS = ("grid", "adaptive")
+CONFIRM_REPETITIONS = 3  # the scan's best gets up to these to test a peak (2 degrees of freedom)
 
 
 def significantly_below(values: Sequence[float], best: Sequence[float], alpha: float) -> bool:
@@ -147,7 +148,7 @@ def sweep(
 
     grid: each count in ascending order, to its rule. adaptive: a scan, then a race.
     - Scan: one repetition per count, ascending. When the last two are both below the best,
-      the best gets its second repetition and `_past_peak` decides whether to stop scanning.
+      the best gets up to CONFIRM_REPETITIONS and `_past_peak` decides whether to stop.
     - Race: one repetition per turn, round by round, over the counts not finished, the best
       first, then by decreasing mean; a count significantly below the best leaves the race.
       Midpoints from `next_refinement` join it once no count is left in it. The repetitions of
@@ -178,12 +179,8 @@ def sweep(
 
     for clients in counts:
         one_more(clients)
-        if _looks_past_peak(samples):
-            best = best_count(samples)
-            if len(samples[best]) < 2:
-                one_more(best)
-            if _past_peak(samples, alpha):
-                break
+        if _looks_past_peak(samples) and _confirmed(samples, one_more, alpha):
+            break
     limit = max_points if max_points is not None else 2 * len(counts)
     racing = set(samples)
     while racing:
@@ -197,6 +194,18 @@ def sweep(
             if extra is not None and one_more(extra):
                 racing.add(extra)
     return samples
+
+
+def _confirmed(samples: dict[int, list[float]], one_more, alpha: float) -> bool:
+    """Whether the scan is past the peak: the best gets repetitions (up to
+    CONFIRM_REPETITIONS, or until its rule is done) until the last two counts are significantly
+    below it. One repetition against another leaves the test a single degree of freedom, too
+    few to tell anything but a collapse from the noise."""
+    while not _past_peak(samples, alpha):
+        best = best_count(samples)
+        if len(samples[best]) >= CONFIRM_REPETITIONS or not one_more(best):
+            return False
+    return True
 
 
 def _looks_past_peak(samples: dict[int, list[float]]) -> bool:

@@ -113,7 +113,7 @@ def row_seconds(row: Row, measurement: Mapping) -> float:
     counts = len(measurement["clients"])
     if measurement["sweep"] == "adaptive":
         counts += ADAPTIVE_EXTRA_COUNTS
-    reloads = 1 if row.read_only else counts
+    reloads = 1 if row.read_only else counts * reps  # every write repetition reloads
     return counts * per_count + reloads * load
 
 
