@@ -8,6 +8,7 @@ those counts share the machine's drift over the row. "Significantly below" is `b
 one-sided t test of log means with the within-count spread pooled over all counts
 (`log_noise`), or, before that has two degrees of freedom, `significantly_below` (Welch, or a
 prediction test for a count with one repetition).
+
 Unless the best is the largest count measured (still rising: nothing to bracket), client counts
 at the geometric midpoints between the best count and those of its measured neighbours that are
 significantly below it join the race, until each such neighbour is within a factor (1 +

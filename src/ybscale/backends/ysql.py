@@ -260,8 +260,8 @@ class YsqlCluster(Cluster):
 
     def reset(self, workload_kind: str) -> None:
         """Re-create the dataset (DROP + CREATE); reads leave it unchanged, so it is loaded once
-        for them. Before a reload, the rows the last client count inserted are counted per range
-        bucket (= per tablet, range sharding); after it, the tablet layout is checked."""
+        for them. Before a reload, the rows the last write repetition inserted are counted per
+        range bucket (= per tablet, range sharding); after it, the tablet layout is checked."""
         if workload_kind == "read" and self._loaded:
             return
         if self._loaded and self.sharding == "range":
