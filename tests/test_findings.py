@@ -54,7 +54,12 @@ def study(tmp_path):
         )
         curve.to_csv(results / "runs" / run / "throughput.csv", index=False)
         meta = {
-            "measurement": {"clients": [1, 4], "repetitions": 3, "seconds": 3, "rows": 1000},
+            "measurement": {
+                "clients": [1, 4],
+                **{"repetitions": 3, "max_repetitions": 5, "precision": 0.03, "seconds": 3},
+                **{"skip_seconds": 1, "sweep": "adaptive"},
+            },
+            "row": {"dataset_rows": 1000},
             "applied": {"backend": "local", "cpu": {"node1": {"mechanism": "cgroup2", "cpus": 1}}},
             "started": "2026-01-01T00:00:00Z",
             "finished": "2026-01-01T00:02:00Z",
@@ -92,6 +97,17 @@ def test_active_effects_in_words_with_numbers_equal_to_effects_csv(study):
     # aliases and what cannot be separated
     assert "B = AF = CE = ABCEF" in items[0]
     assert "cannot separate workload (B), operation_size × node_size (AF) and nodes ×" in items[0]
+
+
+def test_the_response_says_how_counts_were_measured(study):
+    _, _, text, _ = study
+    assert "ceiling of each row, the **empirical** ceiling" in text
+    assert (
+        "[1, 4] (adaptive sweep: one repetition per count, then, in turns, 3 to 5 repetitions "
+        "until the 95 % CI is within ±3 % for the counts not significantly below the best; "
+        "3 s each, the first 1 s not counted), with pgbench on the **local** backend over 1,000 "
+        "rows." in " ".join(text.split())
+    )
 
 
 def test_effects_within_the_noise_are_not_findings(study):

@@ -177,6 +177,22 @@ def _terms(study: Study) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- sections
 
 
+def _protocol(m: dict) -> str:
+    """How a row's client counts were measured, from measurement.json's settings."""
+    low = m.get("repetitions", "?")
+    high = max(low, m.get("max_repetitions", low)) if isinstance(low, int) else "?"
+    reps = f"{low}" if low == high else f"{low} to {high}"
+    precision = m.get("precision")
+    until = f" until the 95 % CI is within ±{100 * precision:g} %" if precision else ""
+    each = f"{m.get('seconds', '?')} s each, the first {m.get('skip_seconds', 0)} s not counted"
+    if m.get("sweep", "grid") == "adaptive":
+        return (
+            f"adaptive sweep: one repetition per count, then, in turns, {reps} repetitions{until} "
+            f"for the counts not significantly below the best; {each}"
+        )
+    return f"every count {reps} repetitions{until}; {each}"
+
+
 def response_section(study: Study) -> list[str]:
     d = study.design
     k, p = len(d.factors), len(d.generators)
@@ -189,13 +205,11 @@ def response_section(study: Study) -> list[str]:
         if study.ceiling == "empirical"
         else "the **USL** ceiling X(N*) of the Universal Scalability Law fit"
     )
-    reps = m.get("repetitions", "?")
     rows = meta.get("row", {}).get("dataset_rows")  # measurement.json: the resolved row
     text = (
         f"**Response.** The throughput ceiling of each row, {how} "
-        f"{m.get('clients', '?')}, each client count measured {reps} time(s) for "
-        f"{m.get('seconds', '?')} s after {m.get('warmup', '?')} s of warm-up (mean kept), with "
-        f"pgbench on the **{backend}** backend over {rows:,} rows. "
+        f"{m.get('clients', '?')} ({_protocol(m)}), with pgbench on the **{backend}** backend "
+        f"over {rows:,} rows. "
         if isinstance(rows, int)
         else f"**Response.** The throughput ceiling of each row ({how}), backend {backend}. "
     )
