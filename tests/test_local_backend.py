@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import row_from_levels, servers_under, settings_with
 
-from ybscale.backends import cpu
+from ybscale.backends import cpu, local
 from ybscale.backends.base import BackendError
 from ybscale.backends.local import LocalBackend, _alive
 
@@ -121,6 +121,16 @@ def test_cpu_groups_of_a_dead_process_are_reaped():
     assert group.exists() and not _alive(dead.pid)
     assert str(group) in cpu.reap_orphan_groups(_alive)
     assert not group.exists()
+
+
+def test_server_ports_stay_out_of_the_range_client_connections_draw_from():
+    low = int(local.EPHEMERAL_RANGE.read_text().split()[0])
+    taken: list[int] = []
+    for _ in range(50):
+        taken.append(local.free_port(exclude=taken))
+    assert len(set(taken)) == len(taken)
+    if low - local.PORTS_FROM > 1000:
+        assert all(local.PORTS_FROM <= port < low for port in taken)
 
 
 def _quota(record: dict) -> str:

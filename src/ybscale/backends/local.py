@@ -15,6 +15,7 @@ import glob
 import json
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -86,8 +87,30 @@ def _fs_type(path: Path) -> str:
     return out.stdout.strip() or "unknown"
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PORTS_FROM = 20000  # servers' ports are drawn from here up to the ephemeral range
+
+
+def free_port(exclude: Sequence[int] = ()) -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, not in `exclude`, and below
+    the kernel's ephemeral range: a port from that range can be handed to an outgoing client
+    connection (psql, pgbench) between being chosen and the server binding it ("Address
+    already in use", seen once in CI). Falls back to the kernel's choice."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.SystemRandom()
+    for _ in range(200 if low - PORTS_FROM > 1000 else 0):
+        port = rng.randrange(PORTS_FROM, low)
+        if port in exclude:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -463,9 +486,12 @@ class LocalBackend(Backend):
             period_ms=self.settings["cpu_period_ms"],
         )
         n = row.cluster.nodes
+        ports: list[int] = []
+        for _ in range(n):
+            ports.append(free_port(exclude=ports))
         nodes = [
-            Node(f"node{i + 1}", home / f"node{i + 1}", free_port(), runas, bindir)
-            for i in range(n)
+            Node(f"node{i + 1}", home / f"node{i + 1}", port, runas, bindir)
+            for i, port in enumerate(ports)
         ]
         record = {
             "backend": "local",
