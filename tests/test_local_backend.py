@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -131,6 +132,21 @@ def test_server_ports_stay_out_of_the_range_client_connections_draw_from():
     assert len(set(taken)) == len(taken)
     if low - local.PORTS_FROM > 1000:
         assert all(local.PORTS_FROM <= port < low for port in taken)
+
+
+def test_a_server_that_cannot_start_is_reported_with_its_logs_reason(
+    data_root, tmp_path, monkeypatch
+):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        monkeypatch.setattr(local, "free_port", lambda exclude=(): held.getsockname()[1])
+        levels = {**LEVELS, "nodes": 1, "replication": "off"}
+        with pytest.raises(BackendError, match="start node1 failed") as failed:
+            with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path):
+                pass
+    assert "Address already in use" in str(failed.value)
+    assert servers_under(data_root) == []
 
 
 def _quota(record: dict) -> str:

@@ -157,7 +157,21 @@ class Node:
         """Start the server under its CPU limit and wait until it accepts connections."""
         argv = [*limit_prefix, *self.runas, str(self.bindir / "pg_ctl"), "start", "-w", "-t", "30"]
         argv += ["-D", str(self.datadir), "-l", str(self.logfile)]
-        _run(argv, f"start {self.name}")
+        try:
+            _run(argv, f"start {self.name}")
+        except BackendError as exc:  # pg_ctl says "examine the log": quote the log's reason
+            raise BackendError(f"{exc}\n{self.logfile}: {self.log_errors()}") from exc
+
+    def log_errors(self) -> str:
+        """The server log's lines that say why (FATAL, ERROR, WARNING, HINT, "could not"), the
+        last five, or that there are none."""
+        try:
+            lines = self.logfile.read_text(errors="replace").splitlines()
+        except OSError as exc:
+            return f"no log ({exc.strerror})"
+        keys = ("FATAL:", "ERROR:", "WARNING:", "HINT:", "could not")
+        found = [ln for ln in lines if any(k in ln for k in keys)]
+        return " | ".join(found[-5:]) or "no FATAL or ERROR line"
 
     def stop(self) -> None:
         """Stop fast, then immediately, then kill: the server must not outlive the cluster."""
