@@ -47,8 +47,11 @@ def test_the_scan_comes_first_the_race_takes_turns_and_every_repetition_is_count
 ):
     lines, order = _sweep("read", data_root, tmp_path)
     assert order[:3] == [(1, 1), (2, 1), (4, 1)]  # one repetition per count first
-    assert [rep for _, rep in order[3:]] == sorted(rep for _, rep in order[3:])  # in turns
     by_count = {line["clients"]: line for line in lines}
+    # in turns: the best may take its confirming repetitions first and a midpoint joins after
+    best = max(by_count, key=lambda c: by_count[c]["tps_mean"])
+    turns = [rep for c, rep in order[3:] if c in (1, 2, 4) and c != best]
+    assert turns == sorted(turns)
     assert [line["clients"] for line in lines] == sorted(by_count)  # one line per count
     assert [by_count[c]["order"] for c in (1, 2, 4)] == [1, 2, 3]
     for clients, line in by_count.items():

@@ -204,11 +204,18 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
     measured: dict[int, list] = {}  # each count's repetitions: (pgbench result, steady seconds)
 
+    def checked(when: str) -> None:
+        """Every node up (and the replication quorum); MeasurementError naming when."""
+        try:
+            cluster.check()
+        except BackendError as exc:
+            raise MeasurementError(f"{run}, {when}: {exc}") from exc
+
     def start_repetition(clients: int, warm: bool) -> None:
         """Before each repetition: the dataset reset (every write repetition starts from the
         loaded rows), a check, and the warm-up before a count's first repetition in a call."""
         cluster.reset(kind)
-        cluster.check()
+        checked(f"before {clients} clients")
         if warm and settings["warmup"] > 0:
             run_pgbench(
                 cluster,
@@ -272,7 +279,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         rule.values = list(previous)
         measured.setdefault(clients, [])
         below = below_best and not rule.done
-        started = False
+        started = False  # the warm-up runs before the first repetition of a call
         while not below and not rule.done and (at_most is None or len(rule.values) < at_most):
             start_repetition(clients, warm=not started)
             started = True
@@ -284,11 +291,6 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 f"{run}: {clients:>4} clients, repetition {rep}: {rule.values[-1]:,.0f} tps "
                 f"(pgbench {measured[clients][-1][0].tps:,.0f}), {interval}"
             )
-        if started:
-            try:
-                cluster.check()
-            except BackendError as exc:
-                raise MeasurementError(f"{run}, after {clients} clients: {exc}") from exc
         used = [span for _, span in measured[clients] if math.isfinite(span)]
         order = lines[clients]["order"] if clients in lines else len(lines) + 1
         lines[clients] = summarize(
@@ -304,6 +306,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         return list(rule.values)
 
     adaptive.sweep(settings["clients"], one_count, settings["sweep"], settings["peak_resolution"])
+    checked("after the last repetition")  # every other repetition is followed by a check
     return sorted(lines.values(), key=lambda line: line["clients"])
 
 
