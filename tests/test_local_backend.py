@@ -111,6 +111,15 @@ def test_clean_up_finishes_when_keeping_the_logs_fails(data_root, tmp_path):
     assert [g for g in groups if g.exists()] == []
 
 
+def test_a_cluster_makes_its_missing_row_folder_and_keeps_its_logs_there(data_root, tmp_path):
+    """A row folder that does not exist yet is made; before, the clean-up's log copy failed."""
+    workdir = tmp_path / "not" / "yet"
+    levels = {**LEVELS, "nodes": 1, "replication": "off"}
+    with backend(data_root).cluster(row_from_levels(levels, 1000), workdir):
+        pass
+    assert (workdir / "node1.log").read_text()
+
+
 def test_cpu_groups_of_a_dead_process_are_reaped():
     dead = subprocess.Popen(["true"])
     dead.wait()

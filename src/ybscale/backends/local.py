@@ -481,6 +481,9 @@ class LocalBackend(Backend):
 
     @contextmanager
     def cluster(self, row: Row, workdir: Path) -> Iterator[LocalCluster]:
+        """A started, loaded and checked cluster for `row`; its server logs end in `workdir`
+        (made if missing), and everything else is removed on exit."""
+        workdir.mkdir(parents=True, exist_ok=True)
         bindir = find_bindir()
         runas = self.runas()
         root, storage = choose_data_root(self.settings["data_root"], workdir / "pgdata")
