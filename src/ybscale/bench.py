@@ -306,7 +306,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         return list(rule.values)
 
     adaptive.sweep(settings["clients"], one_count, settings["sweep"], settings["peak_resolution"])
-    checked("after the last repetition")  # every other repetition is followed by a check
+    checked("after the last repetition")  # the others are followed by the next one's check
     return sorted(lines.values(), key=lambda line: line["clients"])
 
 

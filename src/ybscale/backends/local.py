@@ -91,6 +91,16 @@ EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 PORTS_FROM = 20000  # servers' ports are drawn from here up to the ephemeral range
 
 
+def _bindable(port: int) -> bool:
+    """Nothing listens on 127.0.0.1:`port` right now."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port(exclude: Sequence[int] = ()) -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now, not in `exclude`, and below
     the kernel's ephemeral range: a port from that range can be handed to an outgoing client
@@ -101,16 +111,10 @@ def free_port(exclude: Sequence[int] = ()) -> int:
     except (OSError, ValueError, IndexError):
         low = 32768
     rng = random.SystemRandom()
-    for _ in range(200 if low - PORTS_FROM > 1000 else 0):
-        port = rng.randrange(PORTS_FROM, low)
-        if port in exclude:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
+    tries = 200 if low - PORTS_FROM > 1000 else 0  # no room below the range: the kernel's
+    for port in (rng.randrange(PORTS_FROM, low) for _ in range(tries)):
+        if port not in exclude and _bindable(port):
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
