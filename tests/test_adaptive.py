@@ -195,3 +195,42 @@ def test_a_noisy_best_gets_a_third_repetition_before_the_scan_goes_on():
     samples = sweep([1, 2, 4, 8, 16, 32], measure, "adaptive")
     assert log[:6] == [(1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (2, 3)]
     assert 16 not in samples and 32 not in samples
+
+
+def test_a_curve_still_rising_at_the_grids_end_is_extended_until_its_peak_is_bracketed():
+    """USL curve peaking at 48 clients, grid up to 16: the sweep doubles past the grid (32, 64,
+    128), stops once a larger count (128) is significantly below the best, and refines there."""
+    measure, log = _curve(peak_at=48.0)
+    samples = sweep([1, 2, 4, 8, 16], measure, "adaptive", peak_resolution=0.25, max_clients=256)
+    assert [c for c, _ in log][:8] == [1, 2, 4, 8, 16, 32, 64, 128]  # the scan, then doubling
+    assert 256 not in samples and max(samples) == 128
+    best = max(samples, key=lambda c: np.mean(samples[c]))
+    assert 32 < best < 128 and adaptive.bracketed_above(samples)
+    assert len(samples[best]) == 3
+
+
+def test_a_curve_rising_to_max_clients_stops_there_with_the_best_at_the_edge():
+    measure, _ = _curve(peak_at=1000.0)
+    samples = sweep([1, 2, 4, 8], measure, "adaptive", max_clients=24)
+    assert sorted(samples) == [1, 2, 4, 8, 16, 24]  # doubling, capped at max_clients
+    assert max(samples, key=lambda c: np.mean(samples[c])) == 24  # a lower bound
+    assert not adaptive.bracketed_above(samples)
+
+
+def test_only_a_larger_count_significantly_below_the_best_brackets_it():
+    """What the scan's end and the race's end both ask: a count above the best, clearly below
+    it, stops the extension; one within the noise (a plateau so far) does not."""
+    samples = {8: [800.0, 810, 790], 16: [1000.0, 990, 1010], 32: [700.0]}
+    assert adaptive.next_extension(samples, 64) is None
+    samples[32] = [995.0]
+    assert adaptive.next_extension(samples, 64) == 64
+    assert adaptive.next_extension(samples, 48) == 48
+    assert adaptive.next_extension(samples, 32) is None  # the range reached max_clients
+    assert adaptive.next_extension({8: [800.0], 16: [1000.0]}, 64) == 32  # best is the largest
+
+
+def test_extension_counts_double_up_to_max_clients():
+    assert adaptive.extension_counts([1, 8, 32], 128) == [64, 128]
+    assert adaptive.extension_counts([1, 8, 32], 100) == [64, 100]
+    assert adaptive.extension_counts([1, 8, 32], 32) == []
+    assert adaptive.extension_counts([1, 8, 32], None) == []

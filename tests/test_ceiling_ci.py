@@ -62,3 +62,11 @@ def test_fit_cli_writes_both_intervals(tmp_path):
     emp = json.loads(out.read_text())["empirical"]
     assert emp["clients"] == 2 and emp["tps"] == 20
     assert emp["ci_low"] < 20 < emp["ci_high"]
+    assert emp["lower_bound"] is False  # 4 clients, measured above the best, brackets it
+
+
+def test_a_ceiling_at_the_largest_count_measured_is_a_lower_bound():
+    thr = pd.DataFrame({"clients": [1, 2, 4], "tps": [10.0, 19.0, 30.0]})
+    assert row_ceiling("run01", thr)["empirical"]["lower_bound"] is True
+    thr.loc[2, "tps"] = 15.0
+    assert row_ceiling("run01", thr)["empirical"]["lower_bound"] is False

@@ -44,7 +44,10 @@ def study(tmp_path):
     y += 1_000 * signs["A"] * signs["D"]
     y.iloc[6] += 2_500  # run07 stands out
     results = tmp_path / "results"
-    ceilings = signs[list(design.letters)].assign(response=y, empirical_clients=4)
+    edge = signs.index.isin(["run02", "run07"])  # their best count is their largest
+    ceilings = signs[list(design.letters)].assign(
+        response=y, empirical_clients=4, empirical_lower_bound=edge
+    )
     ceilings.reset_index().to_csv(results.mkdir() or results / "ceilings.csv", index=False)
     analyze(design, ceilings.reset_index(), "response", results, charts=False)
     for run in design.run_ids:
@@ -58,6 +61,7 @@ def study(tmp_path):
                 "clients": [1, 4],
                 **{"repetitions": 3, "max_repetitions": 5, "precision": 0.03, "seconds": 3},
                 **{"skip_seconds": 1, "sweep": "adaptive"},
+                "max_clients": 4 if run == "run07" else 16,
             },
             "row": {"dataset_rows": 1000},
             "applied": {"backend": "local", "cpu": {"node1": {"mechanism": "cgroup2", "cpus": 1}}},
@@ -103,10 +107,21 @@ def test_the_response_says_how_counts_were_measured(study):
     _, _, text, _ = study
     assert "ceiling of each row, the **empirical** ceiling" in text
     assert (
-        "[1, 4] (adaptive sweep: one repetition per count, then, in turns, 3 to 5 repetitions "
-        "until the 95 % CI is within ±3 % for the counts not significantly below the best; "
+        "[1, 4] (adaptive sweep: one repetition per count, doubling past the grid up to 16 "
+        "clients until a larger count is significantly below the best, then, in turns, 3 to 5 "
+        "repetitions until the 95 % CI is within ±3 % for the counts not significantly below the "
+        "best; "
         "3 s each, the first 1 s not counted), with pgbench on the **local** backend over 1,000 "
         "rows." in " ".join(text.split())
+    )
+
+
+def test_rows_flagged_as_lower_bounds_are_named_with_the_edge_they_reached(study):
+    _, _, text, _ = study
+    assert (
+        "**Ceilings at the edge.** 2 of 16 rows reached their largest throughput at the largest "
+        "client count they measured: their ceiling is a lower bound (run02 at 4, run07 at 4 = "
+        "max_clients)." in " ".join(text.split())
     )
 
 
@@ -127,7 +142,7 @@ def test_noise_outliers_backend_and_next_steps(study):
     assert "spread by 3.0 % (median" in text
     for run in outliers["run"]:
         assert run in text.split("**Outliers.**")[1].split("**")[0]
-    assert "12 of 16" not in text and "16 of 16 rows reached" in text  # clients 4 = largest
+    assert "2 of 16 rows reached" in text  # the rows flagged as lower bounds, not all at 4
     assert "adding a node adds no CPU" in text
     assert "``ybscale next`` proposes" in text and "full fold-over" in text
     assert "Replications needed" in text

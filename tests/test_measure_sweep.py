@@ -20,7 +20,7 @@ def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None):
     }
     row = row_from_levels(levels, 2000)
     m = {"clients": [1, 2, 4], "repetitions": 2, "max_repetitions": 2, "seconds": 1}
-    m.update(skip_seconds=0, warmup=0, sweep="adaptive", timeout=60)
+    m.update(skip_seconds=0, warmup=0, sweep="adaptive", timeout=60, max_clients=4)
     settings = settings_with(local={"data_root": str(data_root)}, measurement=m)
     env = workload.session_env(row.session)
     reps: list[dict] = []

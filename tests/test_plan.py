@@ -223,7 +223,11 @@ def test_row_time_is_an_upper_bound_with_max_repetitions_and_sweep_midpoints(see
     assert plan_of({**CONFIG, "measurement": more}).row_seconds["run01"] == grid["run01"] + 4 * 20
     adaptive = {**MEASUREMENT, "sweep": "adaptive"}
     per_count = 5 + 2 * 10 + plan_mod.PER_COUNT_OVERHEAD_S
-    extra = plan_mod.ADAPTIVE_EXTRA_COUNTS * per_count
+    extra = (plan_mod.ADAPTIVE_EXTRA_COUNTS + 2) * per_count  # the extension: 16, 32 (4 x 8)
     assert (
         plan_of({**CONFIG, "measurement": adaptive}).row_seconds["run01"] == grid["run01"] + extra
+    )
+    capped = {**adaptive, "max_clients": 8}  # no extension
+    assert plan_of({**CONFIG, "measurement": capped}).row_seconds["run01"] == grid["run01"] + (
+        plan_mod.ADAPTIVE_EXTRA_COUNTS * per_count
     )

@@ -59,3 +59,15 @@ def test_an_invalid_field_is_named_with_its_file():
     config["measurement"]["precision"] = 2
     with pytest.raises(settings.SettingsError, match=r"config/config.yaml: measurement.precision"):
         settings.load(config)
+
+
+def test_max_clients_defaults_to_four_times_the_grid_and_may_not_be_below_it():
+    config = user_config()
+    config["measurement"]["clients"] = [1, 4, 12]
+    assert settings.load(config)["measurement"]["max_clients"] == 48
+    config["measurement"]["max_clients"] = 100
+    assert settings.load(config)["measurement"]["max_clients"] == 100
+    config["measurement"]["max_clients"] = 8
+    below = r"config/config.yaml: measurement.max_clients: 8 is below .* \(12\)"
+    with pytest.raises(settings.SettingsError, match=below):
+        settings.load(config)

@@ -14,8 +14,15 @@ at the geometric midpoints between the best count and those of its measured neig
 significantly below it join the race, until each such neighbour is within a factor (1 +
 peak_resolution) of the best, or no integer count lies between them. A neighbour within the
 noise of the best means a plateau: the ceiling's value is known to the noise there, and a
-midpoint would only add one more draw to the maximum. `grid` mode (the classical protocol)
-measures every listed count to its precision rule, one after another, and never refines.
+midpoint would only add one more draw to the maximum.
+
+A peak is bracketed only by a larger count significantly below it. While no count above the
+best is (the curve still rises at the grid's end, or stays within the noise of the best), the
+sweep extends the range: it doubles the largest count measured, up to `max_clients`, after the
+scan and whenever the race runs out of counts. A row whose best count is still the largest
+measured has a ceiling that is only a lower bound (`ceiling.json` says so). `grid` mode (the
+classical protocol) measures every listed count to its precision rule, one after another, and
+never refines or extends.
 """
 
 from __future__ import annotations
@@ -131,6 +138,32 @@ def next_refinement(
     return None
 
 
+def bracketed_above(samples: dict[int, Sequence[float]], alpha: float = 0.05) -> bool:
+    """Some count larger than the best is significantly below it: the peak has an upper side."""
+    best = best_count(samples)
+    return any(_below(samples, c, alpha) for c in samples if c > best)
+
+
+def next_extension(
+    samples: dict[int, Sequence[float]], max_clients: int | None, alpha: float = 0.05
+) -> int | None:
+    """The next count above those measured (twice the largest, at most `max_clients`) while
+    the peak is not bracketed above; None when it is, or the range reached `max_clients`."""
+    largest = max(samples)
+    if max_clients is None or largest >= max_clients or bracketed_above(samples, alpha):
+        return None
+    return min(2 * largest, max_clients)
+
+
+def extension_counts(grid: Sequence[int], max_clients: int | None) -> list[int]:
+    """Every count the extension can add above `grid` (doubling up to `max_clients`)."""
+    counts, largest = [], max(grid)
+    while max_clients is not None and largest < max_clients:
+        largest = min(2 * largest, max_clients)
+        counts.append(largest)
+    return counts
+
+
 def sweep(
     grid: Sequence[int],
     measure: Callable[..., Sequence[float]],
@@ -138,6 +171,7 @@ def sweep(
     peak_resolution: float = 0.5,
     alpha: float = 0.05,
     max_points: int | None = None,
+    max_clients: int | None = None,
 ) -> dict[int, list[float]]:
     """Measure client counts with `measure(clients, previous, at_most, below_best) ->
     per-repetition tps` (all of the count's repetitions, `previous` included); returns all
@@ -149,10 +183,14 @@ def sweep(
 
     grid: each count in ascending order, to its rule. adaptive: a scan, then a race.
     - Scan: one repetition per count, ascending. When the last two are both below the best,
-      the best gets up to CONFIRM_REPETITIONS and `_past_peak` decides whether to stop.
+      the best gets up to CONFIRM_REPETITIONS and `_past_peak` decides whether to stop. At the
+      grid's end, `next_extension` counts follow (one repetition each; the best gets up to
+      CONFIRM_REPETITIONS to tell whether the new count is below it) until one larger than the
+      best is significantly below it, or `max_clients` (None: no extension) is reached.
     - Race: one repetition per turn, round by round, over the counts not finished, the best
       first, then by decreasing mean; a count significantly below the best leaves the race.
-      Midpoints from `next_refinement` join it once no count is left in it. The repetitions of
+      Once no count is left in it, an extension joins it while the peak is not bracketed above
+      (the best moved up in the race), else a midpoint from `next_refinement`. The repetitions of
       the counts near the ceiling are interleaved in time, so the machine's drift over the row
       reaches them alike instead of favouring whichever count was measured in a fast minute.
 
@@ -182,6 +220,10 @@ def sweep(
         one_more(clients)
         if _looks_past_peak(samples) and _confirmed(samples, one_more, alpha):
             break
+    else:
+        while (extra := next_extension(samples, max_clients, alpha)) is not None:
+            one_more(extra)
+            _confirm_above(samples, one_more, alpha)
     limit = max_points if max_points is not None else 2 * len(counts)
     racing = set(samples)
     while racing:
@@ -190,11 +232,23 @@ def sweep(
         for clients in ranked:
             if not one_more(clients):
                 racing.discard(clients)
-        if not racing and len(samples) < limit:
-            extra = next_refinement(samples, peak_resolution, alpha)
+        if not racing:
+            extra = next_extension(samples, max_clients, alpha)
+            if extra is None and len(samples) < limit:
+                extra = next_refinement(samples, peak_resolution, alpha)
             if extra is not None and one_more(extra):
                 racing.add(extra)
     return samples
+
+
+def _confirm_above(samples: dict[int, list[float]], one_more, alpha: float) -> None:
+    """After an extension count below the best's mean: the best gets repetitions (up to
+    CONFIRM_REPETITIONS, or until its rule is done) until that count is significantly below."""
+    largest = max(samples)
+    while best_count(samples) != largest and not _below(samples, largest, alpha):
+        best = best_count(samples)
+        if len(samples[best]) >= CONFIRM_REPETITIONS or not one_more(best):
+            return
 
 
 def _confirmed(samples: dict[int, list[float]], one_more, alpha: float) -> bool:

@@ -305,7 +305,13 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         )
         return list(rule.values)
 
-    adaptive.sweep(settings["clients"], one_count, settings["sweep"], settings["peak_resolution"])
+    adaptive.sweep(
+        settings["clients"],
+        one_count,
+        settings["sweep"],
+        settings["peak_resolution"],
+        max_clients=settings["max_clients"],
+    )
     checked("after the last repetition")  # the others are followed by the next one's check
     return sorted(lines.values(), key=lambda line: line["clients"])
 

@@ -97,6 +97,7 @@ def row_ceiling(
         pairs = zip(throughput["clients"], throughput[col], strict=True)
         samples = {int(c): np.array([t]) for c, t in pairs}
     empirical = empirical_ceiling(samples)
+    empirical["lower_bound"] = empirical["clients"] == max(samples)
     if repetitions is None or repetitions.empty:
         empirical.update(ci_low=math.nan, ci_high=math.nan)
     fit, pcov = fit_usl(
@@ -111,7 +112,8 @@ def row_ceiling(
         "usl": usl,
         "method": {
             "empirical": "max over client counts of the mean tps of the repetitions; 95% "
-            "interval: parametric (Student t) bootstrap over the repetitions",
+            "interval: parametric (Student t) bootstrap over the repetitions; lower_bound: the "
+            "max is at the largest count measured (the curve may still rise)",
             "usl": "scipy curve_fit of X(N) = lam*N / (1 + sigma(N-1) + kappa*N(N-1)), "
             "sigma < 0 allowed (superlinear); 95% interval of X(N*): delta method, fit covariance",
         },
@@ -139,6 +141,7 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
             "empirical_clients": data["empirical"]["clients"],
             "empirical_ci_low": float(data["empirical"].get("ci_low", math.nan)),
             "empirical_ci_high": float(data["empirical"].get("ci_high", math.nan)),
+            "empirical_lower_bound": bool(data["empirical"].get("lower_bound", False)),
         }
         line.update({f"usl_{k}": float(usl.get(k, math.nan)) for k in USL_FIELDS})
         line["usl_flags"] = ";".join(usl.get("flags", []))

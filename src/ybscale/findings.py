@@ -186,9 +186,15 @@ def _protocol(m: dict) -> str:
     until = f" until the 95 % CI is within ±{100 * precision:g} %" if precision else ""
     each = f"{m.get('seconds', '?')} s each, the first {m.get('skip_seconds', 0)} s not counted"
     if m.get("sweep", "grid") == "adaptive":
+        extend = (
+            f", doubling past the grid up to {m['max_clients']} clients until a larger count is "
+            "significantly below the best"
+            if m.get("max_clients")
+            else ""
+        )
         return (
-            f"adaptive sweep: one repetition per count, then, in turns, {reps} repetitions{until} "
-            f"for the counts not significantly below the best; {each}"
+            f"adaptive sweep: one repetition per count{extend}, then, in turns, {reps} "
+            f"repetitions{until} for the counts not significantly below the best; {each}"
         )
     return f"every count {reps} repetitions{until}; {each}"
 
@@ -315,19 +321,24 @@ def _outlier_text(study: Study) -> str:
 
 
 def _censored_text(study: Study) -> list[str]:
+    """Rows whose ceiling is a lower bound: their best count is the largest they measured."""
     c = study.ceilings
     if c.empty or "empirical_clients" not in c or study.ceiling != "empirical":
         return []
-    if not study.curves:
-        return []
-    top = max(int(x) for curve in study.curves.values() for x in curve["clients"])
-    at_top = c.loc[c["empirical_clients"] == top, "run"].astype(str).tolist()
-    if not at_top:
+    edge = []
+    for _, row in c.iterrows():
+        run, clients = str(row["run"]), int(row["empirical_clients"])
+        curve = study.curves.get(run, pd.DataFrame({"clients": []}))
+        flag = row.get("empirical_lower_bound")  # older ceilings.csv: from the curve
+        if flag if pd.api.types.is_bool(flag) else clients == curve["clients"].max():
+            limit = study.measurements.get(run, {}).get("measurement", {}).get("max_clients")
+            edge.append(f"{run} at {clients}" + (" = max_clients" if limit == clients else ""))
+    if not edge:
         return []
     return [
-        f"**Ceilings at the edge.** {len(at_top)} of {len(c)} rows reached their largest "
-        f"throughput at the largest client count measured ({top}): their ceiling is a lower "
-        f"bound ({', '.join(at_top)})."
+        f"**Ceilings at the edge.** {len(edge)} of {len(c)} rows reached their largest "
+        "throughput at the largest client count they measured: their ceiling is a lower bound "
+        f"({', '.join(edge)})."
     ]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from ybscale import adaptive
 from ybscale.row import Row
 from ybscale.settings import gcp_section
 
@@ -104,8 +105,9 @@ ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (est
 
 def row_seconds(row: Row, measurement: Mapping) -> float:
     """Wall time of one row at most: per client count the warm-up, `max_repetitions` (when the
-    precision target is never met) and overhead; the adaptive sweep's midpoints counted, its
-    early stop not (an upper bound for planning)."""
+    precision target is never met) and overhead; the adaptive sweep's midpoints and every count
+    its extension can add (doubling to max_clients) counted, its early stop not (an upper bound
+    for planning)."""
     reps = max(measurement["repetitions"], measurement["max_repetitions"])
     per_count = measurement["warmup"] + reps * measurement["seconds"]
     per_count += PER_COUNT_OVERHEAD_S
@@ -113,6 +115,7 @@ def row_seconds(row: Row, measurement: Mapping) -> float:
     counts = len(measurement["clients"])
     if measurement["sweep"] == "adaptive":
         counts += ADAPTIVE_EXTRA_COUNTS
+        counts += len(adaptive.extension_counts(measurement["clients"], measurement["max_clients"]))
     reloads = 1 if row.read_only else counts * reps  # every write repetition reloads
     return counts * per_count + reloads * load
 

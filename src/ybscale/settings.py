@@ -162,10 +162,28 @@ def default_state_url() -> str:
     return "file://" + str(Path(base).resolve() / "ybscale" / "pulumi-state")
 
 
+EXTEND_FACTOR = 4  # measurement.max_clients: null means this many times the grid's largest
+
+
+def measurement_section(measurement: dict) -> dict:
+    """`measurement` with max_clients derived (EXTEND_FACTOR x the largest count when null) and
+    checked against the grid."""
+    largest = max(measurement["clients"])
+    if measurement["max_clients"] is None:
+        return {**measurement, "max_clients": EXTEND_FACTOR * largest}
+    if measurement["max_clients"] < largest:
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: measurement.max_clients: {measurement['max_clients']} is below "
+            f"the largest of measurement.clients ({largest})"
+        )
+    return measurement
+
+
 def load(config: Mapping) -> Frozen:
     """The whole config, validated, every default filled, the active backend's section too;
     read-only."""
     out = validated(config, "config")
+    out["measurement"] = measurement_section(out["measurement"])
     if out["backend"] == "gcp":
         out["gcp"] = gcp_section(out)
     elif out["backend"] == "existing":
