@@ -28,6 +28,6 @@ rule all:
 
 onerror:
     if BACKEND == "gcp":
-        from ybscale.stacks import destroy_all
+        from ybscale.backends.gcp.stacks import destroy_all
 
         destroy_all(SETTINGS, STUDY.combinations, CLUSTERS)

@@ -1,7 +1,7 @@
 # gcp backend: one Pulumi stack per infrastructure combination (included when backend == gcp).
 # Rows sharing a combination share its cluster; a cluster is destroyed once every row that needs
 # it is measured (and by destroy_all in `onerror:`). Nothing here runs at parse time.
-from ybscale.plan import format_plan, plan, previous_in_slot
+from ybscale.backends.gcp.plan import format_plan, plan, previous_in_slot
 from ybscale.settings import write_json
 
 # at most gcp.max_clusters clusters live: each slot brings its next cluster up only after it
@@ -43,7 +43,7 @@ rule cluster_up:
     params:
         serial_logs="results/logs/cluster_up",
     shell:
-        "python -m ybscale.clusters up --combo {wildcards.combo}"
+        "python -m ybscale.backends.gcp.clusters up --combo {wildcards.combo}"
         " --config {input.settings} --out {output} --serial-logs {params.serial_logs}"
         " > {log} 2>&1"
 
@@ -63,5 +63,5 @@ rule cluster_down:
     conda:
         "../envs/ybscale.yaml"
     shell:
-        "python -m ybscale.clusters down --combo {wildcards.combo}"
+        "python -m ybscale.backends.gcp.clusters down --combo {wildcards.combo}"
         " --config {input.settings} --out {output} > {log} 2>&1"

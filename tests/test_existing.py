@@ -16,8 +16,9 @@ import yaml
 from conftest import row_from_levels, settings_with
 
 from ybscale import study
-from ybscale.backends import existing, ysql
+from ybscale.backends import ysql
 from ybscale.backends.base import BackendError, Endpoint
+from ybscale.backends.existing import backend as existing
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = {

@@ -267,8 +267,8 @@ def test_program_builds_from_stack_config(mocks):
     import datetime as dt
     import json
 
-    from ybscale import stacks
-    from ybscale.backends.gcp import validate_section
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.backend import validate_section
 
     settings = validate_section({"gcp": {"project": "p", "owner": "ada"}})
     now = dt.datetime(2026, 11, 22, 15, tzinfo=dt.UTC)
@@ -308,8 +308,8 @@ def test_every_vm_deletes_itself_after_max_run_duration(mocks):
 def test_max_run_duration_follows_ttl():
     import datetime as dt
 
-    from ybscale import stacks
-    from ybscale.backends.gcp import validate_section
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.backend import validate_section
 
     settings = validate_section({"gcp": {"project": "p", "owner": "ada", "ttl_hours": 2.5}})
     now = dt.datetime(2026, 11, 22, 15, tzinfo=dt.UTC)
@@ -462,7 +462,7 @@ def test_tarball_checksum_is_verified(tmp_path, published):
 
 def test_server_knobs_become_tserver_flags_and_ysql_settings():
     """server.* knobs: PostgreSQL's catalogue names go to --ysql_pg_conf_csv, others are flags."""
-    from ybscale import stacks
+    from ybscale.backends.gcp import stacks
     from ybscale.row import ClusterShape
     from ybscale.settings import gcp_section
 

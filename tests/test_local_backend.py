@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import row_from_levels, servers_under, settings_with
 
-from ybscale.backends import cpu, local
 from ybscale.backends.base import BackendError
-from ybscale.backends.local import LocalBackend, _alive
+from ybscale.backends.local import cluster as local
+from ybscale.backends.local import cpu
+from ybscale.backends.local.cluster import LocalBackend, _alive
 
 LEVELS = {
     "operation_size": 1,

@@ -14,7 +14,8 @@ from conftest import REPO
 CHECK = """
 import yaml
 import ybscale, ybscale_infra
-from ybscale import settings, stacks, study
+from ybscale import settings, study
+from ybscale.backends.gcp import stacks
 for name in ("config", "design", "gcp", "existing"):
     assert settings.schema(name)["type"] == "object", name
 assert stacks._infra().ClusterArgs

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ybscale import plan as plan_mod
-from ybscale import study, sweep
+from ybscale import study
+from ybscale.backends.gcp import plan as plan_mod
+from ybscale.backends.gcp import reap as sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENT = {
@@ -158,7 +159,7 @@ def test_state_lives_outside_results_and_the_plan_says_where(seed, tmp_path, mon
     url = f"file://{tmp_path}/state/ybscale/pulumi-state"
     assert f"Pulumi state: {url} (outside results/" in text
     monkeypatch.delenv("XDG_STATE_HOME")
-    from ybscale.backends.gcp import validate_section
+    from ybscale.backends.gcp.backend import validate_section
 
     default = validate_section({})["state_url"]
     assert default == f"file://{Path.home().resolve()}/.local/state/ybscale/pulumi-state"

@@ -14,10 +14,10 @@ from scipy import stats
 from statsmodels.stats.power import TTestIndPower
 
 from ybscale import study
+from ybscale.backends.gcp.plan import main as plan_main
+from ybscale.backends.gcp.plan import plan
 from ybscale.design import Design, Factor, load_design
 from ybscale.effects import estimate_effects
-from ybscale.plan import main as plan_main
-from ybscale.plan import plan
 from ybscale.power import error_df, parse_size, power, replications_needed
 from ybscale.row import resolve_rows
 

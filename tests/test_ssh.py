@@ -224,7 +224,7 @@ def _master_connection(sshd, tmp_path):
 
 def test_loadgen_runner_maps_paths_and_fetches_logs(sshd, tmp_path):
     """gcp: a pgbench-like command on the 'load generator' (here sshd on 127.0.0.1)."""
-    from ybscale.backends.gcp import LoadgenRunner
+    from ybscale.backends.gcp.backend import LoadgenRunner
 
     runner = LoadgenRunner(sshd, remote_root=str(tmp_path / "remote"))
     workdir = tmp_path / "results" / "runs" / "run01" / "pgbench-logs"
@@ -250,7 +250,7 @@ def test_loadgen_runner_maps_paths_and_fetches_logs(sshd, tmp_path):
 
 
 def test_loadgen_runner_command_rewrites(tmp_path):
-    from ybscale.backends.gcp import LoadgenRunner
+    from ybscale.backends.gcp.backend import LoadgenRunner
 
     runner = LoadgenRunner(ssh.SshHost("lg", "u", tmp_path / "k", tmp_path / "kh"), table="kv")
     runner._uploaded[(tmp_path / "w.sql").resolve()] = "ybscale/x/scripts/w.sql"
@@ -266,7 +266,7 @@ def test_loadgen_facts_are_read_on_the_load_generator(sshd, tmp_path):
     """Issue 9, 4: cores (nproc) and pgbench version of the machine that runs pgbench."""
     import os
 
-    from ybscale.backends.gcp import LoadgenRunner
+    from ybscale.backends.gcp.backend import LoadgenRunner
 
     fake = tmp_path / "pgbench"
     fake.write_text("#!/bin/sh\necho 'pgbench (PostgreSQL) 16.9'\n")

@@ -19,9 +19,9 @@ import pulumi.automation as real_auto
 import pytest
 from conftest import row_from_levels
 
-from ybscale import clusters, stacks
-from ybscale.backends import gcp
 from ybscale.backends.base import BackendError
+from ybscale.backends.gcp import backend as gcp
+from ybscale.backends.gcp import clusters, stacks
 from ybscale.row import ClusterShape
 
 NOW = dt.datetime(2026, 11, 22, 15, 0, tzinfo=dt.UTC)
@@ -480,8 +480,8 @@ def test_real_engine_failed_ready_destroys_and_removes(engine):
 INTERRUPTED_UP = """
 import sys
 sys.path[:0] = [{tests!r}]
-from ybscale import stacks
-from ybscale.backends import gcp
+from ybscale.backends.gcp import backend as gcp
+from ybscale.backends.gcp import stacks
 from test_stacks import cloudfree_program, CLUSTERS, NOW
 stacks.install_signal_handlers()
 settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})

@@ -22,9 +22,9 @@ COMMON_MODULES = (
     "backends/base.py",
 )
 BACKEND_MODULES = {
-    "local": ("backends/local.py", "backends/cpu.py"),
-    "existing": ("backends/existing.py", "backends/ysql.py"),
-    "gcp": ("backends/gcp.py", "backends/ysql.py", "backends/ssh.py"),
+    "local": ("backends/local/cluster.py", "backends/local/cpu.py"),
+    "existing": ("backends/existing/backend.py", "backends/ysql.py"),
+    "gcp": ("backends/gcp/backend.py", "backends/ysql.py", "backends/ssh.py"),
 }
 
 

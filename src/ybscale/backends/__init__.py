@@ -17,11 +17,11 @@ def get_backend(config: Mapping, clusters: Path | None = None) -> Backend:
 
         return LocalBackend(config)
     if name == "gcp":
-        from ybscale.backends.gcp import GcpBackend
+        from ybscale.backends.gcp.backend import GcpBackend
 
         return GcpBackend(config, clusters)
     if name == "existing":
-        from ybscale.backends.existing import ExistingBackend
+        from ybscale.backends.existing.backend import ExistingBackend
 
         return ExistingBackend(config)
     raise BackendError(f"config: backend: unknown backend {name!r} (local | gcp | existing)")

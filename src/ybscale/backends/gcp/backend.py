@@ -4,8 +4,8 @@ Clusters are brought up and destroyed by the cluster_up / cluster_down rules (ru
 which call this module's CLI; `GcpBackend.cluster()` only reads the endpoints they wrote and runs
 pgbench on the load-generator VM over SSH.
 
-    python -m ybscale.clusters up --combo C --out results/clusters/C/endpoints.json ...
-    python -m ybscale.clusters down --combo C --out results/clusters/C/destroyed.json ...
+    python -m ybscale.backends.gcp.clusters up --combo C --out results/clusters/C/endpoints.json
+    python -m ybscale.backends.gcp.clusters down --combo C --out results/clusters/C/destroyed.json
 
 Where those files live is the rules' choice: `ClusterFiles` is handed the folder.
 """
@@ -90,7 +90,7 @@ class ClusterFiles:
         path = self.endpoints
         if not path.exists():
             raise BackendError(
-                f"{path}: missing; the cluster_up rule (python -m ybscale.clusters up "
+                f"{path}: missing; the cluster_up rule (python -m ybscale.backends.gcp.clusters up "
                 f"--combo {self.combination}) brings this cluster up"
             )
         endpoints = json.loads(path.read_text())

@@ -400,7 +400,7 @@ def destroy_stack(
     """Refresh (clearing pending creates), destroy and remove one stack; its endpoints under
     `clusters` (the folder of every combination's files) are invalidated first, whatever
     happens next."""
-    from ybscale.backends.gcp import ClusterFiles
+    from ybscale.backends.gcp.backend import ClusterFiles
 
     auto = _auto(auto)
     prefix = settings["name"] + "-"

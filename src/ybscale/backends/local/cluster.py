@@ -40,7 +40,7 @@ from ybscale.backends.base import (
     settings_by_source,
     spawn_local,
 )
-from ybscale.backends.cpu import CpuLimits, reap_orphan_groups
+from ybscale.backends.local.cpu import CpuLimits, reap_orphan_groups
 from ybscale.row import Row
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command

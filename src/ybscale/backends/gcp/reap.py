@@ -10,7 +10,7 @@ import yaml
 
 
 def main(argv: list[str] | None = None, auto=None) -> int:
-    from ybscale import stacks
+    from ybscale.backends.gcp import stacks
     from ybscale.settings import gcp_section as validate_section
 
     parser = argparse.ArgumentParser(prog="ybscale sweep", description=__doc__)

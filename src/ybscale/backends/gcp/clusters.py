@@ -1,10 +1,9 @@
 """`up` / `down` one infrastructure combination's cluster (rules/cloud.smk): the cloud lifecycle.
 
-Cloud code depends on the backends, never the reverse: this module drives `ybscale.stacks`
-(Pulumi) and hands the gcp backend's readiness check to it.
+This module drives `stacks` (Pulumi) and hands the gcp backend's readiness check to it.
 
-    python -m ybscale.clusters up --combo C --config results/clusters/settings.json --out ...
-    python -m ybscale.clusters down --combo C --config results/clusters/settings.json --out ...
+    python -m ybscale.backends.gcp.clusters up --combo C --config settings.json --out ...
+    python -m ybscale.backends.gcp.clusters down --combo C --config settings.json --out ...
 """
 
 from __future__ import annotations
@@ -15,10 +14,11 @@ from pathlib import Path
 
 import yaml
 
-from ybscale import stacks, study
+from ybscale import study
 from ybscale.backends.base import BackendError
-from ybscale.backends.gcp import ClusterFiles, wait_ready
-from ybscale.plan import format_plan, plan
+from ybscale.backends.gcp import stacks
+from ybscale.backends.gcp.backend import ClusterFiles, wait_ready
+from ybscale.backends.gcp.plan import format_plan, plan
 from ybscale.settings import gcp_section
 
 
@@ -36,7 +36,7 @@ def _load_config(path: str, overrides: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """`up` / `down` one combination's stack (used by rules/cloud.smk)."""
-    parser = argparse.ArgumentParser(prog="python -m ybscale.clusters")
+    parser = argparse.ArgumentParser(prog="python -m ybscale.backends.gcp.clusters")
     parser.add_argument("action", choices=["up", "down"])
     parser.add_argument("--combo", required=True, help="e.g. nodes3-small-reploff")
     parser.add_argument("--config", default="config/config.yaml")
