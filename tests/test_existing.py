@@ -16,7 +16,7 @@ import yaml
 from conftest import row_from_levels, settings_with
 
 from ybscale import study
-from ybscale.backends import ysql
+from ybscale.backends import yb_catalogue, ysql
 from ybscale.backends.base import BackendError, Endpoint
 from ybscale.backends.existing import backend as existing
 
@@ -292,43 +292,34 @@ def postgres(tmp_path_factory):
         shutil.rmtree(root, ignore_errors=True)
 
 
-# What YugabyteDB answers, as stubs in plain PostgreSQL: each "tserver" is its own database.
-STUB = """
-CREATE TABLE kv (k bigint PRIMARY KEY, v text);
-CREATE TABLE stub_tablets (tablet_id text, leader text, here bool);
-CREATE FUNCTION yb_table_properties(regclass, OUT num_tablets bigint,
-    OUT num_hash_key_columns bigint, OUT is_colocated bool) AS
-  $$ SELECT count(*), 0::bigint, false FROM stub_tablets $$ LANGUAGE sql;
-CREATE VIEW yb_local_tablets AS
-  SELECT tablet_id, current_database()::text AS namespace_name, 'kv'::text AS table_name,
-         'TABLET_DATA_READY'::text AS state FROM stub_tablets WHERE here;
-"""
+def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=None):
+    """A YsqlCluster over `tservers` databases carrying YugabyteDB `series`'s views and functions
+    (stand-ins generated from the vendored catalogue; each database is one tserver).
 
-
-def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t"):
-    """A YsqlCluster over `tservers` databases answering like YugabyteDB would.
-
-    tablets[i]: the tablet ids tserver i holds (all tservers see the same tablet list);
-    leaders: tablet id -> leader address (creates yb_tablet_metadata, as in YugabyteDB 2025.1+).
+    tablets[i]: the tablet ids tserver i holds (every tserver sees the whole tablet list);
+    leaders: tablet id -> leader address. series: 2026.1 (has yb_tablet_metadata) when leaders
+    are given, else 2024.2 (has none: the leaders come from yb_local_tablets).
     """
     node, runner = postgres
+    series = series or ("2026.1" if leaders is not None else "2024.2")
+    servers = [f"10.0.0.{i + 1}:5433" for i in range(tservers)]
     every = sorted({t for held in tablets for t in held})
+    rows = []
+    for t in every:
+        replicas = [servers[i] for i in range(tservers) if t in tablets[i]]
+        leader = (leaders or {}).get(t, replicas[0] if replicas else "")
+        rows.append(f"('{t}', current_database(), 'kv', '{leader}', ARRAY{replicas!r}::text[])")
     eps = []
     for i in range(tservers):
         db = f"{name}{i}"
         node.psql(f"DROP DATABASE IF EXISTS {db}")
         node.psql(f"CREATE DATABASE {db}")
         ep = Endpoint(node.endpoint.host, node.endpoint.port, db, "postgres", None, f"tserver{i}")
-        rows = ", ".join(
-            f"('{t}', '{(leaders or {}).get(t, '')}', {str(t in tablets[i]).lower()})"
-            for t in every
-        )
-        sql = STUB + (f"INSERT INTO stub_tablets VALUES {rows};\n" if rows else "")
-        if leaders is not None:
-            sql += (
-                "CREATE VIEW yb_tablet_metadata AS SELECT tablet_id, current_database()::text"
-                " AS db_name, 'kv'::text AS relname, leader FROM stub_tablets;\n"
-            )
+        sql = yb_catalogue.stub_sql(series, servers=servers, node=i)
+        sql += "CREATE TABLE kv (k bigint PRIMARY KEY, v text);\n"
+        if rows:
+            sql += ("INSERT INTO yb_stub.tablets (tablet_id, db_name, table_name, leader, replicas)"
+                    f" VALUES {', '.join(rows)};\n")  # fmt: skip
         runner.psql(ep, sql, {}, 60)
         eps.append(ep)
     row = row_from_levels(LEVELS, 3000)
@@ -365,6 +356,70 @@ def test_good_layout_is_recorded(postgres):
     assert layout["leaders_source"].startswith("yb_local_tablets")
     assert list(layout["leaders_per_node"].values()) == [1, 1, 1]
     assert c.applied()["tablet_layout"] is c.layouts
+
+
+@pytest.mark.parametrize("series", yb_catalogue.SUPPORTED)
+def test_layout_query_runs_on_the_stand_ins_of_every_supported_series(postgres, series):
+    """Issue 20, blocker 1: 2024.2's yb_local_tablets has no `state` column, so the layout
+    query is built from the columns the server has (read from pg_attribute)."""
+    leaders = {"a": "10.0.0.1:5433", "b": "10.0.0.2:5433", "c": "10.0.0.3:5433"}
+    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], leaders=leaders, series=series,
+                     name=f"s{series.replace('.', '_')}_")  # fmt: skip
+    layout = c.check_layout()
+    assert layout["tablets"] == 3
+    assert list(layout["replicas_per_node"].values()) == [1, 1, 1]
+    assert layout["local_columns_source"] == "server (pg_attribute)"
+    has_state = "state" in yb_catalogue.columns(series, "yb_local_tablets")
+    assert has_state == (series != "2024.2")
+    assert layout["replicas_counted"].startswith("state = " if has_state else "every state")
+    has_metadata = "yb_tablet_metadata" in yb_catalogue.load(series)["objects"]
+    assert layout["leaders_source"].startswith(
+        "yb_tablet_metadata" if has_metadata else "yb_local_tablets"
+    )
+    assert sorted(layout["leaders_per_node"].values()) == [1, 1, 1]
+
+
+def test_a_replica_that_is_not_ready_does_not_count_where_the_view_has_a_state(postgres):
+    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], series="2026.1", name="tomb")
+    for ep in c.endpoints:
+        c.runner.psql(ep, "UPDATE yb_stub.tablets SET state = 'TABLET_DATA_TOMBSTONED' "
+                          "WHERE tablet_id = 'b'", {}, 30)  # fmt: skip
+    with pytest.raises(BackendError, match="no replica of kv on tserver1"):
+        c.check_layout()
+
+
+@pytest.mark.parametrize("series", yb_catalogue.SUPPORTED)
+def test_stand_ins_have_exactly_the_catalogue_definitions(postgres, series):
+    """What the generated stand-ins define on PostgreSQL 15 is the catalogue, column for column."""
+    c = stub_cluster(postgres, [["a"]], tservers=1, series=series, name=f"def{series[:4]}_")
+    catalogue = yb_catalogue.load(series)["objects"]
+    for name, obj in catalogue.items():
+        if obj["kind"] == "view":
+            sql = (
+                f"SELECT attname || ':' || format_type(atttypid, atttypmod) FROM pg_attribute"
+                f" WHERE attrelid = '{name}'::regclass AND attnum > 0 ORDER BY attnum"
+            )
+        else:
+            sql = (
+                "SELECT unnest(proargnames) || ':' || format_type(unnest(proallargtypes), NULL)"
+                f" FROM pg_proc WHERE proname = '{name}' AND proallargtypes IS NOT NULL"
+            )
+        found = c.psql(sql).split()
+        want = [f"{n}:{t}" for n, t in obj.get("arguments", []) + obj.get("columns", [])]
+        assert found == want, name
+    assert ysql.is_yugabyte(c.server_version())
+
+
+def test_without_the_view_the_columns_come_from_the_catalogue_of_the_server_version(postgres):
+    c = stub_cluster(postgres, [["a"]], tservers=1, name="nocols")
+    c.psql("DROP VIEW yb_local_tablets")
+    columns, source = c.view_columns("yb_local_tablets")
+    assert columns == yb_catalogue.columns("2024.2", "yb_local_tablets")
+    assert source == "catalogue 2024.2 (2024.2.1.0-b185)"
+    c._columns.clear()
+    c._version = "PostgreSQL 11.2-YB-2.20.8.0-b0"
+    with pytest.raises(BackendError, match="no YugabyteDB catalogue for series '2.20'"):
+        c.view_columns("yb_local_tablets")
 
 
 def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path):
@@ -423,11 +478,9 @@ def test_master_raft_group_must_be_complete():
 def test_check_needs_every_tserver_in_yb_servers(postgres):
     """Ready means yb_servers() lists every tserver (stub: it lists two of three)."""
     c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name="ready")
-    stub = "CREATE FUNCTION yb_servers() RETURNS SETOF int AS $$ VALUES (1), (2) $$"
-    stub += " LANGUAGE sql"
-    for ep in c.endpoints:
-        c.runner.psql(ep, stub, {}, 30)
-    c._version = "PostgreSQL 11.2-YB-2024.2.1.0-b0"  # what YugabyteDB's version() says
+    for ep in c.endpoints:  # the third tserver is not registered
+        c.runner.psql(ep, "DELETE FROM yb_stub.servers WHERE host = '10.0.0.3'", {}, 30)
+    assert ysql.is_yugabyte(c.server_version())  # the stand-ins' version() reads like 2024.2's
     with pytest.raises(BackendError, match="yb_servers\\(\\) lists 2 tservers, the cluster has 3"):
         c.check()
     c.endpoints = c.endpoints[:2]

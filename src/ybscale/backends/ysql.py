@@ -14,17 +14,19 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from ybscale import workload
+from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, Cluster, Endpoint, Target, spawn_local
 from ybscale.row import Row
 
 PSQL_TIMEOUT = 60
 LOAD_TIMEOUT = 1800
 LAYOUT_TIMEOUT = 120  # seconds the tablet leaders may take to spread
+READY_STATE = "TABLET_DATA_READY"  # yb_local_tablets.state of a replica that serves
 
 
 # --------------------------------------------------------------------------- SQL
@@ -74,17 +76,20 @@ def dataset_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: i
     )
 
 
-def layout_sql(table: str) -> dict[str, str]:
+def layout_sql(table: str, local_columns: Collection[str]) -> dict[str, str]:
     """Queries of the table's tablet layout, from the server (YugabyteDB only).
 
-    tablets: yb_table_properties; local: this tserver's ready replicas (yb_local_tablets);
-    leaders: leader address per tablet (yb_tablet_metadata, YugabyteDB 2025.1 and later).
+    tablets: yb_table_properties; local: this tserver's replicas (yb_local_tablets), only the
+    ready ones when the view has a `state` column (2.25 and later; 2024.2 has none, see
+    yb_catalogue); leaders: leader address per tablet (yb_tablet_metadata, 2025.1 and later).
+    local_columns: the columns yb_local_tablets has on the server (`YsqlCluster.view_columns`).
     """
+    ready = f" AND state = '{READY_STATE}'" if "state" in local_columns else ""
     return {
         "tablets": f"SELECT num_tablets FROM yb_table_properties('{table}'::regclass)",
         "local": (
             "SELECT count(*) FROM yb_local_tablets WHERE namespace_name = current_database() "
-            f"AND table_name = '{table}' AND state = 'TABLET_DATA_READY'"
+            f"AND table_name = '{table}'{ready}"
         ),
         "has_metadata": "SELECT to_regclass('yb_tablet_metadata') IS NOT NULL",
         "leaders": (
@@ -92,6 +97,14 @@ def layout_sql(table: str) -> dict[str, str]:
             f"AND relname = '{table}' GROUP BY leader ORDER BY leader"
         ),
     }
+
+
+def columns_sql(relation: str) -> str:
+    """The columns `relation` has on the server, in order (none when it does not exist)."""
+    return (
+        "SELECT attname FROM pg_attribute WHERE attrelid = "
+        f"to_regclass('{relation}') AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
+    )
 
 
 def rename_table(sql: str, table: str) -> str:
@@ -213,6 +226,7 @@ class YsqlCluster(Cluster):
         self._loaded = False
         self._version: str | None = None
         self._facts: dict | None = None
+        self._columns: dict[str, tuple[list[str], str]] = {}
 
     @property
     def tablets(self) -> int:
@@ -281,9 +295,29 @@ class YsqlCluster(Cluster):
         found = {int(b): int(n) for b, n in (line.split("|") for line in out.split())}
         return {f"tablet{b}": found.get(b, 0) - counts[b] for b in range(self.tablets)}
 
+    def view_columns(self, view: str) -> tuple[list[str], str]:
+        """(columns, where they were read): from the server's pg_attribute when it has the view,
+        else from the vendored catalogue of the server's release series."""
+        if view not in self._columns:
+            found = self.psql(columns_sql(view), timeout=30).split()
+            if found:
+                self._columns[view] = (found, "server (pg_attribute)")
+            else:
+                series = yb_catalogue.series_of(self.server_version())
+                try:
+                    catalogue = yb_catalogue.load(series or "(none in its version())")
+                except yb_catalogue.UnknownSeries as exc:
+                    raise BackendError(
+                        f"{view} not found on the server ({self.server_version()}): {exc}"
+                    ) from exc
+                columns = yb_catalogue.columns(series, view)
+                self._columns[view] = (columns, f"catalogue {series} ({catalogue['tag']})")
+        return self._columns[view]
+
     def layout(self) -> dict:
         """The table's tablets as the servers report them (one reading, no judgement)."""
-        queries = layout_sql(self.table)
+        columns, columns_source = self.view_columns("yb_local_tablets")
+        queries = layout_sql(self.table, columns)
         tablets = int(self.psql(queries["tablets"], timeout=30).strip())
         local = {
             self.name(ep): int(self.psql(queries["local"], ep, timeout=30).strip())
@@ -298,7 +332,13 @@ class YsqlCluster(Cluster):
             leaders, source = dict(local), "yb_local_tablets (one replica per tablet)"
         else:
             source = "unknown: yb_tablet_metadata needs YugabyteDB 2025.1 or later"
-        return {"tablets": tablets, "replicas_per_node": local, "leaders_per_node": leaders,
+        replicas = (
+            f"state = {READY_STATE}"
+            if "state" in columns
+            else "every state (yb_local_tablets has no state column)"
+        )
+        return {"tablets": tablets, "replicas_per_node": local, "replicas_counted": replicas,
+                "local_columns_source": columns_source, "leaders_per_node": leaders,
                 "leaders_source": source}  # fmt: skip
 
     def layout_problems(self, layout: Mapping) -> list[str]:
