@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -98,7 +99,7 @@ def test_dataset_sql_and_rename():
     sql = ysql.dataset_sql(1000, "ybscale_kv", "range", 3)
     assert "PRIMARY KEY (k ASC)) SPLIT AT VALUES ((1000000000000), (2000000000000));" in sql
     assert "generate_series(0, 999, 1)" in sql
-    assert "CREATE SEQUENCE ybscale_kv_new_key;" in sql
+    assert "CREATE SEQUENCE ybscale_kv_new_key CACHE 1000;" in sql
     assert "SPLIT INTO 5 TABLETS" in ysql.dataset_sql(10, "kv", "hash", 5)
     assert "PRIMARY KEY (k));" in ysql.dataset_sql(10, "kv", "none", 5)
     script = (ROOT / "workloads" / "write.sql").read_text()
@@ -420,6 +421,38 @@ def test_without_the_view_the_columns_come_from_the_catalogue_of_the_server_vers
     c._version = "PostgreSQL 11.2-YB-2.20.8.0-b0"
     with pytest.raises(BackendError, match="no YugabyteDB catalogue for series '2.20'"):
         c.view_columns("yb_local_tablets")
+
+
+@pytest.mark.parametrize("schema", ["ysql.dataset_sql", "workload.SCHEMA_SQL"])
+def test_a_100_row_insert_visits_the_new_key_sequence_once_not_per_row(postgres, schema):
+    """Issue 20, item 6: real pgbench runs the real write script (one 100-row INSERT) against
+    the sequence as the ysql backends (dataset_sql) and the local one (SCHEMA_SQL) create it;
+    PostgreSQL counts every visit to the sequence's block in pg_statio_user_sequences."""
+    from ybscale import workload
+    from ybscale.backends.local import find_bindir
+
+    node, runner = postgres
+    db = f"seq_{schema.split('.')[0]}"
+    node.psql(f"DROP DATABASE IF EXISTS {db}")
+    node.psql(f"CREATE DATABASE {db}")
+    ep = Endpoint(node.endpoint.host, node.endpoint.port, db, "postgres", None, "tserver0")
+    runner.psql(ep, ysql.dataset_sql(10) if schema.startswith("ysql") else workload.SCHEMA_SQL,
+                {}, 60)  # fmt: skip
+    argv = [str(find_bindir() / "pgbench"), "-n", "-t", "1", "-f",
+            str(ROOT / "workloads" / "write.sql"), "-h", ep.host, "-p", str(ep.port),
+            "-U", "postgres", "-Drows=100", "-Dkeybase=10", "-Dnshards=1", "-Dshard=0",
+            db]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    visits = "0"
+    for _ in range(50):  # the pgbench session's statistics arrive when its backend exits
+        visits = runner.psql(ep, "SELECT blks_hit + blks_read FROM pg_statio_user_sequences "
+                                 "WHERE relname = 'kv_new_key'", {}, 30).strip()  # fmt: skip
+        if visits != "0":
+            break
+        time.sleep(0.2)
+    assert runner.psql(ep, "SELECT count(*) FROM kv WHERE k >= 10", {}, 30).strip() == "100"
+    assert 1 <= int(visits) <= 2, f"{visits} visits to the sequence for 100 new keys"
 
 
 def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path):

@@ -70,7 +70,7 @@ def dataset_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: i
         f"DROP TABLE IF EXISTS {table};\n"
         f"DROP SEQUENCE IF EXISTS {table}_new_key;\n"
         f"CREATE TABLE {table} (k bigint, v text NOT NULL, {pk}){split};\n"
-        f"CREATE SEQUENCE {table}_new_key;\n"
+        + workload.new_key_sequence_sql(table)
         + workload.insert_sql(table, 0, rows - 1, keys=keys)
         + f"ANALYZE {table};\n"
     )
