@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ybscale.backends import ssh
-from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
+from ybscale.backends import ssh, yb_catalogue
+from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, settings_by_source
 from ybscale.backends.ysql import (
     FACTS_SCRIPT,
     YsqlCluster,
@@ -263,6 +263,13 @@ class GcpBackend(Backend):
     def node_sizes(self) -> list[str]:
         """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""
         return sorted(set(self.settings["machine_types"]) - {"master", "loadgen"})
+
+    def check_rows(self, rows) -> list[str]:
+        """Sizes against `gcp.machine_types`; server.* names against the flag list and YSQL
+        settings of the pinned YugabyteDB series (yb_catalogue)."""
+        server = settings_by_source(rows, "server")
+        release = self.settings["yugabyte"]["version"]
+        return super().check_rows(rows) + yb_catalogue.server_setting_errors(server, release)
 
     @contextmanager
     def cluster(self, row, workdir) -> Iterator[Cluster]:

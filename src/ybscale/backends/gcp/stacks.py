@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Mapping
 from importlib import metadata
 from pathlib import Path
 
+from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError
 from ybscale.row import ClusterShape
 
@@ -38,26 +39,11 @@ def _infra():
     return ybscale_infra
 
 
-def split_server_settings(server: Mapping[str, str]) -> tuple[dict, dict]:
-    """server.* knobs -> (yb-tserver flags, YSQL settings for --ysql_pg_conf_csv).
-
-    A name the PostgreSQL catalogue knows (checked against the local server binaries when they
-    are installed) is a YSQL setting; any other name is a yb-tserver flag, which cannot be
-    checked offline."""
-    known = _postgres_settings()
-    flags = {k: v for k, v in server.items() if k not in known}
-    pg_conf = {k: v for k, v in server.items() if k in known}
-    return dict(sorted(flags.items())), dict(sorted(pg_conf.items()))
-
-
-def _postgres_settings() -> set[str]:
-    from ybscale.backends import catalogue
-    from ybscale.backends.local import find_bindir
-
-    try:
-        return set(catalogue.describe(str(find_bindir())))
-    except (BackendError, OSError):
-        return set()
+def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict]:
+    """server.* knobs -> (yb-tserver flags, YSQL settings for --ysql_pg_conf_csv), by the flag
+    list of the release's series (yb_catalogue; checked at dry run by GcpBackend.check_rows)."""
+    series = yb_catalogue.series_of(release) or ""
+    return yb_catalogue.split_server_settings(server, series)
 
 
 def stack_name(combo: str, settings: Mapping) -> str:
@@ -103,7 +89,7 @@ def cluster_args(
     types = settings["machine_types"]
     if size not in types:
         raise ValueError(f"config/config.yaml: gcp.machine_types.{size}: missing (for {combo})")
-    flags, pg_conf = split_server_settings(server or {})
+    flags, pg_conf = split_server_settings(server or {}, settings["yugabyte"]["version"])
     expiry = now + dt.timedelta(hours=settings["ttl_hours"])
     return _infra().ClusterArgs(
         nodes=nodes,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -52,6 +53,42 @@ def columns(series: str, name: str) -> list[str]:
 def tserver_flags(series: str) -> frozenset[str]:
     """yb-tserver flag names of `series`."""
     return frozenset(load(series)["tserver_flag_names"])
+
+
+def ysql_settings(series: str) -> frozenset[str]:
+    """YSQL (PostgreSQL) setting names of `series`."""
+    return frozenset(load(series)["ysql_setting_names"])
+
+
+def split_server_settings(server: Mapping[str, str], series: str) -> tuple[dict, dict]:
+    """server.* knobs -> (yb-tserver flags, YSQL settings for --ysql_pg_conf_csv): a name on the
+    series' yb-tserver flag list is a flag, any other name a YSQL setting."""
+    flags = tserver_flags(series)
+    return (
+        {k: v for k, v in sorted(server.items()) if k in flags},
+        {k: v for k, v in sorted(server.items()) if k not in flags},
+    )
+
+
+def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str) -> list[str]:
+    """One line per server.* name that is neither a yb-tserver flag nor a YSQL setting of the
+    release's series (yb-tserver exits on an unknown flag, YSQL on an unknown setting).
+    server: name -> {value: where it came from}; release: gcp.yugabyte.version."""
+    if not server:
+        return []
+    series = series_of(release) or "(none)"
+    if series not in SUPPORTED:
+        return [
+            f"config/config.yaml: gcp.yugabyte.version: {release}: server.* knobs cannot be "
+            f"checked: no catalogue for series {series} (supported: {', '.join(SUPPORTED)})"
+        ]
+    known = tserver_flags(series) | ysql_settings(series)
+    return [
+        f"{next(iter(values.values()))}: server.{name}: neither a yb-tserver flag nor a YSQL "
+        f"setting of YugabyteDB {series} (src/ybscale/backends/yb_catalogue/{series}.json)"
+        for name, values in sorted(server.items())
+        if name not in known
+    ]
 
 
 # stand-ins for tests (imported last: stubs reads the catalogue through `load`)

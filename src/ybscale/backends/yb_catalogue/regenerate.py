@@ -1,0 +1,216 @@
+"""Rebuild a series' catalogue from a yugabyte-db git checkout at the release tag.
+
+    python -m ybscale.backends.yb_catalogue.regenerate --git-dir ~/yugabyte-db/.git \\
+        --tag 2024.2.1.0-b185 --series 2024.2 > src/ybscale/backends/yb_catalogue/2024.2.json
+
+Read at the tag (``git show <tag>:<path>``, ``git grep <tag>``), as initdb builds a fresh cluster:
+- the functions in OBJECTS from ``src/postgres/src/include/catalog/pg_proc.dat`` (argument and
+  OUT column names and types) and the views from ``src/postgres/src/backend/catalog/
+  yb_system_views.sql`` (their select lists over those functions);
+- every gflag name a ``DEFINE_*`` macro defines under ``src/yb`` (``*_PG_FLAG`` macros define
+  ``ysql_<name>``, ``DEFINE_test_flag`` ``TEST_<name>``), test files left out: the names
+  ``server.*`` knobs are checked against;
+- every GUC name of YSQL's PostgreSQL (``{"name", PGC_...`` entries of guc.c / guc_tables.c);
+- the PostgreSQL version the series is based on (``PACKAGE_VERSION`` in src/postgres/configure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterable
+
+OBJECTS = {  # what ybscale queries: name -> kind
+    "yb_local_tablets": "view",
+    "yb_servers": "function",
+    "yb_table_properties": "function",
+    "yb_get_effective_transaction_isolation_level": "function",
+    "yb_tablet_metadata": "view",
+}
+FLAGS_SET = {  # what infra/ybscale_infra/startup.py passes to each server
+    "yb-tserver": [
+        "tserver_master_addrs", "rpc_bind_addresses", "fs_data_dirs", "enable_ysql",
+        "pgsql_proxy_bind_address", "yb_enable_read_committed_isolation", "start_cql_proxy",
+        "placement_cloud", "placement_region", "placement_zone", "ysql_pg_conf_csv",
+    ],
+    "yb-master": [
+        "master_addresses", "rpc_bind_addresses", "fs_data_dirs", "replication_factor",
+        "enable_ysql", "placement_cloud", "placement_region", "placement_zone",
+    ],
+}  # fmt: skip
+PG_PROC = "src/postgres/src/include/catalog/pg_proc.dat"
+VIEWS = "src/postgres/src/backend/catalog/yb_system_views.sql"
+GUC_FILES = (
+    "src/postgres/src/backend/utils/misc/guc.c",
+    "src/postgres/src/backend/utils/misc/guc_tables.c",
+)
+CONFIGURE = "src/postgres/configure"
+# pg_proc.dat type names -> how format_type() prints them
+TYPES = {"int8": "bigint", "int4": "integer", "int2": "smallint", "bool": "boolean",
+         "float8": "double precision", "_text": "text[]", "_int4": "integer[]"}  # fmt: skip
+_DEFINE = re.compile(
+    r"\bDEFINE_(?:[A-Z_]*_)?(?:bool|int32|uint32|int64|uint64|double|string)\(\s*(\w+)\s*,"
+)
+_TEST_FLAG = re.compile(r"\bDEFINE_test_flag\(\s*\w+\s*,\s*(\w+)\s*,")
+_PG_FLAG = re.compile(r"\bDEFINE_[A-Z_]*PG_FLAG\(\s*\w+\s*,\s*(\w+)\s*,")
+_GUC = re.compile(r'\{\s*"([a-z_][a-z0-9_.]*)",\s*PGC_[A-Z]+')
+_DAT_ENTRY = re.compile(r"\{((?:[^{}']|'(?:[^'\\]|\\.)*')*)\}")  # braces inside quotes kept
+_DAT_FIELD = re.compile(r"(\w+) => '((?:[^'\\]|\\.)*)'")
+
+
+def git(git_dir: str, *args: str) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", git_dir, *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def show(git_dir: str, tag: str, path: str) -> str | None:
+    try:
+        return git(git_dir, "show", f"{tag}:{path}")
+    except subprocess.CalledProcessError:
+        return None
+
+
+def sql_type(name: str) -> str:
+    return TYPES.get(name, name)
+
+
+def functions(pg_proc_dat: str) -> dict[str, dict]:
+    """Functions of OBJECTS defined in pg_proc.dat: arguments, OUT columns, result."""
+    found = {}
+    for entry in _DAT_ENTRY.findall(pg_proc_dat):
+        fields = dict(_DAT_FIELD.findall(entry))
+        name = fields.get("proname")
+        if name not in OBJECTS and name != "yb_get_tablet_metadata":
+            continue
+        names = fields.get("proargnames", "{}").strip("{}").split(",")
+        modes = fields.get("proargmodes", "{}").strip("{}").split(",")
+        if "proallargtypes" in fields:
+            types = fields["proallargtypes"].strip("{}").split(",")
+        else:
+            types = fields.get("proargtypes", "").split()
+            modes = ["i"] * len(types)
+        pairs = list(zip(names, modes, (sql_type(t) for t in types), strict=False))
+        found[name] = {
+            "kind": "function",
+            "arguments": [[n, t] for n, m, t in pairs if m in ("i", "b")],
+            "columns": [[n, t] for n, m, t in pairs if m in ("o", "b", "t")],
+            "returns": sql_type(fields.get("prorettype", "void")),
+            "returns_set": fields.get("proretset") == "t",
+        }
+        if not found[name]["columns"]:
+            del found[name]["columns"]
+    return found
+
+
+def _split_top(text: str) -> list[str]:
+    """Comma-separated items of a select list, commas inside parentheses or CASE kept."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item.strip() for item in items if item.strip()]
+
+
+def views(system_views: str, funcs: dict[str, dict]) -> dict[str, dict]:
+    """Views of OBJECTS: their columns, typed from the function they select from."""
+    found = {}
+    for name in (n for n, kind in OBJECTS.items() if kind == "view"):
+        match = re.search(
+            rf"CREATE (?:OR REPLACE )?VIEW\s+(?:pg_catalog\.)?{name}\b.*?\bAS\s+SELECT\s+(.*?)"
+            r"\s+FROM\s+(\w+)\(\)",
+            re.sub(r"--[^\n]*", "", system_views),
+            re.DOTALL | re.IGNORECASE,
+        )
+        if not match:
+            continue
+        select, source = match[1], funcs.get(match[2], {})
+        source_types = dict(source.get("columns", []))
+        if select.strip() == "*":
+            columns = [list(c) for c in source.get("columns", [])]
+        else:
+            columns = []
+            for item in _split_top(select):
+                alias = re.search(r"\bAS\s+(\w+)\s*$", item, re.IGNORECASE)
+                expr = item[: alias.start()].strip() if alias else item
+                column = alias[1] if alias else expr.split(".")[-1]
+                cast = re.search(r"::(\w+)\s*$", expr)
+                ref = expr.split(".")[-1]
+                columns.append([column, cast[1] if cast else source_types.get(ref, "unknown")])
+        found[name] = {"kind": "view", "columns": columns}
+    return found
+
+
+def flag_names(git_dir: str, tag: str) -> list[str]:
+    """Every gflag a DEFINE_* macro defines under src/yb at `tag`, tests left out."""
+    out = git(git_dir, "grep", "-h", "-E", "DEFINE_[A-Za-z0-9_]*\\(", tag, "--", "src/yb/*.cc",
+              ":(exclude)*-test.cc", ":(exclude)*_test.cc", ":(exclude)*-itest.cc")  # fmt: skip
+    names = set(_DEFINE.findall(out)) | {f"ysql_{n}" for n in _PG_FLAG.findall(out)}
+    names |= {f"TEST_{n}" for n in _TEST_FLAG.findall(out)}
+    return sorted(names)
+
+
+def guc_names(sources: Iterable[str]) -> list[str]:
+    return sorted({name for text in sources for name in _GUC.findall(text)})
+
+
+def build(git_dir: str, tag: str, series: str) -> dict:
+    pg_proc = show(git_dir, tag, PG_PROC) or ""
+    funcs = functions(pg_proc)
+    objects = {**{n: f for n, f in funcs.items() if n in OBJECTS},
+               **views(show(git_dir, tag, VIEWS) or "", funcs)}  # fmt: skip
+    for obj in objects.values():
+        path = PG_PROC if obj["kind"] == "function" else VIEWS
+        obj["sources"] = [{"path": path, "tag": tag}]
+    flags = flag_names(git_dir, tag)
+    missing = [(server, f) for server, names in FLAGS_SET.items() for f in names if f not in flags]
+    if missing:
+        raise SystemExit(f"{tag}: flags ybscale sets are not defined: {missing}")
+    configure = show(git_dir, tag, CONFIGURE) or ""
+    pg = re.search(r"PACKAGE_VERSION='([\d.]+)", configure)
+    release = tag.split("-")[0]
+    return {
+        "series": series,
+        "release": release,
+        "tag": tag,
+        "postgres_base": pg[1] if pg else None,
+        "version_string": f"PostgreSQL {pg[1] if pg else '?'}-YB-{release}-b0",
+        "how_read": f"regenerate.py from a yugabyte-db checkout at {tag}",
+        "objects": objects,
+        "absent_objects": {n: f"not defined at {tag}" for n in OBJECTS if n not in objects},
+        "flags_set_by_ybscale": {
+            server: {f: {"defined_at": tag} for f in names} for server, names in FLAGS_SET.items()
+        },
+        "tserver_flag_names_source": f"every DEFINE_* gflag under src/yb at {tag} (tests excluded)",
+        "tserver_flag_names": flags,
+        "ysql_setting_names_source": f"GUC tables of src/postgres at {tag}",
+        "ysql_setting_names": guc_names(show(git_dir, tag, p) or "" for p in GUC_FILES),
+    }
+
+
+def dump(catalogue: dict) -> str:
+    """JSON with one line per column and per source, long name lists wrapped."""
+    text = json.dumps(catalogue, indent=1, sort_keys=False)
+    # [name, type] pairs on one line each
+    return re.sub(r'\[\n\s*("[^"\n]*"),\n\s*("[^"\n]*")\n\s*\]', r"[\1, \2]", text) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--git-dir", required=True, help="a yugabyte-db .git (or bare) directory")
+    parser.add_argument("--tag", required=True, help="release tag, e.g. 2024.2.1.0-b185")
+    parser.add_argument("--series", required=True, help="release series, e.g. 2024.2")
+    args = parser.parse_args(argv)
+    sys.stdout.write(dump(build(args.git_dir, args.tag, args.series)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
