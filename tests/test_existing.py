@@ -293,23 +293,28 @@ def postgres(tmp_path_factory):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=None):
+def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=None, rf=1):
     """A YsqlCluster over `tservers` databases carrying YugabyteDB `series`'s views and functions
     (stand-ins generated from the vendored catalogue; each database is one tserver).
 
-    tablets[i]: the tablet ids tserver i holds (every tserver sees the whole tablet list);
-    leaders: tablet id -> leader address. series: 2026.1 (has yb_tablet_metadata) when leaders
-    are given, else 2024.2 (has none: the leaders come from yb_local_tablets).
+    tablets: a number (spread by yb_catalogue.tablets_sql with replication factor `rf`), or per
+    tserver i the tablet ids it holds (every tserver sees the whole tablet list); leaders: tablet
+    id -> leader address. series: 2026.1 (has yb_tablet_metadata) when leaders are given, else
+    2024.2 (has none: the leaders come from yb_local_tablets).
     """
     node, runner = postgres
     series = series or ("2026.1" if leaders is not None else "2024.2")
     servers = [f"10.0.0.{i + 1}:5433" for i in range(tservers)]
-    every = sorted({t for held in tablets for t in held})
-    rows = []
-    for t in every:
-        replicas = [servers[i] for i in range(tservers) if t in tablets[i]]
-        leader = (leaders or {}).get(t, replicas[0] if replicas else "")
-        rows.append(f"('{t}', current_database(), 'kv', '{leader}', ARRAY{replicas!r}::text[])")
+    if isinstance(tablets, int):
+        data = yb_catalogue.tablets_sql("kv", tablets, servers, replication_factor=rf)
+    else:
+        rows = []
+        for t in sorted({t for held in tablets for t in held}):
+            replicas = [servers[i] for i in range(tservers) if t in tablets[i]]
+            leader = (leaders or {}).get(t, replicas[0] if replicas else "")
+            rows.append(f"('{t}', current_database(), 'kv', '{leader}', ARRAY{replicas!r}::text[])")
+        data = ("INSERT INTO yb_stub.tablets (tablet_id, db_name, table_name, leader, replicas)"
+                f" VALUES {', '.join(rows)};\n") if rows else ""  # fmt: skip
     eps = []
     for i in range(tservers):
         db = f"{name}{i}"
@@ -317,14 +322,20 @@ def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=N
         node.psql(f"CREATE DATABASE {db}")
         ep = Endpoint(node.endpoint.host, node.endpoint.port, db, "postgres", None, f"tserver{i}")
         sql = yb_catalogue.stub_sql(series, servers=servers, node=i)
-        sql += "CREATE TABLE kv (k bigint PRIMARY KEY, v text);\n"
-        if rows:
-            sql += ("INSERT INTO yb_stub.tablets (tablet_id, db_name, table_name, leader, replicas)"
-                    f" VALUES {', '.join(rows)};\n")  # fmt: skip
+        sql += "CREATE TABLE kv (k bigint PRIMARY KEY, v text);\n" + data
         runner.psql(ep, sql, {}, 60)
         eps.append(ep)
     row = row_from_levels(LEVELS, 3000)
     return ysql.YsqlCluster(eps, row, runner, sharding="range", layout_timeout=0)
+
+
+@pytest.mark.parametrize(("series", "rf"), [("2024.2", 1), ("2026.1", 3)])
+def test_tablets_spread_by_the_stand_in_generator_pass_the_layout_check(postgres, series, rf):
+    c = stub_cluster(postgres, 6, series=series, rf=rf, name=f"spread{rf}_")
+    layout = c.check_layout()
+    assert layout["tablets"] == 6
+    assert list(layout["replicas_per_node"].values()) == [2 * rf] * 3
+    assert sorted(layout["leaders_per_node"].values()) == [2, 2, 2]
 
 
 def test_layout_with_one_tablet_fails_the_row(postgres):
