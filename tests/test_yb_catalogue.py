@@ -105,9 +105,19 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
             "{ oid => '8033', proname => 'yb_table_properties', prorettype => 'record',\n"
             "  proargtypes => 'oid', proallargtypes => '{oid,int8,bool}',\n"
             "  proargmodes => '{i,o,o}', proargnames => '{table_oid,num_tablets,is_colocated}',\n"
-            "  prosrc => 'yb_table_properties' },\n]\n"
+            "  prosrc => 'yb_table_properties' },\n"
+            "{ oid => '8099', proname => 'yb_get_tablet_metadata', proretset => 't',\n"
+            "  prorettype => 'record', proargtypes => '', proallargtypes => '{text,text,text}',\n"
+            "  proargmodes => '{o,o,o}', proargnames => '{tablet_id,namespace,leader}',\n"
+            "  prosrc => 'yb_get_tablet_metadata' },\n]\n"
         ),
-        regenerate.VIEWS: "CREATE VIEW yb_local_tablets AS SELECT * FROM yb_local_tablets();\n",
+        regenerate.VIEWS: (
+            "CREATE VIEW yb_local_tablets AS SELECT * FROM yb_local_tablets();\n"
+            "CREATE VIEW yb_tablet_metadata AS SELECT t.tablet_id,\n"
+            "  CASE WHEN t.namespace = 'system' THEN NULL ELSE ('x' || t.tablet_id)::int::oid END\n"
+            "  AS oid, t.namespace AS db_name, t.leader -- the leader's address\n"
+            "FROM yb_get_tablet_metadata() t WHERE t.namespace <> 'system';\n"
+        ),
         "src/yb/tserver/main.cc": "".join(
             f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
             for names in regenerate.FLAGS_SET.values()
@@ -140,7 +150,10 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
     props = catalogue["objects"]["yb_table_properties"]
     assert props["arguments"] == [["table_oid", "oid"]]
     assert props["columns"] == [["num_tablets", "bigint"], ["is_colocated", "boolean"]]
-    assert "yb_tablet_metadata" in catalogue["absent_objects"]
+    assert catalogue["objects"]["yb_tablet_metadata"]["columns"] == [
+        ["tablet_id", "text"], ["oid", "oid"], ["db_name", "text"], ["leader", "text"]
+    ]  # fmt: skip
+    assert "yb_servers" in catalogue["absent_objects"]
     assert "ysql_yb_bnl_batch_size" in catalogue["tserver_flag_names"]
     assert "start_cql_proxy" in catalogue["tserver_flag_names"]
     assert "only_in_tests" not in catalogue["tserver_flag_names"]

@@ -141,9 +141,9 @@ def views(system_views: str, funcs: dict[str, dict]) -> dict[str, dict]:
                 alias = re.search(r"\bAS\s+(\w+)\s*$", item, re.IGNORECASE)
                 expr = item[: alias.start()].strip() if alias else item
                 column = alias[1] if alias else expr.split(".")[-1]
-                cast = re.search(r"::(\w+)\s*$", expr)
+                cast = re.findall(r"::(\w+)", expr)  # the last cast types a CASE ... END
                 ref = expr.split(".")[-1]
-                columns.append([column, cast[1] if cast else source_types.get(ref, "unknown")])
+                columns.append([column, cast[-1] if cast else source_types.get(ref, "unknown")])
         found[name] = {"kind": "view", "columns": columns}
     return found
 
