@@ -70,3 +70,23 @@ def test_a_ceiling_at_the_largest_count_measured_is_a_lower_bound():
     assert row_ceiling("run01", thr)["empirical"]["lower_bound"] is True
     thr.loc[2, "tps"] = 15.0
     assert row_ceiling("run01", thr)["empirical"]["lower_bound"] is False
+
+
+def test_the_bottleneck_recorded_is_the_one_at_the_ceilings_count():
+    thr = pd.DataFrame(
+        {
+            "clients": [1, 2, 4],
+            "tps": [10.0, 19.0, 15.0],
+            "util_node1": [0.3, 0.95, 0.97],
+            "util_client": [0.5, 0.4, 0.3],
+            "bottleneck": ["client", "node1", "node1"],
+            "bottleneck_util": [0.5, 0.95, 0.97],
+            "bound_tps": [20.0, 20.0, 15.5],
+            "bottleneck_cpu_ms": [12.5, 12.5, 16.2],
+        }
+    )
+    neck = row_ceiling("run01", thr)["bottleneck"]
+    assert neck["resource"] == "node1" and neck["utilisation"] == 0.95
+    assert neck["bound_tps"] == 20.0
+    assert neck["utilisation_by_resource"] == {"node1": 0.95, "client": 0.4}
+    assert row_ceiling("run01", thr[["clients", "tps"]])["bottleneck"] == {}

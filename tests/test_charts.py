@@ -245,3 +245,18 @@ def test_report_text_renders(path):
     text = env.from_string(path.read_text()).render(snakemake=snakemake, categories={}, files=[])
     html = publish_parts(text, writer="html", settings_overrides={"halt_level": 2})
     assert len(html["html_body"]) > 200
+
+
+def test_throughput_panels_show_each_resources_utilisation_on_a_second_axis(curves, ceilings):
+    util = curves.assign(
+        util_node1=np.minimum(1.0, curves["clients"] / 8), util_client=0.2, util_host=np.nan
+    )
+    data = charts._throughput_data(util, ceilings, ceilings)
+    rows = data[data["kind"] == "util"]
+    assert set(rows["resource"]) == {"node1", "client"}  # a resource never measured is left out
+    assert len(rows) == 2 * len(curves)
+    svg = vlc.vegalite_to_svg(charts.throughput_chart(util, ceilings, ceilings).to_json())
+    assert "CPU utilisation" in svg and "node1" in svg
+    assert "CPU utilisation" not in vlc.vegalite_to_svg(
+        charts.throughput_chart(curves, ceilings, ceilings).to_json()
+    )

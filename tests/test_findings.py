@@ -48,6 +48,12 @@ def study(tmp_path):
     ceilings = signs[list(design.letters)].assign(
         response=y, empirical_clients=4, empirical_lower_bound=edge
     )
+    read = signs["B"] == -1  # the client saturates read rows, node1 the write rows
+    ceilings = ceilings.assign(
+        bottleneck=np.where(read, "client", "node1"),
+        bottleneck_utilisation=np.where(read, 0.93, 0.99),
+        bottleneck_cpu_ms_per_transaction=np.where(read, 0.1, 0.61),
+    )
     ceilings.reset_index().to_csv(results.mkdir() or results / "ceilings.csv", index=False)
     analyze(design, ceilings.reset_index(), "response", results, charts=False)
     for run in design.run_ids:
@@ -123,6 +129,18 @@ def test_rows_flagged_as_lower_bounds_are_named_with_the_edge_they_reached(study
         "client count they measured: their ceiling is a lower bound (run02 at 4, run07 at 4 = "
         "max_clients)." in " ".join(text.split())
     )
+
+
+def test_each_rows_bottleneck_and_what_the_active_factors_changed_in_it(study):
+    _, _, text, _ = study
+    flat = " ".join(text.split())
+    assert "run01 client 93 %, run02 client 93 %, run03 node1 99 %" in flat
+    assert "8 of 16 rows are client-bound" in flat
+    assert (
+        "**workload** write instead of read (B): bottleneck at read: client 8 of 8 rows; at "
+        "write: node1 8 of 8 rows; CPU time per transaction at the bottleneck ×6.1" in flat
+    )
+    assert "(C): bottleneck at 3: client 4, node1 4 of 8 rows; at 5: client 4, node1 4" in flat
 
 
 def test_effects_within_the_noise_are_not_findings(study):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ybscale import __version__, adaptive, pgbench, precision, workload
+from ybscale import __version__, adaptive, pgbench, precision, utilisation, workload
 from ybscale.backends import get_backend
 from ybscale.backends.base import BackendError, Cluster
 from ybscale.row import Row
@@ -56,6 +56,14 @@ def split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
+def load_threads(clients: int, targets: int, cores: int) -> list[int]:
+    """pgbench -j of each target's pgbench (0: the target gets no client): the load
+    generator's cores spread over the targets, at least one thread per pgbench started."""
+    shares = split(clients, targets)
+    threads = split(min(clients, cores), targets)
+    return [max(1, t) if share else 0 for share, t in zip(shares, threads, strict=True)]
+
+
 def run_pgbench(
     cluster: Cluster,
     kind: str,
@@ -75,7 +83,7 @@ def run_pgbench(
     """
     targets = cluster.targets(kind)
     shares = split(clients, len(targets))
-    threads = split(min(clients, cluster.load_cores()), len(targets))
+    threads = load_threads(clients, len(targets), cluster.load_cores())
     procs = []
     for i, (target, share) in enumerate(zip(targets, shares, strict=True)):
         if share == 0:
@@ -88,7 +96,7 @@ def run_pgbench(
             dbname=target.endpoint.dbname,
             user=target.endpoint.user,
             clients=share,
-            threads=max(1, threads[i]),
+            threads=threads[i],
             seconds=seconds,
             variables={**(variables or {}), **target.variables},
             log_prefix=f"{log_prefix}_{target.endpoint.role}" if log_prefix else None,
@@ -196,13 +204,45 @@ def steady_throughput(
     return (tps, float(used)) if used > 0 and math.isfinite(tps) else (fallback, math.nan)
 
 
+def capacity(cluster: Cluster, kind: str, clients: int) -> dict[str, float]:
+    """CPUs per resource; the load generator's: the cores its pgbench threads can use."""
+    cap = cluster.cpu_capacity()
+    if "client" in cap:
+        threads = sum(load_threads(clients, len(cluster.targets(kind)), cluster.load_cores()))
+        cap["client"] = float(min(threads, cap["client"]))
+    return cap
+
+
+def window_utilisation(cluster: Cluster, kind: str, clients: int, readings) -> dict[str, float]:
+    """U per resource over the counted seconds (`utilisation.Window.stop`), {} without them."""
+    if readings is None:
+        return {}
+    seconds, first, last = readings
+    return utilisation.utilisation(first, last, seconds, capacity(cluster, kind, clients))
+
+
+def mean_utilisation(per_repetition: list[dict[str, float]]) -> dict[str, float]:
+    """Each resource's mean utilisation over the repetitions that measured it."""
+    names = sorted({name for util in per_repetition for name in util})
+    return {n: statistics.mean(u[n] for u in per_repetition if n in u) for n in names}
+
+
+def busiest(util: Mapping[str, float]) -> str:
+    """', busiest: node2 97 %' for the progress line ('' when nothing was measured)."""
+    named = {k: v for k, v in util.items() if k not in utilisation.CONTEXT}
+    if not named:
+        return ""
+    name = max(named, key=named.get)
+    return f", busiest: {name} {100 * named[name]:.0f} %"
+
+
 def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, progress) -> list:
     """Every client count the sweep chooses, each repeated to the stated precision."""
     run, kind, variables = row.run, row.kind, row.variables
     seconds = settings["seconds"]
     skip = settings["skip_seconds"]
     lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
-    measured: dict[int, list] = {}  # each count's repetitions: (pgbench result, steady seconds)
+    measured: dict[int, list] = {}  # each repetition: (pgbench result, steady seconds, utilisation)
 
     def checked(when: str) -> None:
         """Every node up (and the replication quorum); MeasurementError naming when."""
@@ -233,6 +273,8 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         """One repetition: pgbench's run and its steady tps, recorded in `measured` and rep_rows."""
         prefix = logs / f"c{clients:03d}_r{rep}"
         seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
+        window = utilisation.Window(cluster.cpu_seconds, skip)
+        window.start()
         try:
             result = run_pgbench(
                 cluster,
@@ -252,7 +294,10 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             )
         except (MeasurementError, pgbench.PgbenchError) as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
-        measured[clients].append((result, span))
+        finally:
+            readings = window.stop()
+        util = window_utilisation(cluster, kind, clients, readings)
+        measured[clients].append((result, span, util))
         rep_rows.append(
             {
                 "clients": clients,
@@ -262,6 +307,9 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 "tps_pgbench": result.tps,
                 "tps": steady,
                 "steady_seconds": span,
+                "cpu_window_s": readings[0] if readings else math.nan,
+                **{f"util_{name}": u for name, u in util.items()},
+                **utilisation.bottleneck(util, steady, capacity(cluster, kind, clients)),
             }
         )
         return steady
@@ -290,18 +338,24 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             progress(
                 f"{run}: {clients:>4} clients, repetition {rep}: {rule.values[-1]:,.0f} tps "
                 f"(pgbench {measured[clients][-1][0].tps:,.0f}), {interval}"
+                + busiest(measured[clients][-1][2])
             )
-        used = [span for _, span in measured[clients] if math.isfinite(span)]
+        used = [span for _, span, _ in measured[clients] if math.isfinite(span)]
         order = lines[clients]["order"] if clients in lines else len(lines) + 1
         lines[clients] = summarize(
             clients,
-            [result for result, _ in measured[clients]],
+            [result for result, _, _ in measured[clients]],
             seconds,
             rule.values,
             rule,
             statistics.mean(used) if used else math.nan,
             order,
             "below_best" if below else "",
+        )
+        util = mean_utilisation([u for _, _, u in measured[clients]])
+        lines[clients] |= {f"util_{name}": u for name, u in util.items()}
+        lines[clients] |= utilisation.bottleneck(
+            util, lines[clients]["tps"], capacity(cluster, kind, clients)
         )
         return list(rule.values)
 
@@ -357,7 +411,8 @@ def measure(
     }
     (outdir / "measurement.json").write_text(json.dumps(meta, indent=2, default=str))
     path = outdir / "throughput.csv"
-    pd.DataFrame(lines, columns=THROUGHPUT_COLUMNS).to_csv(path, index=False)
+    extra = sorted({k for line in lines for k in line} - set(THROUGHPUT_COLUMNS))
+    pd.DataFrame(lines, columns=THROUGHPUT_COLUMNS + extra).to_csv(path, index=False)
     best = max(lines, key=lambda line: line["tps_mean"])
     progress(
         f"{run}: done in {(finished - started).total_seconds():.0f}s, best {best['tps_mean']:,.0f} "

@@ -109,6 +109,7 @@ def row_ceiling(
     return {
         "run": run,
         "empirical": {k: _finite(v) for k, v in empirical.items()},
+        "bottleneck": bottleneck_at(throughput, empirical["clients"]),
         "usl": usl,
         "method": {
             "empirical": "max over client counts of the mean tps of the repetitions; 95% "
@@ -116,7 +117,31 @@ def row_ceiling(
             "max is at the largest count measured (the curve may still rise)",
             "usl": "scipy curve_fit of X(N) = lam*N / (1 + sigma(N-1) + kappa*N(N-1)), "
             "sigma < 0 allowed (superlinear); 95% interval of X(N*): delta method, fit covariance",
+            "bottleneck": "at the empirical ceiling's client count: the resource with the largest "
+            "service demand D = U/X (U: CPU time over the counted seconds / their length x the "
+            "resource's CPUs, mean over the repetitions); bound_tps = X/U of that resource "
+            "(Jain ch. 33); host (the whole machine) is context, never the bottleneck",
         },
+    }
+
+
+def bottleneck_at(throughput: pd.DataFrame, clients: int) -> dict:
+    """The bottleneck columns of the line at `clients` ({} when the row has none)."""
+    if "bottleneck" not in throughput:
+        return {}
+    line = throughput.loc[throughput["clients"] == clients].iloc[0]
+    util = {
+        c.removeprefix("util_"): _finite(float(line[c]))
+        for c in line.index
+        if c.startswith("util_")
+    }
+    name = line["bottleneck"]
+    return {
+        "resource": name if isinstance(name, str) else "",
+        "utilisation": _finite(float(line["bottleneck_util"])),
+        "bound_tps": _finite(float(line["bound_tps"])),
+        "cpu_ms_per_transaction": _finite(float(line["bottleneck_cpu_ms"])),
+        "utilisation_by_resource": util,
     }
 
 
@@ -143,6 +168,10 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
             "empirical_ci_high": float(data["empirical"].get("ci_high", math.nan)),
             "empirical_lower_bound": bool(data["empirical"].get("lower_bound", False)),
         }
+        neck = data.get("bottleneck") or {}
+        line["bottleneck"] = neck.get("resource", "")
+        for key in ("utilisation", "bound_tps", "cpu_ms_per_transaction"):
+            line[f"bottleneck_{key}"] = float(neck.get(key, math.nan))
         line.update({f"usl_{k}": float(usl.get(k, math.nan)) for k in USL_FIELDS})
         line["usl_flags"] = ";".join(usl.get("flags", []))
         lines.append(line)

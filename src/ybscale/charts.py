@@ -144,11 +144,21 @@ def _usl_grid(usl: pd.DataFrame | None, curves: pd.DataFrame, points: int = 60) 
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run"])
 
 
+def _utilisation_data(curves: pd.DataFrame) -> pd.DataFrame:
+    """Long table of each measured resource's utilisation (throughput.csv's util_* columns)."""
+    cols = [c for c in curves.columns if c.startswith("util_")]
+    if not cols:
+        return pd.DataFrame(columns=["run", "clients", "resource", "util"])
+    long = curves.melt(["run", "clients"], cols, var_name="resource", value_name="util")
+    long["resource"] = long["resource"].str.removeprefix("util_")
+    return long.dropna(subset=["util"]).assign(kind="util")
+
+
 def _throughput_data(curves, usl, ceilings, levels: dict | None = None) -> pd.DataFrame:
-    """One long table (kind = measured | usl | ceiling) so the layers can share one facet."""
+    """One long table (kind = measured | usl | ceiling | util) so the layers share one facet."""
     measured = curves[["run", "clients", "tps", "tps_min", "tps_max"]].assign(kind="measured")
     fitted = _usl_grid(usl, curves).assign(kind="usl")
-    parts = [measured, fitted]
+    parts = [measured, fitted, _utilisation_data(curves)]
     if ceilings is not None and {"empirical_tps", "empirical_clients"} <= set(ceilings.columns):
         ceiling = ceilings[["run", "empirical_clients", "empirical_tps"]].rename(
             columns={"empirical_clients": "clients", "empirical_tps": "tps"}
@@ -166,7 +176,8 @@ def throughput_chart(
     columns: int = 4,
     levels: dict | None = None,
 ) -> alt.FacetChart:
-    """Throughput vs clients per run: medians with min-max bars, USL fit, ceiling marked."""
+    """Throughput vs clients per run: medians with min-max bars, USL fit, ceiling marked; each
+    resource's CPU utilisation on a second axis (right) when the rows recorded it."""
     data = _throughput_data(curves, usl, ceilings, levels)
     log_x = bool((data["clients"] > 0).all())
     x = alt.X(
@@ -193,13 +204,29 @@ def throughput_chart(
     star = ceiling.mark_point(shape="diamond", filled=True, size=90, color="#d62728").encode(
         y=y, tooltip=tip
     )
-    layer = alt.layer(bars, points, line, rule, star).properties(**PANEL)
+    layer = alt.layer(bars, points, line, rule, star)
+    subtitle = (
+        "points: mean tps, bars: min-max over repetitions, dashed: USL fit, red: empirical ceiling"
+    )
+    if (data["kind"] == "util").any():
+        util = (
+            base.transform_filter(alt.datum.kind == "util")
+            .mark_line(strokeWidth=1, opacity=0.6, point=alt.OverlayMarkDef(size=12))
+            .encode(
+                y=alt.Y(
+                    "util:Q",
+                    title="CPU utilisation",
+                    scale=alt.Scale(domain=[0, 1.05]),
+                    axis=alt.Axis(format="%", orient="right"),
+                ),
+                color=alt.Color("resource:N", title="CPU of", scale=alt.Scale(scheme="tableau10")),
+                tooltip=["run:N", "clients:Q", "resource:N", alt.Tooltip("util:Q", format=".0%")],
+            )
+        )
+        layer = alt.layer(layer, util).resolve_scale(y="independent")
+        subtitle += "; thin lines (right axis): CPU utilisation per node, client and host"
     return _panels(
-        layer,
-        data,
-        columns,
-        "Throughput vs clients per run",
-        "points: mean tps, bars: min-max over repetitions, dashed: USL fit, red: empirical ceiling",
+        layer.properties(**PANEL), data, columns, "Throughput vs clients per run", subtitle
     )
 
 

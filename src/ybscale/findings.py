@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ybscale import followup, power
+from ybscale import bottlenecks, followup, power
 from ybscale.design import Design, load_design
 from ybscale.study_files import StudyFiles
 
@@ -401,12 +401,18 @@ def next_section(study: Study, files: StudyFiles) -> list[str]:
     return lines
 
 
+def _active_terms(study: Study) -> list[str]:
+    terms = _terms(study)
+    return [str(t) for t in terms.loc[terms["active"], "term"]] if len(terms) else []
+
+
 def findings_blocks(study: Study, files: StudyFiles) -> list:
     """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists."""
     return [
         *response_section(study),
         *effects_section(study),
         *noise_section(study),
+        *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),
         *backend_section(study),
         *next_section(study, files),
     ]

@@ -67,6 +67,15 @@ class Cluster(abc.ABC):
         """Cores of the machine that runs pgbench (pgbench -j); here: this machine's."""
         return os.cpu_count() or 1
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds used so far by each resource measured (nodes by name, `client`: the
+        load generator, `host`: the whole machine); {} when the backend cannot tell."""
+        return {}
+
+    def cpu_capacity(self) -> dict[str, float]:
+        """CPUs each resource of `cpu_seconds` can use (a node's quota, a VM's cores)."""
+        return {}
+
     @abc.abstractmethod
     def reset(self, workload: str) -> None:
         """Bring the dataset back to its starting state before a client count."""

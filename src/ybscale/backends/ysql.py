@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ybscale import workload
+from ybscale import utilisation, workload
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, Cluster, Endpoint, Target, spawn_local
 from ybscale.row import Row
@@ -157,6 +157,10 @@ class Runner(Protocol):
 
     def facts(self, pgbench: str) -> dict: ...
 
+    def proc_stat(self) -> str:
+        """The load generator's /proc/stat."""
+        ...
+
 
 def parse_facts(out: str) -> dict:
     """{"cores", "pgbench_version"} from `nproc; pgbench --version` output."""
@@ -266,6 +270,13 @@ class YsqlCluster(Cluster):
 
     def load_cores(self) -> int:
         return self.load_generator()["cores"]
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """The load generator's busy CPU seconds (/proc/stat of the machine pgbench runs on)."""
+        return {"client": utilisation.proc_stat_busy(self.runner.proc_stat())[0]}
+
+    def cpu_capacity(self) -> dict[str, float]:
+        return {"client": float(self.load_cores())}
 
     def server_version(self) -> str:
         if self._version is None:
@@ -497,3 +508,6 @@ class LocalRunner:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BackendError(f"{pgbench} --version: {exc}") from exc
         return parse_facts(done.stdout)
+
+    def proc_stat(self) -> str:
+        return Path("/proc/stat").read_text()

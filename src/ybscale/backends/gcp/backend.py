@@ -237,6 +237,10 @@ class LoadgenRunner:
         out = ssh.check_output(self.host, ["sh", "-c", FACTS_SCRIPT, pgbench], timeout=60)
         return parse_facts(out)
 
+    def proc_stat(self) -> str:
+        """The load generator's /proc/stat, through the row's SSH connection."""
+        return ssh.check_output(self.host, ["cat", "/proc/stat"], timeout=30)
+
     def fetch_glob(self, remote_glob: str, local_dir: Path) -> None:
         local_dir.mkdir(parents=True, exist_ok=True)
         ssh.copy_back(self.host, remote_glob, local_dir)

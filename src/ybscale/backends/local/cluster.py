@@ -29,7 +29,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ybscale import workload
+from ybscale import utilisation, workload
 from ybscale.backends import catalogue
 from ybscale.backends.base import (
     Backend,
@@ -287,7 +287,14 @@ def reap_orphans(root: Path) -> list[str]:
 class LocalCluster(Cluster):
     """Nodes of one row, the topology mapping and the dataset."""
 
-    def __init__(self, nodes: list[Node], row: Row, record: dict, limits: CpuLimits):
+    def __init__(
+        self,
+        nodes: list[Node],
+        row: Row,
+        record: dict,
+        limits: CpuLimits,
+        client_cpus: float | None = None,
+    ):
         self.nodes = nodes
         self.limits = limits  # lifted while the dataset loads
         self.row = row
@@ -295,6 +302,10 @@ class LocalCluster(Cluster):
         self.replicated = row.cluster.replication
         self.record = record
         self.pgbench = str(nodes[0].bindir / "pgbench")
+        self.client_cpus = client_cpus  # pgbench's quota (None: none); its CPU time is counted
+        self.client_prefix = (
+            limits.prefix("client", client_cpus)[0] if client_cpus else limits.counted("client")
+        )
 
     @property
     def quorum(self) -> int:
@@ -312,7 +323,19 @@ class LocalCluster(Cluster):
         return [Target(node.endpoint, workload.key_variables(self.rows, 0, 1)) for node in serving]
 
     def run(self, argv, env, timeout, cwd) -> subprocess.Popen:
-        return spawn_local(argv, env, cwd)
+        return spawn_local([*self.client_prefix, *argv], env, cwd)
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """Each node's and pgbench's CPU group counter, and the machine's busy time."""
+        counted = self.limits.cpu_seconds()
+        return {**counted, "host": utilisation.host_cpu_seconds()} if counted else {}
+
+    def cpu_capacity(self) -> dict[str, float]:
+        """A node's CPU quota, the CPUs pgbench may use (its quota or every core), the
+        machine's cores."""
+        cores = float(os.cpu_count() or 1)
+        quotas = {name: float(cpu["cpus"]) for name, cpu in self.record.get("cpu", {}).items()}
+        return {**quotas, "client": min(cores, self.client_cpus or cores), "host": cores}
 
     def reset(self, kind: str) -> None:
         """Reload the dataset (writes grow it) so every client count starts from the same state."""
@@ -524,7 +547,7 @@ class LocalBackend(Backend):
             "nodes": [{"name": nd.name, "port": nd.port} for nd in nodes],
             "reaped_orphans": reaped,
         }
-        cluster = LocalCluster(nodes, row, record, limits)
+        cluster = LocalCluster(nodes, row, record, limits, self.settings["client_cpus"])
         with ExitStack() as cleanup:  # every step runs, even when one before it raised
             cleanup.callback(limits.cleanup)
             cleanup.callback(shutil.rmtree, home, ignore_errors=True)

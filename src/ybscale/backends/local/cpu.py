@@ -1,4 +1,9 @@
-"""Per-node CPU limits on one machine: cgroup v2, else cgroup v1 CFS quota, else CPU affinity."""
+"""Per-node CPU limits on one machine: cgroup v2, else cgroup v1 CFS quota, else CPU affinity.
+
+With a cgroup each group's CPU time is counted too (v2 `cpu.stat` usage_usec; v1 the cpuacct
+controller's `cpuacct.usage`, in the cpu group when the two are mounted together, else in a
+twin group under the cpuacct hierarchy), and an unlimited group counts the load generator.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ class CpuLimits:
     warning: str | None = None
     _dirs: list[Path] = field(default_factory=list)
     _quotas: dict[Path, tuple[int, int]] = field(default_factory=dict)  # group -> (quota, period)
+    _usage: dict[str, Path] = field(default_factory=dict)  # name -> its CPU time counter file
 
     def __post_init__(self) -> None:
         order = MECHANISMS if self.mechanism == "auto" else (self.mechanism,)
@@ -51,13 +57,18 @@ class CpuLimits:
             path = self._make(_cgroup2_base() / self.group / node)
             (path / "cpu.max").write_text(f"{quota} {period}\n")
             self._quotas[path] = (quota, period)
+            self._usage[node] = path / "cpu.stat"
             return _enter(path), {"mechanism": "cgroup2", **record, "path": str(path)}
         if self.chosen == "cgroup1":
             path = self._make(CGROUP_ROOT / "cpu" / "ybscale" / self.group / node)
             (path / "cpu.cfs_period_us").write_text(f"{period}\n")
             (path / "cpu.cfs_quota_us").write_text(f"{quota}\n")
             self._quotas[path] = (quota, period)
-            return _enter(path), {"mechanism": "cgroup1", **record, "path": str(path)}
+            return _enter(path, *self._cpuacct(node, path)), {
+                "mechanism": "cgroup1",
+                **record,
+                "path": str(path),
+            }
         if self.chosen == "affinity":
             cores = sorted(os.sched_getaffinity(0))
             keep = cores[: max(1, min(len(cores), round(cpus / self.largest * len(cores))))]
@@ -66,6 +77,35 @@ class CpuLimits:
                 {"mechanism": "affinity", "cpus": cpus, "cores": keep},
             )
         return [], {"mechanism": "none", "cpus": cpus, "warning": self.warning}
+
+    def counted(self, name: str) -> list[str]:
+        """Command prefix that starts a process in a group of its own with no quota, its CPU
+        time counted under `name` (the load generator); [] without a cgroup mechanism."""
+        if self.chosen == "cgroup2":
+            path = self._make(_cgroup2_base() / self.group / name)
+            self._usage[name] = path / "cpu.stat"
+            return _enter(path)
+        if self.chosen == "cgroup1":
+            path = self._make(CGROUP_ROOT / "cpu" / "ybscale" / self.group / name)
+            return _enter(path, *self._cpuacct(name, path))
+        return []
+
+    def _cpuacct(self, name: str, path: Path) -> list[Path]:
+        """cgroup v1: where `name`'s CPU time is counted; the twin group under the cpuacct
+        hierarchy to enter as well when cpuacct is mounted apart from cpu."""
+        if (path / "cpuacct.usage").exists():
+            self._usage[name] = path / "cpuacct.usage"
+            return []
+        try:
+            twin = self._make(CGROUP_ROOT / "cpuacct" / "ybscale" / self.group / name)
+        except OSError:
+            return []  # no accounting: this name's CPU time stays unknown
+        self._usage[name] = twin / "cpuacct.usage"
+        return [twin]
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds each counted group (node or load generator) has used so far."""
+        return {name: _usage_seconds(path) for name, path in self._usage.items()}
 
     @contextmanager
     def lifted(self) -> Iterator[None]:
@@ -108,6 +148,7 @@ class CpuLimits:
                 pass
         self._dirs.clear()
         self._quotas.clear()
+        self._usage.clear()
 
 
 GROUP_NAME = re.compile(r"(\d+)-[0-9a-f]{8}")  # CpuLimits.group as the local backend names it
@@ -118,7 +159,8 @@ def reap_orphan_groups(alive: Callable[[int], bool]) -> list[str]:
 
     Only empty groups can be removed; a group still holding a process stays."""
     reaped = []
-    for base in (CGROUP_ROOT / "cpu" / "ybscale", _cgroup2_base()):
+    bases = (CGROUP_ROOT / "cpu" / "ybscale", CGROUP_ROOT / "cpuacct" / "ybscale", _cgroup2_base())
+    for base in bases:
         for group in base.glob("*-*"):
             match = GROUP_NAME.fullmatch(group.name)
             if not match or alive(int(match[1])):
@@ -133,9 +175,19 @@ def reap_orphan_groups(alive: Callable[[int], bool]) -> list[str]:
     return reaped
 
 
-def _enter(path: Path) -> list[str]:
-    """`sh -c` that moves itself into the group, then execs the rest of the command line."""
-    return ["sh", "-c", f'echo $$ > "{path}/cgroup.procs" && exec "$@"', "cpu-limit"]
+def _enter(*paths: Path) -> list[str]:
+    """`sh -c` that moves itself into the groups, then execs the rest of the command line."""
+    moves = " && ".join(f'echo $$ > "{path}/cgroup.procs"' for path in paths)
+    return ["sh", "-c", f'{moves} && exec "$@"', "cpu-limit"]
+
+
+def _usage_seconds(path: Path) -> float:
+    """A group's CPU time so far: cpuacct.usage (ns) or cpu.stat's usage_usec (v2)."""
+    text = path.read_text()
+    if path.name == "cpuacct.usage":
+        return int(text) / 1e9
+    fields = dict(line.split() for line in text.splitlines() if line.strip())
+    return int(fields["usage_usec"]) / 1e6
 
 
 def _cgroup2_base() -> Path:

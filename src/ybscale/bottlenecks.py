@@ -1,0 +1,68 @@
+"""What saturates at each ceiling, and what each active factor changed in it (findings text).
+
+Reads the `bottleneck*` columns of ceilings.csv (from each row's ceiling.json): the resource
+with the largest service demand D = U/X at the ceiling's client count, its utilisation U and
+its CPU milliseconds per transaction (Jain ch. 33, operational laws).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from ybscale.design import Design
+
+
+def _spread(rows: pd.DataFrame) -> str:
+    """'client 6, node1 2 of 8 rows': how often each resource is the bottleneck."""
+    counts = Counter(rows["bottleneck"]).most_common()
+    return ", ".join(f"{name} {n}" for name, n in counts) + f" of {len(rows)} rows"
+
+
+def _geometric_mean(values: pd.Series) -> float:
+    x = values.to_numpy(float)
+    x = x[np.isfinite(x) & (x > 0)]
+    return float(np.exp(np.log(x).mean())) if len(x) else math.nan
+
+
+def bottleneck_text(design: Design, ceilings: pd.DataFrame, active: list[str]) -> list[str]:
+    """A paragraph naming each row's bottleneck at its ceiling, one per active main effect
+    saying how it moved; [] when the rows recorded no utilisation."""
+    if "bottleneck" not in ceilings:
+        return []
+    rows = ceilings[ceilings["bottleneck"].fillna("").astype(str) != ""]
+    if rows.empty:
+        return []
+    each = ", ".join(
+        f"{r.run} {r.bottleneck} {100 * r.bottleneck_utilisation:.0f} %" for r in rows.itertuples()
+    )
+    client = int((rows["bottleneck"] == "client").sum())
+    lines = [
+        "**What saturates.** At each row's ceiling, the resource with the largest service "
+        "demand D = U/X (U: its CPU time over the counted seconds per CPU it may use; "
+        f"operational laws, Jain ch. 33) and its utilisation: {each}. {client} of {len(rows)} "
+        "rows are client-bound (the load generator is the busiest)."
+    ]
+    items = []
+    for term in active:
+        if len(term) != 1 or term not in rows:
+            continue
+        factor = design.factor(term)
+        low, high = rows[rows[term] == -1], rows[rows[term] == 1]
+        if low.empty or high.empty:
+            continue
+        ratio = _geometric_mean(high["bottleneck_cpu_ms_per_transaction"]) / _geometric_mean(
+            low["bottleneck_cpu_ms_per_transaction"]
+        )
+        items.append(
+            f"**{factor.name}** {factor.levels[1]} instead of {factor.levels[0]} ({term}): "
+            f"bottleneck at {factor.levels[0]}: {_spread(low)}; at {factor.levels[1]}: "
+            f"{_spread(high)}; CPU time per transaction at the bottleneck ×{ratio:.2g} "
+            "(geometric means over the rows)"
+        )
+    if items:
+        lines.append("Per active factor: " + "; ".join(items) + ".")
+    return lines

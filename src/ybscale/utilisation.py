@@ -1,0 +1,98 @@
+"""Utilisation and service demand over a repetition's counted seconds (Jain ch. 33).
+
+A resource is a node's CPU (its quota locally, its VM's cores over SSH), the load generator
+(`client`), or the whole machine (`host`, /proc/stat: everything running on it). Its
+utilisation U is the CPU time it used over the window divided by the window's length times
+its capacity (CPUs). The operational laws: the service demand per transaction is D = U / X
+(X: the window's throughput); the resource with the largest D is the bottleneck, and 1/D_max
+= X / U_max bounds the throughput (what X would be with the bottleneck 100 % busy, the demand
+unchanged). `host` includes other processes of the machine, so it is recorded but never named
+the bottleneck.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+CONTEXT = ("host",)  # recorded beside the others, never a bottleneck candidate
+USER_HZ = 100  # /proc/stat ticks per second (sysconf(_SC_CLK_TCK) on Linux)
+
+
+def proc_stat_busy(text: str) -> tuple[float, int]:
+    """(busy CPU seconds since boot, CPUs) from /proc/stat: the first `cpu` line's ticks but
+    idle and iowait (guest time is already inside user and nice)."""
+    lines = text.splitlines()
+    ticks = [int(v) for v in lines[0].split()[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    busy = sum(ticks[:8]) - idle
+    cpus = sum(1 for line in lines[1:] if line.startswith("cpu") and line[3:4].isdigit())
+    return busy / USER_HZ, cpus
+
+
+def host_cpu_seconds() -> float:
+    """This machine's busy CPU seconds since boot (/proc/stat)."""
+    with open("/proc/stat") as stat:
+        return proc_stat_busy(stat.read())[0]
+
+
+def utilisation(
+    before: Mapping[str, float],
+    after: Mapping[str, float],
+    seconds: float,
+    capacity: Mapping[str, float],
+) -> dict[str, float]:
+    """U per resource: CPU seconds used between the two readings / (seconds x capacity)."""
+    out = {}
+    for name in sorted(set(before) & set(after) & set(capacity)):
+        if seconds > 0 and capacity[name] > 0:
+            out[name] = (after[name] - before[name]) / (seconds * capacity[name])
+    return out
+
+
+def bottleneck(util: Mapping[str, float], tps: float, capacity: Mapping[str, float]) -> dict:
+    """The resource with the largest service demand D = U / X, its U, the bound X / U and its
+    CPU milliseconds per transaction (U x capacity / X); NaNs and "" when nothing was measured."""
+    candidates = {k: u for k, u in util.items() if k not in CONTEXT and math.isfinite(u)}
+    if not candidates or not tps > 0:
+        return {"bottleneck": "", "bottleneck_util": math.nan, "bound_tps": math.nan,
+                "bottleneck_cpu_ms": math.nan}  # fmt: skip
+    name = max(candidates, key=candidates.get)
+    u = candidates[name]
+    return {
+        "bottleneck": name,
+        "bottleneck_util": u,
+        "bound_tps": tps / u if u > 0 else math.inf,
+        "bottleneck_cpu_ms": 1000 * u * capacity.get(name, math.nan) / tps,
+    }
+
+
+class Window:
+    """CPU readings at the start of the counted seconds (`skip` s after `start`, from a timer
+    thread) and at `stop`; `reading()` returns CPU seconds so far per resource."""
+
+    def __init__(self, reading: Callable[[], Mapping[str, float]], skip: float):
+        self.reading = reading
+        self.skip = skip
+        self.first: tuple[float, Mapping[str, float]] | None = None
+        self._timer: threading.Timer | None = None
+
+    def _take(self) -> None:
+        self.first = (time.monotonic(), dict(self.reading()))
+
+    def start(self) -> None:
+        self._timer = threading.Timer(self.skip, self._take)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def stop(self) -> tuple[float, Mapping[str, float], Mapping[str, float]] | None:
+        """(seconds, first reading, last reading); None when the run ended before the first."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer.join()
+        if self.first is None:
+            return None
+        end, last = time.monotonic(), dict(self.reading())
+        return end - self.first[0], self.first[1], last

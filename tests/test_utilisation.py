@@ -1,0 +1,150 @@
+"""Utilisation and service demand: the arithmetic, and real CPU groups on a real local cluster."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+from conftest import row_from_levels, settings_with
+
+from ybscale import bench, utilisation, workload
+from ybscale.backends.local import LocalBackend
+
+STAT = """cpu  1000 50 300 8000 200 10 20 5 0 0
+cpu0 500 25 150 4000 100 5 10 3 0 0
+cpu1 500 25 150 4000 100 5 10 2 0 0
+intr 12345
+"""
+
+
+def test_busy_time_from_proc_stat_leaves_out_idle_and_iowait():
+    busy, cpus = utilisation.proc_stat_busy(STAT)
+    assert cpus == 2
+    assert busy == pytest.approx((1000 + 50 + 300 + 10 + 20 + 5) / 100)
+
+
+def test_utilisation_is_cpu_time_over_the_window_times_capacity():
+    before, after = {"node1": 10.0, "client": 3.0}, {"node1": 10.5, "client": 4.0}
+    util = utilisation.utilisation(before, after, 2.0, {"node1": 0.25, "client": 2.0})
+    assert util == {"node1": pytest.approx(1.0), "client": pytest.approx(0.25)}
+
+
+def test_the_bottleneck_has_the_largest_demand_and_is_never_the_host():
+    util = {"node1": 0.5, "node2": 0.9, "client": 0.3, "host": 1.0}
+    capacity = {"node1": 0.25, "node2": 0.25, "client": 2.0, "host": 2.0}
+    got = utilisation.bottleneck(util, 1000.0, capacity)
+    assert got["bottleneck"] == "node2" and got["bottleneck_util"] == 0.9
+    assert got["bound_tps"] == pytest.approx(1000 / 0.9)  # 1 / D_max, D = U / X
+    assert got["bottleneck_cpu_ms"] == pytest.approx(0.9 * 0.25 / 1000 * 1000)
+    assert utilisation.bottleneck({}, 1000.0, capacity)["bottleneck"] == ""
+
+
+def _measure(data_root, tmp_path, clients: int, nodes: int, local: dict, squeeze=None):
+    """One count, one 3 s repetition with every second counted, on a real sharded cluster;
+    `squeeze(cluster)` runs once it is up. Returns (line, repetition, cluster counters read by
+    the test itself right before and after the sweep: name -> CPU seconds)."""
+    levels = {"operation_size": 1, "workload": "read", "nodes": nodes, "node_size": "small"}
+    row = row_from_levels({**levels, "replication": "off"}, 2000)
+    m = {"clients": [clients], "repetitions": 1, "max_repetitions": 1, "seconds": 3}
+    m.update(skip_seconds=0, warmup=0, sweep="grid", timeout=60)
+    settings = settings_with(local={"data_root": str(data_root), **local}, measurement=m)
+    reps: list[dict] = []
+    (tmp_path / "logs").mkdir()
+    backend = LocalBackend(settings)
+    with backend.cluster(row, tmp_path) as cluster:
+        if squeeze:
+            squeeze(cluster)
+        before = _groups(cluster)
+        [line] = bench.measure_sweep(
+            row,
+            cluster,
+            Path(row.script_path),
+            workload.session_env(row.session),
+            settings["measurement"],
+            tmp_path / "logs",
+            reps,
+            print,
+        )
+        after = _groups(cluster)
+    return line, reps[0], {k: after[k] - before[k] for k in before}
+
+
+def _groups(cluster) -> dict[str, float]:
+    """Each node's CPU seconds, read from the CPU group its postmaster is in (/proc/PID/cgroup)."""
+    out = {}
+    for node in cluster.nodes:
+        pid = (node.datadir / "postmaster.pid").read_text().split()[0]
+        groups = dict(
+            line.split(":", 2)[1:] for line in Path(f"/proc/{pid}/cgroup").read_text().split("\n")
+            if line
+        )  # fmt: skip
+        if "cpuacct" in groups or "cpu,cpuacct" in groups:
+            key = "cpuacct" if "cpuacct" in groups else "cpu,cpuacct"
+            usage = Path("/sys/fs/cgroup", key, groups[key].lstrip("/"), "cpuacct.usage")
+            out[node.name] = int(usage.read_text()) / 1e9
+        else:
+            stat = Path("/sys/fs/cgroup", groups[""].lstrip("/"), "cpu.stat").read_text()
+            out[node.name] = int(stat.split("usage_usec")[1].split()[0]) / 1e6
+    return out
+
+
+def _set_quota(cluster, node: str, cpus: float) -> None:
+    """Give one node a different CPU quota than its size (what its capacity then records)."""
+    record = cluster.record["cpu"][node]
+    quota, path = int(cpus * record["period_us"]), Path(record["path"])
+    if record["mechanism"] == "cgroup2":
+        (path / "cpu.max").write_text(f"{quota} {record['period_us']}\n")
+    else:
+        (path / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+    record["cpus"] = cpus
+
+
+def _cgroups(data_root) -> None:
+    if LocalBackend(settings_with(local={"data_root": str(data_root)})).settings and not (
+        Path("/sys/fs/cgroup/cpu").is_dir() or Path("/sys/fs/cgroup/cgroup.controllers").exists()
+    ):
+        pytest.skip("no CPU groups on this machine")
+
+
+def test_a_node_with_a_cut_quota_is_the_bottleneck_and_its_utilisation_is_its_groups(
+    data_root, tmp_path
+):
+    """Two shards, one client each: node1 may use a whole CPU, node2 a tenth. node2 is
+    saturated and named; each node's utilisation x window x quota equals the CPU time its group
+    counted over the sweep (which also holds a check's few queries) within a few percent."""
+    _cgroups(data_root)
+    line, rep, counted = _measure(
+        data_root, tmp_path, 2, 2, {"cpu": {"small": 1.0}}, lambda c: _set_quota(c, "node2", 0.1)
+    )
+    assert line["bottleneck"] == "node2" and rep["bottleneck"] == "node2"
+    assert line["util_node2"] > 0.85 and line["util_node1"] < line["util_node2"]
+    for node, cpus in (("node1", 1.0), ("node2", 0.1)):
+        recorded = rep[f"util_{node}"] * rep["cpu_window_s"] * cpus
+        assert 0.9 * counted[node] - 0.01 <= recorded <= counted[node] + 0.005, node
+    assert line["bound_tps"] == pytest.approx(line["tps"] / line["util_node2"])
+    assert 0 < line["util_client"] and 0 < line["util_host"] <= 1.05
+
+
+def test_a_row_limited_by_its_load_generator_is_client_bound(data_root, tmp_path):
+    """pgbench held to a twentieth of a CPU, the node allowed a whole one: the load
+    generator is saturated, the node is not, and the row says `client`."""
+    _cgroups(data_root)
+    line, rep, _ = _measure(data_root, tmp_path, 2, 1, {"cpu": {"small": 1.0}, "client_cpus": 0.05})
+    assert line["bottleneck"] == "client"
+    assert line["util_client"] > 0.85 and line["util_node1"] < 0.5
+    assert math.isfinite(rep["cpu_window_s"]) and rep["cpu_window_s"] > 2.5
+
+
+def test_the_load_generators_busy_time_counts_cpu_spent_on_this_machine():
+    """What `existing` records for `client` (LocalRunner: this machine's /proc/stat): half a
+    second of spinning shows up as at least most of half a CPU-second."""
+    from ybscale.backends.ysql import LocalRunner
+
+    runner = LocalRunner()
+    before = utilisation.proc_stat_busy(runner.proc_stat())[0]
+    end = time.process_time() + 0.5
+    while time.process_time() < end:
+        pass
+    assert utilisation.proc_stat_busy(runner.proc_stat())[0] - before >= 0.4
