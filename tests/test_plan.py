@@ -25,6 +25,7 @@ RATES = {
     "disk_gb_month": {"pd-ssd": 0.146},
     "nat_vm_hour": 0.001,
     "nat_gb": 0.05,
+    "ip_hour": 0.004,
     "egress_gb": 0.1,
 }
 CONFIG = {
@@ -82,12 +83,14 @@ def test_times_and_cost(seed):
     # NAT; 0.01 GB per row back to you
     disks = sum(c.vms * 50 * 0.146 / 730 * c.hours_max for c in p.clusters)
     nat = sum(c.vms * 0.001 * c.hours_max for c in p.clusters)
+    nat_ip = 8 * 0.004 * 8  # one NAT address per cluster (ssh_access iap: no other), 8 h each
     costs = p.costs()
     assert costs["VMs"] == pytest.approx(vms) and costs["disks"] == pytest.approx(disks)
     assert costs["Cloud NAT"] == pytest.approx(nat)
+    assert costs["external IPs"] == pytest.approx(nat_ip)
     assert costs["NAT data"] == pytest.approx(60 * 1.0 * 0.05)
     assert costs["egress"] == pytest.approx(16 * 0.01 * 0.1)
-    assert p.cost() == pytest.approx(vms + disks + nat + 3.0 + 0.016)
+    assert p.cost() == pytest.approx(vms + disks + nat + nat_ip + 3.0 + 0.016)
     assert p.vm_hours(False) < p.vm_hours()
     text = plan_mod.format_plan(p)
     assert (
@@ -100,14 +103,43 @@ def test_times_and_cost(seed):
 
 def test_missing_price_is_flagged(seed):
     rates = {**RATES, "vm_hour": {"n1-standard-2": 0.1}, "disk_gb_month": {}}
+    del rates["ip_hour"]
     config = {**CONFIG, "gcp": {"prices": {"us-central1": rates}}}
     p = plan_of(config)
-    assert p.missing_prices == ["e2-standard-4", "n2-standard-4", "pd-ssd"]
+    assert p.missing_prices == ["e2-standard-4", "external IP (ip_hour)", "n2-standard-4", "pd-ssd"]
     text = plan_mod.format_plan(p)
     assert (
-        "WARNING: no price for e2-standard-4, n2-standard-4, pd-ssd in gcp.prices.us-central1"
-        in text
+        "WARNING: no price for e2-standard-4, external IP (ip_hour), n2-standard-4, pd-ssd in "
+        "gcp.prices.us-central1" in text
     )
+
+
+def test_a_public_load_generator_pays_for_its_address_too(seed):
+    gcp = {**CONFIG["gcp"], "ssh_access": "public", "ssh_source_cidr": "203.0.113.7/32"}
+    p = plan_of({**CONFIG, "gcp": gcp})
+    assert {c.external_ips for c in p.clusters} == {2}  # the NAT's and the load generator's
+    assert p.costs()["external IPs"] == pytest.approx(8 * 2 * 0.004 * 8)
+
+
+def test_a_cluster_planned_near_its_ttl_is_warned(seed):
+    """Issue 20, item 9: max_run_duration deletes a cluster's VMs at ttl_hours, measured or not.
+    A cluster is planned for 12 min provisioning + its two rows (161 or 168 s each)."""
+    text = plan_mod.format_plan(plan_of(CONFIG))  # ttl_hours 8: about 4 % of it
+    assert "WARNING" not in text
+    longest = max(plan_of(CONFIG).clusters, key=lambda c: c.hours_min)
+    assert longest.hours_min == (12 * 60 + 168 + 168) / 3600  # two write rows
+    ttl = longest.hours_min / 0.85
+    p = plan_of({**CONFIG, "gcp": {**CONFIG["gcp"], "ttl_hours": ttl}})
+    near = p.near_ttl()
+    assert longest.combination in [c.combination for c in near]
+    assert all(c.hours_min > 0.8 * ttl for c in near)
+    assert all(c.hours_min <= 0.8 * ttl for c in p.clusters if c not in near)
+    assert (
+        f"WARNING: {longest.combination} is planned for 0.3 h, 85% of gcp.ttl_hours {ttl:g}: "
+        f"max_run_duration deletes its VMs at {ttl:g} h" in plan_mod.format_plan(p)
+    )
+    below = {**CONFIG, "gcp": {**CONFIG["gcp"], "ttl_hours": longest.hours_min / 0.75}}
+    assert plan_of(below).near_ttl() == []
 
 
 def test_a_changed_zone_never_keeps_another_regions_prices(seed):
@@ -199,20 +231,78 @@ def test_peak_needs_per_quota(seed):
     assert plan_mod.vcpus("n2-custom-6-23040") == 6 and plan_mod.vcpus("e2-medium") == 2
 
 
-def test_plan_shows_quotas_gcloud_reports(seed, tmp_path, monkeypatch):
+# The answers of `gcloud compute regions describe REGION --format=json` and `gcloud compute
+# project-info describe --format=json`: a Region resource (compute.regions.get,
+# https://cloud.google.com/compute/docs/reference/rest/v1/regions/get) and a Project resource
+# (compute.projects.get, https://cloud.google.com/compute/docs/reference/rest/v1/projects/get),
+# each with "quotas": [{"metric", "limit", "usage", "owner"}] (Quota,
+# https://cloud.google.com/compute/docs/reference/rest/v1/Quota); limits and usages are JSON
+# numbers (floats in gcloud's output). CPUS_ALL_REGIONS and NETWORKS are project-wide metrics.
+REGION_ANSWER = {
+    "kind": "compute#region",
+    "name": "us-central1",
+    "status": "UP",
+    "zones": ["https://www.googleapis.com/compute/v1/projects/my-proj/zones/us-central1-a"],
+    "quotas": [
+        {"metric": "CPUS", "limit": 24.0, "usage": 0.0},
+        {"metric": "N2_CPUS", "limit": 24.0, "usage": 8.0},
+        {"metric": "E2_CPUS", "limit": 24.0, "usage": 0.0},
+        {"metric": "SSD_TOTAL_GB", "limit": 1000.0, "usage": 0.0},
+        {"metric": "DISKS_TOTAL_GB", "limit": 4096.0, "usage": 10.0},
+    ],
+}
+PROJECT_ANSWER = {
+    "kind": "compute#project",
+    "name": "my-proj",
+    "quotas": [
+        {"metric": "SNAPSHOTS", "limit": 5000.0, "usage": 0.0},
+        {"metric": "NETWORKS", "limit": 5.0, "usage": 1.0},
+        {"metric": "FIREWALLS", "limit": 200.0, "usage": 4.0},
+        {"metric": "CPUS_ALL_REGIONS", "limit": 32.0, "usage": 4.0},
+    ],
+}
+
+
+def gcloud_answering(tmp_path, monkeypatch, region=REGION_ANSWER, project=PROJECT_ANSWER):
+    """A `gcloud` on PATH answering the two describe commands with the documented resources."""
     import json
 
-    quotas = {"quotas": [{"metric": "N2_CPUS", "limit": 24.0, "usage": 8.0},
-                         {"metric": "SSD_TOTAL_GB", "limit": 2048.0, "usage": 0.0}]}  # fmt: skip
+    (tmp_path / "region.json").write_text(json.dumps(region))
+    (tmp_path / "project.json").write_text(json.dumps(project))
     gcloud = tmp_path / "gcloud"
-    gcloud.write_text(f"#!/bin/sh\necho '{json.dumps(quotas)}'\n")
+    gcloud.write_text(
+        "#!/bin/sh\n"
+        f'case "$2" in regions) cat {tmp_path}/region.json ;; '
+        f"project-info) cat {tmp_path}/project.json ;; *) exit 2 ;; esac\n"
+    )
     gcloud.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    return gcloud
+
+
+def test_plan_shows_regional_and_project_wide_quotas(seed, tmp_path, monkeypatch):
+    """Issue 20, item 5: the project-wide vCPUs (every family, every region) and the SSD total
+    are compared with the plan's peak: 58 vCPUs and 1,100 GB of pd-ssd (two clusters of 11
+    VMs live together: 5 x 4 + 5 x 2 + 4 and 5 x 2 + 5 x 2 + 4 vCPUs, 22 x 50 GB)."""
+    gcloud = gcloud_answering(tmp_path, monkeypatch)
     config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
-    text = plan_mod.format_plan(plan_of(config, quotas=True))
+    p = plan_of(config, quotas=True)
+    assert p.peaks["CPUS_ALL_REGIONS"] == ("vCPUs of every family", 58)
+    assert p.peaks["SSD_TOTAL_GB"] == ("pd-ssd GB", 1100)
+    assert p.peaks["NETWORKS"] == ("VPC networks", 2)
+    text = plan_mod.format_plan(p)
     assert "N2 vCPUs 20 (N2_CPUS: limit 24, in use 8) EXCEEDS the free quota" in text
-    assert "(SSD_TOTAL_GB: limit 2048, in use 0) -- quotas of my-proj" in text
-    assert "quotas of my-proj in us-central1 (gcloud)" in text
+    assert "pd-ssd GB 1100 (SSD_TOTAL_GB: limit 1000, in use 0) EXCEEDS the free quota" in text
+    assert (
+        "project-wide: vCPUs of every family 58 (CPUS_ALL_REGIONS: limit 32, in use 4) EXCEEDS "
+        "the free quota; VPC networks 2 (NETWORKS: limit 5, in use 1) -- quotas of my-proj in "
+        "us-central1 and project-wide (gcloud)" in text
+    )
+    roomy = {**PROJECT_ANSWER, "quotas": [{"metric": "CPUS_ALL_REGIONS", "limit": 72.0,
+                                           "usage": 14.0}]}  # fmt: skip
+    gcloud_answering(tmp_path, monkeypatch, project=roomy)
+    text = plan_mod.format_plan(plan_of(config, quotas=True))
+    assert "vCPUs of every family 58 (CPUS_ALL_REGIONS: limit 72, in use 14);" in text
     gcloud.write_text("#!/bin/sh\necho 'not logged in' >&2\nexit 1\n")
     text = plan_mod.format_plan(plan_of(config, quotas=True))
     assert "quotas not read (gcloud: not logged in)" in text and "EXCEEDS" not in text

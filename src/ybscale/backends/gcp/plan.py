@@ -1,7 +1,8 @@
 """`ybscale plan`: clusters, VMs, VM-hours, estimated cost and wall time before anything runs.
 
 The cost is an ESTIMATE from the editable per-region price table `gcp.prices`: VMs, persistent
-disks, Cloud NAT (gateway and data) and egress; what it leaves out is printed with it.
+disks, Cloud NAT (gateway, data and its external address) and egress; what it leaves out is
+printed with it. Quotas are compared with the peak need, per region and project-wide.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ NOT_INCLUDED = (
     "sustained/committed-use discounts, taxes, Cloud Logging/Monitoring beyond the free tier, "
     "disk snapshots"
 )
+TTL_WARN_SHARE = 0.8  # warn when a cluster's planned time passes this share of gcp.ttl_hours
+# Cloud NAT with nat_ip_allocate_option AUTO_ONLY (infra/) allocates one external address while
+# its VMs need no more ports than one address has (64 per VM by default: 1,008 VMs)
+NAT_IPS_PER_CLUSTER = 1
 PER_COUNT_OVERHEAD_S = 15  # reset + checks + process start per client count (estimate)
 LOAD_ROWS_PER_S = 20_000  # dataset (re)load speed assumed for write rows (estimate)
 
@@ -44,6 +49,7 @@ class ClusterPlan:
     slot: int = 0  # which of the gcp.max_clusters slots it runs in
     start_seconds: float = 0.0  # scheduled bring-up, from the start of the study
     end_seconds: float = 0.0  # scheduled tear-down
+    external_ips: int = NAT_IPS_PER_CLUSTER  # the NAT's, and the load generator's when public
 
     @property
     def vms(self) -> int:
@@ -68,6 +74,7 @@ class Plan:
     peaks: dict = field(default_factory=dict)  # quota metric -> (what, peak need)
     quotas: dict | None = None  # quota metric -> (limit, usage), None when not read
     quota_note: str = ""
+    ttl_hours: float = 0.0
 
     def vm_hours(self, worst: bool = True) -> float:
         return sum(c.vms * (c.hours_max if worst else c.hours_min) for c in self.clusters)
@@ -90,6 +97,9 @@ class Plan:
             "Cloud NAT": sum(
                 c.vms * self.rates.get("nat_vm_hour", 0.0) * hours(c) for c in self.clusters
             ),  # fmt: skip
+            "external IPs": sum(
+                c.external_ips * self.rates.get("ip_hour", 0.0) * hours(c) for c in self.clusters
+            ),  # fmt: skip
             "NAT data": vms * self.nat_gb_per_vm * self.rates.get("nat_gb", 0.0),
             "egress": len(self.row_seconds)
             * self.egress_gb_per_row
@@ -98,6 +108,11 @@ class Plan:
 
     def cost(self, worst: bool = True) -> float:
         return sum(self.costs(worst).values())
+
+    def near_ttl(self) -> list[ClusterPlan]:
+        """Clusters whose planned time (provisioning + rows) passes TTL_WARN_SHARE of
+        ttl_hours: max_run_duration deletes their VMs at ttl_hours, measured or not."""
+        return [c for c in self.clusters if c.hours_min > TTL_WARN_SHARE * self.ttl_hours]
 
 
 ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (estimate)
@@ -175,29 +190,53 @@ def previous_in_slot(rows: Sequence[Row], config: Mapping) -> dict[str, str | No
     return prev
 
 
+# Project-wide quotas (compute.projects.get, `gcloud compute project-info describe`); the
+# others are the region's (compute.regions.get, `gcloud compute regions describe`). Both answer
+# a resource whose `quotas` is a list of {metric, limit, usage, owner}.
+PROJECT_METRICS = {
+    "CPUS_ALL_REGIONS": "vCPUs of every family",
+    "NETWORKS": "VPC networks",
+}
+
+
+def live_needs(live: Sequence[ClusterPlan], disk_type: str) -> dict[str, tuple[str, float]]:
+    """Quota metric -> (what, need) of clusters alive together: vCPUs per family (regional)
+    and of every family (CPUS_ALL_REGIONS), disk by type, one VPC network per cluster."""
+    need: dict[str, tuple[str, float]] = {}
+
+    def add(metric: str, what: str, amount: float) -> None:
+        need[metric] = (what, need.get(metric, (what, 0))[1] + amount)
+
+    for c in live:
+        for mt, n in c.machine_types.items():
+            metric = cpu_quota(mt)
+            family = "N1" if metric == "CPUS" else metric.removesuffix("_CPUS")
+            add(metric, f"{family} vCPUs", n * vcpus(mt))
+            add("CPUS_ALL_REGIONS", PROJECT_METRICS["CPUS_ALL_REGIONS"], n * vcpus(mt))
+        add(DISK_QUOTA.get(disk_type, "DISKS_TOTAL_GB"), f"{disk_type} GB", c.disk_gb)
+        add("NETWORKS", PROJECT_METRICS["NETWORKS"], 1)
+    return need
+
+
 def peak_needs(clusters: Sequence[ClusterPlan], disk_type: str) -> dict[str, tuple[str, float]]:
     """Quota metric -> (what, the most it needs at once) over the schedule."""
     peaks: dict[str, tuple[str, float]] = {}
     for t in sorted({c.start_seconds for c in clusters}):
         live = [c for c in clusters if c.start_seconds <= t < c.end_seconds]
-        need: dict[str, tuple[str, float]] = {}
-        for c in live:
-            for mt, n in c.machine_types.items():
-                metric = cpu_quota(mt)
-                family = "N1" if metric == "CPUS" else metric.removesuffix("_CPUS")
-                what, total = need.get(metric, (f"{family} vCPUs", 0))
-                need[metric] = (what, total + n * vcpus(mt))
-            metric = DISK_QUOTA.get(disk_type, "DISKS_TOTAL_GB")
-            what, total = need.get(metric, (f"{disk_type} GB", 0))
-            need[metric] = (what, total + c.disk_gb)
-        for metric, (what, total) in need.items():
+        for metric, (what, total) in live_needs(live, disk_type).items():
             if total > peaks.get(metric, ("", -1))[1]:
                 peaks[metric] = (what, total)
     return peaks
 
 
+def quota_table(resource: Mapping) -> dict[str, tuple[float, float]]:
+    """{metric: (limit, usage)} of a Compute Engine Region or Project resource."""
+    return {q["metric"]: (q["limit"], q.get("usage", 0)) for q in resource.get("quotas", [])}
+
+
 def read_quotas(project: str | None, region: str) -> tuple[dict | None, str]:
-    """({metric: (limit, usage)}, note) from `gcloud compute regions describe`; (None, why)
+    """({metric: (limit, usage)}, note): the region's quotas (`gcloud compute regions
+    describe`) and the project-wide ones (`gcloud compute project-info describe`); (None, why)
     when gcloud cannot read them (no gcloud, no project, not logged in)."""
     import shutil
     import subprocess
@@ -205,17 +244,23 @@ def read_quotas(project: str | None, region: str) -> tuple[dict | None, str]:
     gcloud = shutil.which("gcloud")
     if not project or gcloud is None:
         return None, "quotas not read (" + ("no gcp.project" if not project else "no gcloud") + ")"
-    argv = [gcloud, "compute", "regions", "describe", region, f"--project={project}",
-            "--format=json"]  # fmt: skip
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-        data = json.loads(done.stdout) if done.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
-        return None, f"quotas not read ({exc})"
-    if data is None:
-        return None, f"quotas not read (gcloud: {done.stderr.strip()[-200:]})"
-    quotas = {q["metric"]: (q["limit"], q.get("usage", 0)) for q in data.get("quotas", [])}
-    return quotas, f"quotas of {project} in {region} (gcloud)"
+    quotas: dict[str, tuple[float, float]] = {}
+    for what in (["regions", "describe", region], ["project-info", "describe"]):
+        argv = [gcloud, "compute", *what, f"--project={project}", "--format=json"]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            data = json.loads(done.stdout) if done.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+            return None, f"quotas not read ({exc})"
+        if data is None:
+            return None, f"quotas not read (gcloud: {done.stderr.strip()[-200:]})"
+        table = quota_table(data)
+        if what[0] == "project-info":  # a project-wide metric only from the project's list
+            table = {m: v for m, v in table.items() if m in PROJECT_METRICS}
+        else:
+            table = {m: v for m, v in table.items() if m not in PROJECT_METRICS}
+        quotas.update(table)
+    return quotas, f"quotas of {project} in {region} and project-wide (gcloud)"
 
 
 def plan(
@@ -267,6 +312,7 @@ def plan(
                 slot=slot,
                 start_seconds=start,
                 end_seconds=end,
+                external_ips=NAT_IPS_PER_CLUSTER + (settings["ssh_access"] == "public"),
             )
         )
     quota_table, quota_note = (
@@ -276,6 +322,8 @@ def plan(
     prices = {k: float(v) for k, v in rates["vm_hour"].items()}
     if settings["disk_type"] not in rates["disk_gb_month"]:
         used.add(settings["disk_type"])
+    if "ip_hour" not in rates:
+        used.add("external IP (ip_hour)")
     return Plan(
         clusters=clusters,
         row_seconds=seconds,
@@ -293,6 +341,7 @@ def plan(
         peaks=peak_needs(clusters, settings["disk_type"]),
         quotas=quota_table,
         quota_note=quota_note,
+        ttl_hours=settings["ttl_hours"],
     )
 
 
@@ -326,20 +375,31 @@ def format_plan(p: Plan) -> str:
         + ", ".join(f"{item} {value:.2f}" for item, value in p.costs(False).items()),
         f"Not included: {NOT_INCLUDED}",
     ]
-    needs = []
+    needs: dict[bool, list[str]] = {False: [], True: []}  # project-wide or not
     for metric, (what, peak) in sorted(p.peaks.items()):
         quota = (p.quotas or {}).get(metric)
         if quota is None:
-            needs.append(f"{what} {peak:g} ({metric})")
+            text = f"{what} {peak:g} ({metric})"
         else:
             limit, usage = quota
             flag = " EXCEEDS the free quota" if peak > limit - usage else ""
-            needs.append(f"{what} {peak:g} ({metric}: limit {limit:g}, in use {usage:g}){flag}")
-    lines.append(f"Peak need in {p.region}: " + "; ".join(needs) + f" -- {p.quota_note}")
+            text = f"{what} {peak:g} ({metric}: limit {limit:g}, in use {usage:g}){flag}"
+        needs[metric in PROJECT_METRICS].append(text)
+    lines.append(
+        f"Peak need in {p.region}: " + "; ".join(needs[False])
+        + "; project-wide: " + "; ".join(needs[True]) + f" -- {p.quota_note}"
+    )  # fmt: skip
     if p.state_url:
         lines.append(
             f"Pulumi state: {p.state_url} (outside results/: keep it until `ybscale sweep` "
             "reports nothing left)"
+        )
+    for c in p.near_ttl():
+        share = c.hours_min / p.ttl_hours
+        lines.append(
+            f"WARNING: {c.combination} is planned for {c.hours_min:.1f} h, {share:.0%} of "
+            f"gcp.ttl_hours {p.ttl_hours:g}: max_run_duration deletes its VMs at "
+            f"{p.ttl_hours:g} h, measured or not; raise gcp.ttl_hours or split its rows"
         )
     if p.missing_prices:
         lines.append(
