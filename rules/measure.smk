@@ -47,7 +47,7 @@ rule measure:
 
 
 rule ceiling:
-    """Empirical ceiling and Universal Scalability Law fit of one row."""
+    """Empirical ceiling, Universal Scalability Law fit, bottleneck and latency of one row."""
     input:
         throughput="results/runs/{run}/throughput.csv",
         repetitions="results/runs/{run}/repetitions.csv",
@@ -57,9 +57,15 @@ rule ceiling:
         "results/logs/ceiling/{run}.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        slo=(
+            f"--latency-slo-ms {ANALYSIS['latency_slo_ms']}"
+            if ANALYSIS["latency_slo_ms"] is not None
+            else ""
+        ),
     shell:
         "python -m ybscale.ceiling fit --run {wildcards.run} --throughput {input.throughput}"
-        " --repetitions {input.repetitions} --out {output} > {log} 2>&1"
+        " --repetitions {input.repetitions} {params.slo} --out {output} > {log} 2>&1"
 
 
 rule run_order:

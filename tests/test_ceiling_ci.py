@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from ybscale.ceiling import empirical_ceiling, main, row_ceiling
 
@@ -90,3 +91,42 @@ def test_the_bottleneck_recorded_is_the_one_at_the_ceilings_count():
     assert neck["bound_tps"] == 20.0
     assert neck["utilisation_by_resource"] == {"node1": 0.95, "client": 0.4}
     assert row_ceiling("run01", thr[["clients", "tps"]])["bottleneck"] == {}
+
+
+def test_the_latency_bound_is_the_best_count_within_the_p95_target():
+    thr = pd.DataFrame(
+        {
+            "clients": [1, 2, 4, 8],
+            "tps": [10.0, 19.0, 30.0, 33.0],
+            "latency_p50_ms": [1.0, 1.1, 1.4, 2.5],
+            "latency_p95_ms": [2.0, 2.2, 4.9, 9.0],
+            "latency_p99_ms": [3.0, 3.3, 7.0, 15.0],
+            "latency_n": [400, 760, 1200, 1320],
+        }
+    )
+    data = row_ceiling("run01", thr, latency_slo_ms=5.0)
+    assert data["latency_bound"] == {"slo_ms": 5.0, "tps": 30.0, "clients": 4, "p95_ms": 4.9}
+    assert data["latency"] == {"p50_ms": 2.5, "p95_ms": 9.0, "p99_ms": 15.0, "n": 1320}
+    assert row_ceiling("run01", thr, latency_slo_ms=1.0)["latency_bound"]["tps"] == "nan"
+    assert row_ceiling("run01", thr)["latency_bound"] == {}  # no target, no bound
+
+
+def test_the_latency_bound_can_be_the_studys_response(tmp_path):
+    from conftest import REPO
+
+    from ybscale.ceiling import collect
+
+    thr = pd.DataFrame(
+        {"clients": [1, 2], "tps": [10.0, 19.0], "latency_p50_ms": [1.0, 1.5]}
+        | {"latency_p95_ms": [2.0, 6.0], "latency_p99_ms": [3.0, 9.0], "latency_n": [40, 76]}
+    )
+    files = []
+    for i in range(1, 17):
+        files.append(tmp_path / f"run{i:02d}.json")
+        files[-1].write_text(json.dumps(row_ceiling(f"run{i:02d}", thr, latency_slo_ms=5.0)))
+    out = collect(str(REPO / "config" / "design.yaml"), files, "latency_bound")
+    assert (out["response"] == 10.0).all() and (out["latency_bound_clients"] == 1).all()
+    assert (out["latency_p95_ms"] == 6.0).all()  # at the empirical ceiling (2 clients)
+    files[6].write_text(json.dumps(row_ceiling("run07", thr, latency_slo_ms=1.0)))
+    with pytest.raises(ValueError, match=r"\['run07'\] met the p95 target"):
+        collect(str(REPO / "config" / "design.yaml"), files, "latency_bound")

@@ -223,7 +223,7 @@ def test_command():
         == (
             "/opt/pg/bin/pgbench -n -M prepared -c 16 -j 4 -T 30 --max-tries=10 "
             "-f workloads/read.sql -D rows=10000 -D size=1 -h 10.0.0.5 -p 5433 -U yugabyte "
-            "--log --aggregate-interval=1 --log-prefix=/tmp/run01/c16 yugabyte"
+            "--log --failures-detailed --log-prefix=/tmp/run01/c16 yugabyte"
         ).split()
     )
 

@@ -71,3 +71,12 @@ def test_max_clients_defaults_to_four_times_the_grid_and_may_not_be_below_it():
     below = r"config/config.yaml: measurement.max_clients: 8 is below .* \(12\)"
     with pytest.raises(settings.SettingsError, match=below):
         settings.load(config)
+
+
+def test_the_latency_bound_response_needs_its_target():
+    config = user_config()
+    config["analysis"]["ceiling"] = "latency_bound"
+    with pytest.raises(settings.SettingsError, match=r"analysis.latency_slo_ms: required"):
+        settings.load(config)
+    config["analysis"]["latency_slo_ms"] = 20
+    assert settings.load(config)["analysis"]["latency_slo_ms"] == 20

@@ -16,9 +16,10 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from ybscale import __version__, adaptive, pgbench, precision, utilisation, workload
+from ybscale import __version__, adaptive, latency, pgbench, precision, utilisation, workload
 from ybscale.backends import get_backend
 from ybscale.backends.base import BackendError, Cluster
 from ybscale.row import Row
@@ -37,6 +38,10 @@ THROUGHPUT_COLUMNS = [
     "repetitions",
     "latency_ms",
     "latency_stddev_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_n",
     "transactions",
     "retried",
     "retries",
@@ -187,21 +192,28 @@ def summarize(
 
 
 def steady_throughput(
-    cluster: Cluster, prefixes: list[Path], skip: int, fallback: float
-) -> tuple[float, float]:
-    """(tps, seconds) of one repetition from its per-second logs, its first `skip` s excluded.
+    prefixes: list[Path], seconds: int, skip: int, fallback: float
+) -> tuple[float, float, np.ndarray]:
+    """(tps, seconds, latencies in µs) of one repetition, its first `skip` s excluded.
 
-    Falls back to pgbench's own tps (seconds NaN) when the run was too short to trim.
+    Each per-transaction log is reduced to per-second lines first (`latency.reduce_log`);
+    the latencies are those of the counted seconds. Falls back to pgbench's own tps (seconds
+    NaN, no latencies) when the run was too short to trim.
     """
     paths = []  # the load generator's logs are local once pgbench ended (gcp copies them back)
     for prefix in prefixes:
         paths += pgbench.aggregate_log_paths(prefix)
     try:
+        transactions = [latency.reduce_log(path, seconds) for path in paths]
         samples = pgbench.parse_aggregate_logs(paths)
-    except pgbench.PgbenchError:  # shorter than one whole interval: no per-second line
-        return fallback, math.nan
+    except (pgbench.PgbenchError, ValueError):  # shorter than one whole interval
+        return fallback, math.nan, np.array([])
     tps, used = precision.steady_tps(samples, skip)
-    return (tps, float(used)) if used > 0 and math.isfinite(tps) else (fallback, math.nan)
+    if not (used > 0 and math.isfinite(tps)):
+        return fallback, math.nan, np.array([])
+    first = int(samples["interval_start"].min()) + skip
+    lat = np.concatenate([latency.counted_latencies(tx, first) for tx in transactions])
+    return tps, float(used), lat
 
 
 def capacity(cluster: Cluster, kind: str, clients: int) -> dict[str, float]:
@@ -242,7 +254,8 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     seconds = settings["seconds"]
     skip = settings["skip_seconds"]
     lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
-    measured: dict[int, list] = {}  # each repetition: (pgbench result, steady seconds, utilisation)
+    # each repetition: (pgbench result, steady seconds, utilisation, latencies counted)
+    measured: dict[int, list] = {}
 
     def checked(when: str) -> None:
         """Every node up (and the replication quorum); MeasurementError naming when."""
@@ -289,15 +302,15 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 variables=variables,
             )
             roles = [t.endpoint.role for t in cluster.targets(kind)]
-            steady, span = steady_throughput(
-                cluster, [Path(f"{prefix}_{r}") for r in roles], skip, result.tps
+            steady, span, lat = steady_throughput(
+                [Path(f"{prefix}_{r}") for r in roles], seconds, skip, result.tps
             )
         except (MeasurementError, pgbench.PgbenchError) as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         finally:
             readings = window.stop()
         util = window_utilisation(cluster, kind, clients, readings)
-        measured[clients].append((result, span, util))
+        measured[clients].append((result, span, util, lat))
         rep_rows.append(
             {
                 "clients": clients,
@@ -308,6 +321,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 "tps": steady,
                 "steady_seconds": span,
                 "cpu_window_s": readings[0] if readings else math.nan,
+                **latency.percentiles(lat),
                 **{f"util_{name}": u for name, u in util.items()},
                 **utilisation.bottleneck(util, steady, capacity(cluster, kind, clients)),
             }
@@ -340,11 +354,11 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 f"(pgbench {measured[clients][-1][0].tps:,.0f}), {interval}"
                 + busiest(measured[clients][-1][2])
             )
-        used = [span for _, span, _ in measured[clients] if math.isfinite(span)]
+        used = [span for _, span, _, _ in measured[clients] if math.isfinite(span)]
         order = lines[clients]["order"] if clients in lines else len(lines) + 1
         lines[clients] = summarize(
             clients,
-            [result for result, _, _ in measured[clients]],
+            [result for result, _, _, _ in measured[clients]],
             seconds,
             rule.values,
             rule,
@@ -352,7 +366,8 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             order,
             "below_best" if below else "",
         )
-        util = mean_utilisation([u for _, _, u in measured[clients]])
+        lines[clients] |= latency.percentiles(np.concatenate([r[3] for r in measured[clients]]))
+        util = mean_utilisation([u for _, _, u, _ in measured[clients]])
         lines[clients] |= {f"util_{name}": u for name, u in util.items()}
         lines[clients] |= utilisation.bottleneck(
             util, lines[clients]["tps"], capacity(cluster, kind, clients)

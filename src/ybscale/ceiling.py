@@ -82,8 +82,38 @@ def usl_interval(fit: UslFit, pcov, confidence: float = CONFIDENCE) -> tuple[flo
     return fit.x_n_star - half, fit.x_n_star + half
 
 
+def latency_bound(throughput: pd.DataFrame, slo_ms: float | None) -> dict:
+    """The largest mean tps among the client counts whose p95 latency is within `slo_ms`
+    ({} without percentiles or a target; tps NaN when no count meets it)."""
+    if slo_ms is None or "latency_p95_ms" not in throughput:
+        return {}
+    col = "tps_mean" if "tps_mean" in throughput else "tps"
+    within = throughput[throughput["latency_p95_ms"] <= slo_ms]
+    if within.empty:
+        return {"slo_ms": slo_ms, "tps": "nan", "clients": None, "p95_ms": "nan"}
+    best = within.loc[within[col].idxmax()]
+    return {
+        "slo_ms": slo_ms,
+        "tps": float(best[col]),
+        "clients": int(best["clients"]),
+        "p95_ms": float(best["latency_p95_ms"]),
+    }
+
+
+def latency_at(throughput: pd.DataFrame, clients: int) -> dict:
+    """p50/p95/p99 (ms) and their sample size at `clients` ({} without percentiles)."""
+    cols = ["latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_n"]
+    if not set(cols) <= set(throughput):
+        return {}
+    line = throughput.loc[throughput["clients"] == clients].iloc[0]
+    return {c.removeprefix("latency_"): _finite(float(line[c])) for c in cols}
+
+
 def row_ceiling(
-    run: str, throughput: pd.DataFrame, repetitions: pd.DataFrame | None = None
+    run: str,
+    throughput: pd.DataFrame,
+    repetitions: pd.DataFrame | None = None,
+    latency_slo_ms: float | None = None,
 ) -> dict:
     """Empirical ceiling (largest mean tps, where, 95 % interval) and the USL fit with its own.
 
@@ -110,6 +140,8 @@ def row_ceiling(
         "run": run,
         "empirical": {k: _finite(v) for k, v in empirical.items()},
         "bottleneck": bottleneck_at(throughput, empirical["clients"]),
+        "latency": latency_at(throughput, empirical["clients"]),
+        "latency_bound": latency_bound(throughput, latency_slo_ms),
         "usl": usl,
         "method": {
             "empirical": "max over client counts of the mean tps of the repetitions; 95% "
@@ -121,6 +153,11 @@ def row_ceiling(
             "service demand D = U/X (U: CPU time over the counted seconds / their length x the "
             "resource's CPUs, mean over the repetitions); bound_tps = X/U of that resource "
             "(Jain ch. 33); host (the whole machine) is context, never the bottleneck",
+            "latency": "at the empirical ceiling's client count: percentiles (numpy, linear) of "
+            "every successful transaction's latency in the counted seconds of its repetitions, "
+            "from pgbench's per-transaction log; n: how many",
+            "latency_bound": "the largest mean tps of a client count whose p95 latency is "
+            "within analysis.latency_slo_ms",
         },
     }
 
@@ -168,6 +205,10 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
             "empirical_ci_high": float(data["empirical"].get("ci_high", math.nan)),
             "empirical_lower_bound": bool(data["empirical"].get("lower_bound", False)),
         }
+        bound = data.get("latency_bound") or {}
+        line["latency_bound_tps"] = float(bound.get("tps", math.nan))
+        line["latency_bound_clients"] = bound.get("clients")
+        line["latency_p95_ms"] = float((data.get("latency") or {}).get("p95_ms", math.nan))
         neck = data.get("bottleneck") or {}
         line["bottleneck"] = neck.get("resource", "")
         for key in ("utilisation", "bound_tps", "cpu_ms_per_transaction"):
@@ -181,6 +222,16 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
         raise ValueError(f"{design_path}: no ceiling for rows {sorted(missing)}")
     out = table.join(ceilings, how="inner")
     out = out.rename(columns={"usl_lam": "usl_lambda"})
+    if choice == "latency_bound":  # no interval: the bound is one count's mean
+        out["response"] = out["latency_bound_tps"]
+        out["response_ci_low"] = out["response_ci_high"] = math.nan
+        missing = out.index[out["response"].isna()].tolist()
+        if missing:
+            raise ValueError(
+                f"analysis.ceiling: latency_bound: no client count of {missing} met the p95 "
+                "target analysis.latency_slo_ms (or no percentiles were measured)"
+            )
+        return out.reset_index()
     prefix = "empirical" if choice == "empirical" else "usl"
     out["response"] = out["empirical_tps"] if choice == "empirical" else out["usl_x_n_star"]
     out["response_ci_low"] = out[f"{prefix}_ci_low"]
@@ -195,16 +246,19 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("--run", required=True)
     fit.add_argument("--throughput", required=True, type=Path)
     fit.add_argument("--repetitions", type=Path, help="repetitions.csv (for the interval)")
+    fit.add_argument("--latency-slo-ms", type=float, help="p95 target of the latency bound")
     fit.add_argument("--out", required=True, type=Path)
     col = sub.add_parser("collect", help="ceilings.csv from every row's ceiling.json")
     col.add_argument("--design", required=True)
-    col.add_argument("--ceiling", choices=["empirical", "usl"], default="empirical")
+    col.add_argument(
+        "--ceiling", choices=["empirical", "usl", "latency_bound"], default="empirical"
+    )
     col.add_argument("--out", required=True, type=Path)
     col.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)
     if args.command == "fit":
         reps = pd.read_csv(args.repetitions) if args.repetitions else None
-        data = row_ceiling(args.run, pd.read_csv(args.throughput), reps)
+        data = row_ceiling(args.run, pd.read_csv(args.throughput), reps, args.latency_slo_ms)
         args.out.write_text(json.dumps(data, indent=2))
     else:
         collect(args.design, args.files, args.ceiling).to_csv(args.out, index=False)

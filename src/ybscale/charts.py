@@ -352,8 +352,8 @@ def per_second_chart(
         data,
         columns,
         "Throughput second by second, per run",
-        "one line per client count and repetition (pgbench aggregate log, all "
-        "nodes added up; the first second is partial): look for warm-up, stalls, drops",
+        "one line per client count and repetition (pgbench's per-transaction log per second, "
+        "all nodes added up; the first second holds start-up): look for warm-up, stalls, drops",
     )
 
 

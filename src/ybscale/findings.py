@@ -206,11 +206,13 @@ def response_section(study: Study) -> list[str]:
     m = meta.get("measurement", {})
     backend = meta.get("applied", {}).get("backend", "?")
     res = followup.resolution_text(d)
-    how = (
-        "the **empirical** ceiling: the largest mean throughput over the client counts"
-        if study.ceiling == "empirical"
-        else "the **USL** ceiling X(N*) of the Universal Scalability Law fit"
-    )
+    how = {
+        "empirical": "the **empirical** ceiling: the largest mean throughput over the client "
+        "counts",
+        "usl": "the **USL** ceiling X(N*) of the Universal Scalability Law fit",
+        "latency_bound": "the **latency-bound** throughput: the largest mean throughput of a "
+        "client count whose p95 latency is within the target (analysis.latency_slo_ms)",
+    }[study.ceiling]
     rows = meta.get("row", {}).get("dataset_rows")  # measurement.json: the resolved row
     text = (
         f"**Response.** The throughput ceiling of each row, {how} "

@@ -198,7 +198,8 @@ _MIN_MAX = ["min_latency", "max_latency", "min_lag", "max_lag"]
 
 
 def aggregate_log_paths(prefix: str | Path) -> list[Path]:
-    """The per-thread log files of one run: `PREFIX.<pid>` and `PREFIX.<pid>.<n>`."""
+    """The per-thread log files of one run: `PREFIX.<pid>` and `PREFIX.<pid>.<n>` (per
+    transaction until `ybscale.latency.reduce_log` rewrites them per second)."""
     prefix = Path(prefix)
     pat = re.compile(re.escape(prefix.name) + r"\.\d+(\.\d+)?")
     return sorted(p for p in prefix.parent.glob(prefix.name + ".*") if pat.fullmatch(p.name))
@@ -291,8 +292,8 @@ def command(
     for key, value in variables.items():
         argv += ["-D", f"{key}={value}"]
     argv += ["-h", str(endpoint_host), "-p", str(port), "-U", str(user)]
-    if log_prefix is not None:
-        argv += ["--log", "--aggregate-interval=1", f"--log-prefix={log_prefix}"]
+    if log_prefix is not None:  # every transaction (ybscale.latency reduces it after the run)
+        argv += ["--log", "--failures-detailed", f"--log-prefix={log_prefix}"]
     argv += [*extra, dbname]
     return argv
 

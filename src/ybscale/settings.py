@@ -184,6 +184,12 @@ def load(config: Mapping) -> Frozen:
     read-only."""
     out = validated(config, "config")
     out["measurement"] = measurement_section(out["measurement"])
+    analysis = out["analysis"]
+    if analysis["ceiling"] == "latency_bound" and analysis["latency_slo_ms"] is None:
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: analysis.latency_slo_ms: required with analysis.ceiling: "
+            "latency_bound (the p95 latency target in ms)"
+        )
     if out["backend"] == "gcp":
         out["gcp"] = gcp_section(out)
     elif out["backend"] == "existing":
