@@ -149,6 +149,14 @@ def gcp_section(config: Mapping) -> Frozen:
             f"{CONFIG_SOURCE}: gcp.zone: {settings['zone']} is not in gcp.region "
             f"{settings['region']}"
         )
+    fallback = settings["fallback_zone"]
+    if fallback is not None and (
+        not fallback.startswith(settings["region"] + "-") or fallback == settings["zone"]
+    ):
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: gcp.fallback_zone: {fallback} must be another zone of gcp.region "
+            f"{settings['region']} than gcp.zone {settings['zone']}"
+        )
     settings["owner"] = settings["owner"] or getpass.getuser()
     if not settings["state_url"]:
         settings["state_url"] = default_state_url()

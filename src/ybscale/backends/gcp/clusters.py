@@ -16,7 +16,7 @@ import yaml
 
 from ybscale import study
 from ybscale.backends.base import BackendError
-from ybscale.backends.gcp import stacks
+from ybscale.backends.gcp import capacity, stacks
 from ybscale.backends.gcp.backend import ClusterFiles, wait_ready
 from ybscale.backends.gcp.plan import format_plan, plan
 from ybscale.settings import gcp_section
@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             row = loaded.row(loaded.combinations[args.combo][0])  # the combination's shape
             files.known_hosts.unlink(missing_ok=True)
-            stacks.up(
+            capacity.up_with_fallback(
+                stacks.up,
                 args.combo,
                 settings,
                 out=args.out,

@@ -1,0 +1,106 @@
+"""A zone out of capacity: the error texts Compute Engine really returns, and one more bring-up
+in gcp.fallback_zone through the real Pulumi engine."""
+
+from __future__ import annotations
+
+import pytest
+import test_stacks
+from test_stacks import NOW, cloudfree_program, quiet
+
+from ybscale.backends.base import BackendError
+from ybscale.backends.gcp import capacity, stacks
+from ybscale.settings import SettingsError, gcp_section
+
+engine = test_stacks.engine  # the real Pulumi engine with a local file backend (fixture)
+
+# As reported (project ids as their reporters masked them):
+STOCKOUTS = [
+    # the Terraform provider behind pulumi-gcp, openshift/release#29959 (2022)
+    "Error: Error waiting for instance to create: The zone\n"
+    "'projects/XXXXXXXXXXXXXXXXXXXXXXXX/zones/us-central1-c' does not have\n"
+    "enough resources available to fulfill the request. '(resource\ntype:compute)'.",
+    # the same provider, forseti-security/terraform-google-forseti#631 (2021)
+    "Error: Error waiting for instance to create: The zone 'projects/[project-id]/zones/"
+    "us-west1-c' does not have enough resources available to fulfill the request.  Try a "
+    "different zone, or try again later",
+    # the API's code with the message, scylladb/scylla-cluster-tests#12477 (2025)
+    "503 SERVICE UNAVAILABLE ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: The zone "
+    "'projects/sct-project-1/zones/us-east1-c' does not have enough resources available to "
+    "fulfill the request.  '(resource type:compute)'.",
+    # gcloud's YAML of the operation error, GoogleCloudPlatform/ai-on-gke#849 (2024)
+    "code: ZONE_RESOURCE_POOL_EXHAUSTED\nerrorDetails:\n- localizedMessage:\n    message: A "
+    "e2-standard-2 VM instance is currently unavailable in the europe-west4-a\n      zone.",
+]
+NOT_CAPACITY = [
+    # a regional quota: another zone of the region draws on the same one
+    "Quota 'CPUS' exceeded. Limit: 24.0 in region us-central1.",
+    "Code: QUOTA_EXCEEDED\nMessage: Quota 'CPUS_ALL_REGIONS' exceeded.",
+    "The resource 'projects/p/zones/us-central1-a/instances/x' was not found",
+]
+
+
+@pytest.mark.parametrize("text", STOCKOUTS)
+def test_a_zone_out_of_capacity_is_recognised(text):
+    assert capacity.zone_exhausted(text)
+    assert capacity.zone_exhausted(BackendError(f"ybscale-nodes3: bring-up failed: {text}"))
+
+
+@pytest.mark.parametrize("text", NOT_CAPACITY)
+def test_quota_and_other_errors_are_not(text):
+    assert not capacity.zone_exhausted(text)
+
+
+def test_the_fallback_zone_must_be_another_zone_of_the_region():
+    with pytest.raises(SettingsError, match="gcp.fallback_zone: europe-west4-a must be another"):
+        gcp_section({"gcp": {"fallback_zone": "europe-west4-a"}})
+    with pytest.raises(SettingsError, match="gcp.fallback_zone: us-central1-a must be another"):
+        gcp_section({"gcp": {"fallback_zone": "us-central1-a"}})
+    assert gcp_section({"gcp": {"fallback_zone": "us-central1-b"}})["fallback_zone"]
+
+
+def stocked_out_in(zone):
+    """The cloud-free program, failing in `zone` as a VM insert there would."""
+
+    def program():
+        import pulumi
+
+        if pulumi.Config("gcp").require("zone") == zone:
+            raise Exception(STOCKOUTS[1].replace("us-west1-c", zone))
+        cloudfree_program()
+
+    return program
+
+
+def test_real_engine_out_of_capacity_is_brought_up_once_more_in_the_fallback_zone(engine):
+    combo = "nodes3-small-reploff"
+    settings = {**engine, "fallback_zone": "us-central1-b"}
+    program = stocked_out_in("us-central1-a")
+    said = []
+    endpoints = capacity.up_with_fallback(
+        stacks.up, combo, settings, log=said.append, now=NOW, program=program
+    )
+    assert endpoints["zone"] == "us-central1-b"
+    retry = f"{combo}: zone us-central1-a is out of capacity; once more in us-central1-b"
+    assert [line for line in said if line.startswith(retry)]
+    (info,) = stacks.list_stacks(engine)  # the failed stack was destroyed before the retry
+    assert info["name"] == stacks.stack_name(combo, engine)
+    assert stacks.destroy(combo, engine, log=quiet, program=program)
+
+
+def test_real_engine_no_fallback_or_another_failure_is_raised_as_it_is(engine):
+    combo = "nodes3-small-reploff"
+    with pytest.raises(BackendError, match="does not have enough resources"):
+        capacity.up_with_fallback(stacks.up, combo, engine, log=quiet, now=NOW,
+                                  program=stocked_out_in("us-central1-a"))  # fmt: skip
+    settings = {**engine, "fallback_zone": "us-central1-b"}
+    calls = []
+
+    def not_ready(endpoints, s):
+        calls.append(s["zone"])
+        raise BackendError("tserver-2 does not answer")
+
+    with pytest.raises(BackendError, match="does not answer"):
+        capacity.up_with_fallback(stacks.up, combo, settings, log=quiet, now=NOW,
+                                  program=cloudfree_program, ready=not_ready)  # fmt: skip
+    assert calls == ["us-central1-a"]  # no retry elsewhere for a failure that is not capacity
+    assert stacks.list_stacks(engine) == []
