@@ -1,10 +1,15 @@
-"""Shared fixtures: a private RAM data root, and a look at which servers are still running."""
+"""Shared fixtures: a private RAM data root, a look at which servers are still running, an sshd
+on 127.0.0.1."""
 
 from __future__ import annotations
 
+import getpass
+import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,3 +122,91 @@ def settings_with(**sections) -> dict:
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     return settings.load({**config, **sections})
+
+
+SSHD = Path("/usr/sbin/sshd")
+SFTP_SERVER = next(
+    (
+        p
+        for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server")
+        if Path(p).exists()
+    ),
+    "internal-sftp",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"sshd exited {proc.returncode}: {proc.stderr.read()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("sshd did not listen")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """An sshd on 127.0.0.1:<free port> with its own host key and authorized_keys (the file
+    `authorized_keys(host)` names: a test may add keys to it)."""
+    from ybscale.backends import ssh
+
+    if not SSHD.exists():
+        pytest.skip("/usr/sbin/sshd missing (apt-get install openssh-server)")
+    tmp = tmp_path_factory.mktemp("sshd")
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / "host_key")], check=True
+    )
+    client_key = tmp / "client" / "id_ed25519"
+    pub = ssh.ensure_keypair(client_key)
+    (tmp / "authorized_keys").write_text(pub.read_text())
+    port = _free_port()
+    cfg = tmp / "sshd_config"
+    cfg.write_text(
+        f"ListenAddress 127.0.0.1\nHostKey {tmp / 'host_key'}\n"
+        f"AuthorizedKeysFile {tmp / 'authorized_keys'}\nPidFile {tmp / 'sshd.pid'}\n"
+        "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\n"
+        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
+    proc = subprocess.Popen(
+        [str(SSHD), "-D", "-e", "-f", str(cfg), "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        try:
+            _wait_port(port, proc)
+        except RuntimeError as exc:
+            pytest.skip(f"sshd cannot run here: {exc}")
+        yield ssh.SshHost(
+            host="127.0.0.1",
+            user=getpass.getuser(),
+            key=client_key,
+            port=port,
+            known_hosts=tmp / "results" / "ssh" / "known_hosts",
+        )
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def authorized_keys(host) -> Path:
+    """The authorized_keys file of the `sshd` fixture's server."""
+    return host.key.parent.parent / "authorized_keys"

@@ -3,98 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import getpass
 import os
 import shutil
-import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from conftest import _free_port
 
 from ybscale.backends import ssh
 from ybscale.backends.base import BackendError
-
-SSHD = Path("/usr/sbin/sshd")
-SFTP_SERVER = next(
-    (
-        p
-        for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server")
-        if Path(p).exists()
-    ),
-    "internal-sftp",
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, proc: subprocess.Popen, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"sshd exited {proc.returncode}: {proc.stderr.read()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("sshd did not listen")
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    """An sshd on 127.0.0.1:<free port> with its own host key and authorized_keys."""
-    if not SSHD.exists():
-        pytest.skip("/usr/sbin/sshd missing (apt-get install openssh-server)")
-    tmp = tmp_path_factory.mktemp("sshd")
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / "host_key")], check=True
-    )
-    client_key = tmp / "client" / "id_ed25519"
-    pub = ssh.ensure_keypair(client_key)
-    (tmp / "authorized_keys").write_text(pub.read_text())
-    port = _free_port()
-    cfg = tmp / "sshd_config"
-    cfg.write_text(
-        f"ListenAddress 127.0.0.1\nHostKey {tmp / 'host_key'}\n"
-        f"AuthorizedKeysFile {tmp / 'authorized_keys'}\nPidFile {tmp / 'sshd.pid'}\n"
-        "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\n"
-        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\n"
-    )
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
-    proc = subprocess.Popen(
-        [str(SSHD), "-D", "-e", "-f", str(cfg), "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        try:
-            _wait_port(port, proc)
-        except RuntimeError as exc:
-            pytest.skip(f"sshd cannot run here: {exc}")
-        yield ssh.SshHost(
-            host="127.0.0.1",
-            user=getpass.getuser(),
-            key=client_key,
-            port=port,
-            known_hosts=tmp / "results" / "ssh" / "known_hosts",
-        )
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_run_returns_remote_output_and_status(sshd):
@@ -223,10 +142,12 @@ def _master_connection(sshd, tmp_path):
 
 
 def test_loadgen_runner_maps_paths_and_fetches_logs(sshd, tmp_path):
-    """gcp: a pgbench-like command on the 'load generator' (here sshd on 127.0.0.1)."""
+    """gcp: a pgbench-like command on the 'load generator' (here sshd on 127.0.0.1), with the
+    work folder relative to the login directory as on the VMs (a `cd` into it before the
+    command once doubled every relative path: no script, no logs)."""
     from ybscale.backends.gcp.backend import LoadgenRunner
 
-    runner = LoadgenRunner(sshd, remote_root=str(tmp_path / "remote"))
+    runner = LoadgenRunner(sshd)  # remote_root "ybscale": under the login directory
     workdir = tmp_path / "results" / "runs" / "run01" / "pgbench-logs"
     workdir.mkdir(parents=True)
     script = tmp_path / "workloads" / "read.sql"
@@ -240,13 +161,14 @@ def test_loadgen_runner_maps_paths_and_fetches_logs(sshd, tmp_path):
     assert proc.returncode == 0, err
     lines = out.splitlines()
     assert lines[0] == r"-c default_transaction_isolation=read\ committed"
-    assert lines[1] == runner.remote_dir(workdir)
+    assert lines[1] == str(Path.home())  # the login directory (sshd's user is this one)
     assert (workdir / "c001_r1_tserver0.77").read_text() == "SELECT 1;\n"
     assert (workdir / "c001_r1_tserver0.77.1").read_text() == "t2\n"
     # explicit fetch of a single file, named by its local-style path
     (workdir / "c001_r1_tserver0.77").unlink()
     runner.fetch(workdir / "c001_r1_tserver0.77", workdir / "again.77")
     assert (workdir / "again.77").read_text() == "SELECT 1;\n"
+    shutil.rmtree(Path.home() / runner.remote_dir(workdir))
 
 
 def test_loadgen_runner_command_rewrites(tmp_path):
@@ -264,7 +186,6 @@ def test_loadgen_runner_command_rewrites(tmp_path):
 
 def test_loadgen_facts_are_read_on_the_load_generator(sshd, tmp_path):
     """Issue 9, 4: cores (nproc) and pgbench version of the machine that runs pgbench."""
-    import os
 
     from ybscale.backends.gcp.backend import LoadgenRunner
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import tempfile
@@ -148,8 +149,10 @@ def copy_to(target: SshHost, local: Path, remote: str, timeout: float = 300) -> 
 
 
 def control_path() -> str:
-    """A short socket path for connection sharing (%C: hash of host, port and user)."""
-    return str(Path(tempfile.gettempdir()) / "ybscale-ssh-%C")
+    """A short socket path for connection sharing, this process's own (%C: hash of host, port
+    and user): a master another process opened to the same host is never used or closed here
+    (two rows on one load generator: the first row's end closed the other's connection)."""
+    return str(Path(tempfile.gettempdir()) / f"ybscale-ssh-{os.getpid()}-%C")
 
 
 def start_master(target: SshHost, timeout: float = 120) -> bool:
@@ -185,20 +188,25 @@ def stop_master(target: SshHost, started: bool = True) -> None:
 
 
 def ensure_keypair(path: Path, comment: str = "ybscale") -> Path:
-    """Create an ed25519 key pair at `path` (no passphrase) unless it exists; return `path`.pub."""
+    """Create an ed25519 key pair at `path` (no passphrase) unless it exists; return `path`.pub.
+    Clusters brought up in parallel share the key: the first creates it under a lock."""
+    import fcntl
+
     path = Path(path)
     pub = path.with_name(path.name + ".pub")
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.parent.chmod(0o700)
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
-            check=True,
-            capture_output=True,
-        )
-    if not pub.exists():
-        out = subprocess.run(
-            ["ssh-keygen", "-y", "-f", str(path)], check=True, capture_output=True, text=True
-        )
-        pub.write_text(out.stdout)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.chmod(0o700)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                check=True,
+                capture_output=True,
+            )
+        if not pub.exists():
+            out = subprocess.run(
+                ["ssh-keygen", "-y", "-f", str(path)], check=True, capture_output=True, text=True
+            )
+            pub.write_text(out.stdout)
     return pub

@@ -32,9 +32,11 @@ from ybscale.backends.ysql import (
     psql_argv,
     rename_table,
 )
+from ybscale.row import Row
 from ybscale.settings import gcp_section as validate_section
 
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
+READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script writes it last
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ def ssh_host(endpoints: Mapping, settings: Mapping, known_hosts: Path) -> ssh.Ss
         )
     return ssh.SshHost(
         host=host,
+        port=int(endpoints.get("ssh_port", 22)),
         user=endpoints["ssh_user"],
         key=Path(settings["ssh_key"]),
         known_hosts=known_hosts,
@@ -202,7 +205,7 @@ class LoadgenRunner:
         return out, remote_log, local_log
 
     def popen(self, argv, env, timeout, cwd) -> subprocess.Popen:
-        """One ssh connection: clear earlier logs of this prefix, cd, run pgbench."""
+        """One ssh connection: clear earlier logs of this prefix, run pgbench."""
         self._cwd = Path(cwd)
         remote_argv, remote_log, local_log = self.command(argv, Path(cwd))
         rdir = self.remote_dir(cwd)
@@ -211,9 +214,8 @@ class LoadgenRunner:
             prep += f" {shlex.quote(str(Path(remote_log).parent))}"
             prep += f" && rm -f -- {shlex.quote(remote_log)}*"
         pg_env = {k: v for k, v in env.items() if PASS_ENV.match(k)}
-        command = (
-            prep + " && " + ssh.remote_command(remote_argv, env=pg_env, cwd=rdir, timeout=timeout)
-        )
+        # from the login directory: the script and log paths are relative to it, as for scp
+        command = prep + " && " + ssh.remote_command(remote_argv, env=pg_env, timeout=timeout)
         proc = _LogFetchingPopen(
             ssh.ssh_argv(self.host, command),
             stdin=subprocess.DEVNULL,
@@ -350,18 +352,27 @@ def masters_health(host: ssh.SshHost, endpoints: Mapping):
 
 
 def wait_ready(
-    endpoints: Mapping, settings: Mapping, known_hosts: Path, log=print, sleep=time.sleep
+    endpoints: Mapping,
+    settings: Mapping,
+    known_hosts: Path,
+    row: Row,
+    log=print,
+    sleep=time.sleep,
 ) -> None:
     """Wait until the cluster is ready: the VMs' startup finished, every master in the Raft
-    group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check)."""
+    group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check).
+    `row`: one row of the combination (the cluster it will measure)."""
     host = ssh_host(endpoints, settings, known_hosts)
-    cluster = YsqlCluster(tserver_endpoints(endpoints), {}, 0, LoadgenRunner(host),
-                          health=masters_health(host, endpoints))  # fmt: skip
+    cluster = YsqlCluster(
+        tserver_endpoints(endpoints), row, LoadgenRunner(host),
+        health=masters_health(host, endpoints),
+    )  # fmt: skip
+    ready_file = endpoints.get("ready_file", READY_FILE)
     deadline = time.monotonic() + settings["ready_timeout"]
     last = ""
     while time.monotonic() < deadline:
         try:
-            ssh.check_output(host, ["test", "-f", "/var/lib/ybscale/ready"], timeout=60)
+            ssh.check_output(host, ["test", "-f", ready_file], timeout=60)
             cluster.check()
             log(f"{endpoints['stack']}: ready (masters, yb_servers(), YSQL on every tserver)")
             return

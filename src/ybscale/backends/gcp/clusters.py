@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.combo,
                 settings,
                 out=args.out,
-                ready=lambda endpoints, s: wait_ready(endpoints, s, files.known_hosts),
+                ready=lambda endpoints, s: wait_ready(endpoints, s, files.known_hosts, row),
                 shape=row.cluster,
                 server=row.server,
                 serial_logs=args.serial_logs,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import importlib
 import json
 import os
 import re
@@ -37,6 +38,17 @@ def _infra():
     import ybscale_infra  # installed with the package (infra/ybscale_infra)
 
     return ybscale_infra
+
+
+def program_of(settings: Mapping, program: Callable | None = None) -> tuple[Callable, bool]:
+    """(the inline Pulumi program, whether it is the real GCE one): `program` when a caller
+    passes one, else `gcp.program` (module:function), else infra/'s YugabyteCluster."""
+    if program is not None:
+        return program, False
+    if settings.get("program"):
+        module, _, function = settings["program"].partition(":")
+        return getattr(importlib.import_module(module), function), False
+    return _infra().program, True
 
 
 def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict]:
@@ -290,7 +302,7 @@ def up(
 
     Any failure or interruption (up or ready; KeyboardInterrupt, SIGTERM with
     install_signal_handlers) destroys the stack before the error is raised. `program`: the
-    inline Pulumi program (default: infra/'s YugabyteCluster; tests pass a cloud-free one).
+    inline Pulumi program (default: `program_of(settings)`; tests pass a cloud-free one).
     `shape` and `server`: the combination as the design resolves it (see `cluster_args`).
     `serial_logs`: where the VMs' boot logs are kept when a real bring-up fails.
     """
@@ -303,10 +315,11 @@ def up(
     public_key = ssh.ensure_keypair(Path(settings["ssh_key"])).read_text().strip()
     args = cluster_args(combo, settings, now, public_key, shape, server)
     name = stack_name(combo, settings)
+    program, cloud = program_of(settings, program)
     stack = auto.create_or_select_stack(
         stack_name=name,
         project_name=settings["name"],
-        program=program or _infra().program,
+        program=program,
         opts=workspace_options(settings, auto),
     )
     stack.set_all_config(
@@ -320,7 +333,7 @@ def up(
         }
     )
     try:
-        if program is None:
+        if cloud:
             stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
         result = stack.up(on_output=log)
         outputs = {k: getattr(v, "value", v) for k, v in result.outputs.items()}
@@ -344,7 +357,7 @@ def up(
         try:
             if wait_pulumi(interrupt_wait, log) and interrupted:
                 release_lock(stack, log)
-            if program is None and serial_logs:  # real VMs: keep their boot logs first
+            if cloud and serial_logs:  # real VMs: keep their boot logs first
                 save_serial_output(name, args, settings, serial_logs / name, log)
             teardown(stack, log)
             stack.workspace.remove_stack(name)
@@ -396,7 +409,7 @@ def destroy_stack(
         stack = auto.select_stack(
             stack_name=name,
             project_name=settings["name"],
-            program=program or _infra().program,
+            program=program_of(settings, program)[0],
             opts=workspace_options(settings, auto),
         )
     except auto.StackNotFoundError:

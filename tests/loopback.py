@@ -1,0 +1,159 @@
+"""The gcp path on this machine: a cloud-free Pulumi program whose stack outputs point at servers
+on loopback addresses (`gcp.program: loopback:program`), and the site it points at.
+
+The site (`loopback_site`): per cluster, one PostgreSQL server standing in for its tservers,
+listening on one loopback address per tserver (127.0.<nodes>.<i>, all on the same YSQL port, as
+tservers on separate VMs are; one database behind all of them, as in YugabyteDB), carrying
+YugabyteDB's views and functions from the release catalogue
+(`yb_catalogue.stubs.stub_sql`: yb_servers(), version(), the isolation function, ...); a master's
+`/api/v1/masters` answered on 127.0.9.1:7000; the load generator is the `sshd` fixture on
+127.0.0.1, where pgbench and psql run. The program authorizes the study's key there, as a VM's
+metadata does, and registers component resources only: `pulumi up` and `destroy` are real, no
+cloud provider is involved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+from contextlib import ExitStack, contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+SITE_ENV = "YBSCALE_LOOPBACK"  # the site file the program reads
+MASTER_IP = "127.0.9.1"
+SERIES = "2024.2"  # config/config.yaml pins 2024.2.1.0
+
+
+def tserver_ips(nodes: int) -> list[str]:
+    return [f"127.0.{nodes}.{i + 1}" for i in range(nodes)]
+
+
+def program():
+    """The Pulumi program: the real program's config and lifecycle outputs, no cloud."""
+    import pulumi
+    from ybscale_infra import ClusterArgs, export_lifecycle
+
+    config = pulumi.Config("ybscale")
+    args = ClusterArgs(**config.require_object("cluster"))
+    export_lifecycle(args)
+    site = json.loads(Path(os.environ[SITE_ENV]).read_text())
+    ips = site["tservers"][str(args.nodes)]
+    keys = Path(site["authorized_keys"])
+    if args.ssh_public_key not in keys.read_text():  # what the VM metadata's ssh-keys does
+        with keys.open("a") as fh:
+            fh.write(args.ssh_public_key + "\n")
+    cluster = pulumi.ComponentResource("ybscale:loopback:Cluster", config.require("name"))
+    for i in range(len(ips)):
+        pulumi.ComponentResource(
+            "ybscale:loopback:TServer", f"tserver-{i}", opts=pulumi.ResourceOptions(parent=cluster)
+        )
+    outputs = {
+        "tserver_ips": ips,
+        "master_addresses": f"{MASTER_IP}:7100",
+        "loadgen_ip": "127.0.0.1",
+        "loadgen_name": "loopback-loadgen",
+        "ysql_port": site["ysql_port"],
+        "ssh_port": site["ssh_port"],
+        "ready_file": site["ready_file"],
+        "zone": args.zone,
+        "ssh_access": args.ssh_access,
+        "ssh_user": site["ssh_user"],
+        "replication_factor": args.replication_factor,
+    }
+    for key, value in outputs.items():
+        pulumi.export(key, value)
+
+
+class Masters(BaseHTTPRequestHandler):
+    """yb-master's `/api/v1/masters`: one master, the leader."""
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        body = json.dumps({"masters": [{"role": "LEADER"}]}).encode()
+        self.send_response(200 if self.path == "/api/v1/masters" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _port_free_on(ips: list[str]) -> int:
+    """A port every address can bind (the YSQL port of every stand-in tserver)."""
+    from ybscale.backends.local.cluster import free_port
+
+    tried: list[int] = []
+    while True:
+        port = free_port(exclude=tried)
+        try:
+            for ip in ips:
+                with socket.socket() as sock:
+                    sock.bind((ip, port))
+            return port
+        except OSError:
+            tried.append(port)
+
+
+@contextmanager
+def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES):
+    """Start the stand-in tservers for each node count in `node_counts` (the study's
+    clusters), the master endpoint and the ready marker; write the site file; yield its path.
+    Everything started is stopped on exit. `root`: a data root of the test's own (RAM)."""
+    from conftest import authorized_keys
+
+    from ybscale.backends.base import Endpoint
+    from ybscale.backends.local import LocalBackend, find_bindir
+    from ybscale.backends.local.cluster import Node
+    from ybscale.backends.yb_catalogue.stubs import stub_sql
+    from ybscale.backends.ysql import LocalRunner
+
+    groups = {n: tserver_ips(n) for n in sorted(set(node_counts))}
+    local = LocalBackend(settings)
+    bindir, runas = find_bindir(), local.runas()
+    template = local.template(root, bindir, runas)
+    port = _port_free_on([ip for ips in groups.values() for ip in ips])
+    runner = LocalRunner(psql=str(bindir / "psql"))
+    home = root / "loopback"  # the servers' user writes their logs here
+    home.mkdir()
+    local._chown(home)
+    with ExitStack() as stack:
+        masters = ThreadingHTTPServer((MASTER_IP, 7000), Masters)
+        threading.Thread(target=masters.serve_forever, daemon=True).start()
+        stack.callback(masters.server_close)
+        stack.callback(masters.shutdown)
+        for nodes, ips in groups.items():
+            # one server per cluster, listening on every tserver address: one database behind
+            # every tserver, as YugabyteDB's tservers serve one database
+            node = Node(f"cluster{nodes}", home / f"cluster{nodes}", port, runas, bindir)
+            subprocess.run(["cp", "-a", str(template), str(node.datadir)], check=True)
+            with open(node.datadir / "pg_hba.conf", "a") as hba:
+                hba.write("host all all 127.0.0.0/8 trust\n")
+            node.configure("32MB", {"listen_addresses": "'" + ", ".join(ips) + "'"})
+            stack.callback(node.stop)
+            node.start([])
+            admin = Endpoint(ips[0], port, "postgres", "postgres")
+            runner.psql(admin, "CREATE ROLE yugabyte SUPERUSER LOGIN;\n"
+                        "CREATE DATABASE yugabyte OWNER yugabyte;\n", {}, 60)  # fmt: skip
+            servers = [f"{ip}:{port}" for ip in ips]
+            runner.psql(Endpoint(ips[0], port, "yugabyte", "yugabyte"),
+                        stub_sql(series, servers=servers), {}, 60)  # fmt: skip
+        ready = root / "ready"
+        ready.write_text("startup finished\n")
+        site = root / "site.json"
+        site.write_text(
+            json.dumps(
+                {
+                    "tservers": {str(n): ips for n, ips in groups.items()},
+                    "ysql_port": port,
+                    "ssh_port": sshd.port,
+                    "ssh_user": sshd.user,
+                    "authorized_keys": str(authorized_keys(sshd)),
+                    "ready_file": str(ready),
+                }
+            )
+        )
+        yield site
