@@ -72,13 +72,21 @@ def test_findings_page_first_with_the_numbers_of_effects_csv(built):
     effects = pd.read_csv(work / "results/effects.csv")
     active = effects[effects["active"].astype(bool)]
     sizes = re.findall(
-        rf"(raises|lowers) the ceiling by {NUMBER} tps \[{NUMBER}, {NUMBER}\]; "
-        r"([\d.]+) % of the variation",
+        rf"(raises|lowers|multiplies|divides) the ceiling by {NUMBER}(?: tps)? "
+        rf"\[{NUMBER}, {NUMBER}\]; ([\d.]+) % of the variation",
         findings,
     )
     assert len(sizes) == len(active) > 0
+    log = set(effects["model"]) == {"multiplicative"}  # analysis.model auto chose the log scale
     for (verb, size, lo, hi, pct), (_, row) in zip(sizes, active.iterrows(), strict=True):
-        assert verb == ("raises" if row["effect"] > 0 else "lowers")
+        up = row["effect"] > 0
+        assert verb == ({True: "multiplies", False: "divides"} if log else
+                        {True: "raises", False: "lowers"})[up]  # fmt: skip
+        if log:  # a ratio: 10^effect, or its inverse when it divides
+            sign = 1 if up else -1
+            row = row.copy()
+            for c in ("effect", "ci_low", "ci_high"):
+                row[c] = 10 ** (sign * row[c])
         assert parse_number(size) == pytest.approx(abs(row["effect"]), abs=display_tolerance(size))
         bounds = sorted(abs(v) for v in (row["ci_low"], row["ci_high"]))
         assert parse_number(lo) == pytest.approx(bounds[0], abs=display_tolerance(lo))

@@ -23,6 +23,8 @@ from ybscale.anova import fit_anova, outliers
 from ybscale.design import DesignError, load_design
 from ybscale.effects import BLOCK_TERM, ERROR_TERM, MODELS, estimate_effects, noise_se_from_ci
 from ybscale.order import executed_positions
+from ybscale.scale import AUTO, choose
+from ybscale.sensitivity import with_other_scale
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 
@@ -335,7 +337,7 @@ def analyze(
     response: str,
     out: AnalysisPaths | Path | str,
     alpha: float = 0.05,
-    model: str = "additive",
+    model: str = AUTO,
     charts: bool = True,
     run_order: Path | None = None,
 ) -> dict[str, pd.DataFrame]:
@@ -345,12 +347,20 @@ def analyze(
 
     Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
     as ceilings.csv has them) is carried into the effects; with replications the replicate is a
-    block; ``run_order`` (results/run_order.csv) orders the residuals as they were measured."""
+    block; ``run_order`` (results/run_order.csv) orders the residuals as they were measured.
+    ``model`` ``auto`` picks the scale from the data (ybscale.scale); the effects table records
+    the scale, how it was chosen, and which effects are active on the other scale."""
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
     blocks = design.replications > 1
-    effects = estimate_effects(design, y, alpha=alpha, model=model, noise_se=noise, blocks=blocks)
+    scale = choose(design, y, model)
+    model = scale.model
+
+    def judged(on: str) -> pd.DataFrame:
+        return estimate_effects(design, y, alpha=alpha, model=on, noise_se=noise, blocks=blocks)
+
+    effects = with_other_scale(judged(model), judged, scale, y)
     order = executed_positions(run_order) if run_order else None
     result = fit_anova(design, y, alpha=alpha, model=model, blocks=blocks, order=order)
     tables = {
@@ -399,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{name}", type=Path, help="this output's path (instead of --out)")
     parser.add_argument("--response", default=None, help="response column (default: the only one)")
     parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--model", choices=MODELS, default="additive")
+    parser.add_argument("--model", choices=(AUTO, *MODELS), default=AUTO)
     parser.add_argument("--no-charts", action="store_true", help="do not draw charts")
     parser.add_argument("--run-order", type=Path, help="results/run_order.csv (residual order)")
     args = parser.parse_args(argv)

@@ -12,6 +12,7 @@ COMMANDS = {
     "sweep": ("ybscale.backends.gcp.reap", "destroy every gcp stack whose expiry has passed"),
     "design": ("ybscale.design", "write the sign table, aliases and resolution of a design"),
     "next": ("ybscale.followup", "the fold-over follow-up design that de-aliases active effects"),
+    "compare": ("ybscale.compare", "do two studies of the same design agree? (effects.csv)"),
 }
 
 

@@ -20,11 +20,12 @@ import math
 import os
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
-from ybscale import bottlenecks, followup, power
+from ybscale import bottlenecks, followup, power, sensitivity
 from ybscale.design import Design, load_design
 from ybscale.study_files import StudyFiles
 
@@ -60,6 +61,11 @@ def word_name(design: Design, word: str) -> str:
 
 def _size(effect: float, low: float, high: float, model: str) -> str:
     """``"lowers the ceiling by 9,711 tps [8,064, 11,358]"`` (interval of the magnitude)."""
+    if model == "multiplicative" and effect < 0:  # a ratio below 1: say by how much it divides
+        return (
+            f"divides the ceiling by {number(10**-effect, model)} "
+            f"[{number(10**-high, model)}, {number(10**-low, model)}]"
+        )
     if model == "multiplicative":
         return (
             f"multiplies the ceiling by {number(10**effect, model)} "
@@ -74,15 +80,17 @@ def _size(effect: float, low: float, high: float, model: str) -> str:
     )
 
 
-def effect_sentence(design: Design, row: pd.Series) -> str:
-    """One active effect in plain words, with factor names and levels."""
+def effect_sentence(design: Design, row: pd.Series, share: bool = True) -> str:
+    """One active effect in plain words, with factor names and levels (and its share of the
+    variation unless `share` is False)."""
     term, model = str(row["term"]), str(row["model"])
     size = _size(float(row["effect"]), float(row["ci_low"]), float(row["ci_high"]), model)
-    share = f"{float(row['variation_pct']):.1f} % of the variation"
+    if share:
+        size += f"; {float(row['variation_pct']):.1f} % of the variation"
     if len(term) == 1:
         f = design.factor(term)
         what = f"**{f.name}** {f.levels[1]} instead of {f.levels[0]} ({term})"
-        return f"{what} {size}; {share}."
+        return f"{what} {size}."
     fs = [design.factor(x) for x in term]
     names = " × ".join(f.name for f in fs)
     if len(fs) == 2:
@@ -92,7 +100,7 @@ def effect_sentence(design: Design, row: pd.Series) -> str:
         )
     else:
         same = f"the product of the signs of {', '.join(f.name for f in fs)} +1 instead of -1"
-    return f"the interaction **{names}** ({term}), {same}, {size}; {share}."
+    return f"the interaction **{names}** ({term}), {same}, {size}."
 
 
 def alias_sentence(design: Design, row: pd.Series) -> str:
@@ -410,9 +418,12 @@ def _active_terms(study: Study) -> list[str]:
 
 def findings_blocks(study: Study, files: StudyFiles) -> list:
     """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists."""
+    describe = partial(effect_sentence, study.design, share=False)
     return [
         *response_section(study),
+        *sensitivity.scale_text(study.effects, describe),
         *effects_section(study),
+        *sensitivity.sensitivity_blocks(study.effects),
         *noise_section(study),
         *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),
         *backend_section(study),

@@ -1,0 +1,246 @@
+"""The scale of the analysis, chosen from the data (``analysis.model: auto``).
+
+Box–Cox (1964) profile likelihood of λ for the linear model of the effects:
+z(λ) = (y^λ − 1)/λ (log y at λ = 0), L(λ) = −n/2·log(SSE(λ)/n) + (λ − 1)·Σ log y, maximised
+with scipy's bounded scalar minimiser; the 95 % interval is {λ : L(λ) ≥ L(λ̂) − χ²₁(0.95)/2}
+(roots found with scipy's brentq; an end that does not fall within ±3 is reported as ±3).
+SSE(λ) is the residual sum of squares of the least-squares fit (numpy's pseudo-inverse).
+
+Which model. Replicated designs: every estimable term (the residual is pure error). An
+unreplicated 2^(k-p) fitted with every term is saturated (zero residual df, L undefined), so the
+profile uses a reduced model with residual df, as Montgomery does for unreplicated factorials
+(Example 6.3, §15.1.1: the model of the effects picked from the normal plot). Here the reduced
+model is the **main effects only** (one column per factor; for the seed 2^(6-2): 6 columns,
+9 residual df), fixed before looking at the data, so it does not depend on the scale being
+judged. Interactions are left in the residual on purpose: a scale on which the factors act
+additively needs no interactions, and interactions that exist only because of the scale inflate
+SSE at λ = 1 (what the choice should see).
+With fewer than ``MIN_DF`` residual df (e.g. a saturated resolution-III fraction) no λ is
+estimated and the additive scale is kept, saying why.
+
+Decision: log (multiplicative) when the interval includes 0 and excludes 1; additive when it
+includes 1; when it includes neither, the nearer of the two to λ̂, and the reason says that
+neither fits. Jain's ymax/ymin screen (Jain 1991, on transformations; Montgomery: a
+transformation makes little difference when the ratio is below 2 or 3): below ``RANGE_SCREEN``
+the additive scale is kept whatever λ says.
+
+Diagnostics on the chosen scale (pingouin): residual normality (Shapiro–Wilk, ``pg.normality``)
+and homoscedasticity across fitted values (Levene between the runs fitted below and above the
+median, ``pg.homoscedasticity``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+from scipy import optimize, stats
+
+AUTO = "auto"
+RANGE_SCREEN = 3.0
+MIN_DF = 2
+LAMBDA_BOUND = 3.0
+CONFIDENCE = 0.95
+COLUMNS = [
+    "model_choice",
+    "boxcox_lambda",
+    "boxcox_low",
+    "boxcox_high",
+    "range_ratio",
+    "scale_reason",
+    "normality_p",
+    "homoscedasticity_p",
+]
+
+
+@dataclass(frozen=True)
+class ScaleChoice:
+    """The analysed scale, how it was chosen, and the evidence."""
+
+    model: str  # additive | multiplicative
+    choice: str  # auto | forced
+    lam: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    ratio: float = math.nan
+    reason: str = ""
+    terms: tuple[str, ...] = ()
+    df_resid: int = 0
+    normality_p: float = math.nan
+    homoscedasticity_p: float = math.nan
+
+    def columns(self) -> dict:
+        """The values of the effects table's scale columns (``COLUMNS``)."""
+        return {
+            "model_choice": self.choice,
+            "boxcox_lambda": self.lam,
+            "boxcox_low": self.low,
+            "boxcox_high": self.high,
+            "range_ratio": self.ratio,
+            "scale_reason": self.reason,
+            "normality_p": self.normality_p,
+            "homoscedasticity_p": self.homoscedasticity_p,
+        }
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def main_effect_terms(design) -> list[str]:
+    """The estimable column of each factor's main effect (each column once)."""
+    out = []
+    for term, members in design.alias_groups():
+        if any(len(m.lstrip("-")) == 1 for m in members) and term not in out:
+            out.append(term)
+    return out
+
+
+def profile_terms(design) -> list[str]:
+    """The model the profile likelihood is computed on (see the module docstring)."""
+    return list(design.terms) if design.replications > 1 else main_effect_terms(design)
+
+
+def residual_maker(x: np.ndarray) -> np.ndarray:
+    """I − X X⁺: multiplies a response into its OLS residuals on x."""
+    return np.eye(len(x)) - x @ np.linalg.pinv(x)
+
+
+def profile_loglik(lam: float, y: np.ndarray, resid: np.ndarray) -> float:
+    """Box–Cox profile log-likelihood of λ; `resid` = residual_maker(x) of the model."""
+    e = resid @ stats.boxcox(y, lmbda=lam)
+    ssr = float(e @ e)
+    n = len(y)
+    return -n / 2.0 * math.log(ssr / n) + (lam - 1.0) * float(np.log(y).sum())
+
+
+def box_cox(y, x, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(λ̂, low, high): maximum of the profile likelihood and its likelihood-ratio interval."""
+    y = np.asarray(y, dtype=float)
+    x = residual_maker(np.asarray(x, dtype=float))
+    best = optimize.minimize_scalar(
+        lambda lam: -profile_loglik(lam, y, x),
+        bounds=(-LAMBDA_BOUND, LAMBDA_BOUND),
+        method="bounded",
+    )
+    lam = float(best.x)
+    cut = -float(best.fun) - stats.chi2.ppf(confidence, 1) / 2.0
+
+    def above(v: float) -> float:
+        return profile_loglik(v, y, x) - cut
+
+    low = -LAMBDA_BOUND
+    if above(low) < 0:
+        low = float(optimize.brentq(above, low, lam))
+    high = LAMBDA_BOUND
+    if above(high) < 0:
+        high = float(optimize.brentq(above, lam, high))
+    return lam, low, high
+
+
+def decide(lam: float, low: float, high: float, ratio: float) -> tuple[str, str]:
+    """(model, reason) from λ's interval and the ymax/ymin ratio (module docstring)."""
+    where = f"Box–Cox λ = {lam:.2f} [{low:.2f}, {high:.2f}], ymax/ymin = {ratio:.3g}"
+    if ratio < RANGE_SCREEN:
+        return "additive", (
+            f"{where}: the responses span less than {RANGE_SCREEN:g}×, too narrow a range for "
+            "the scale to matter; additive kept"
+        )
+    if low <= 1.0 <= high:
+        return "additive", f"{where}: the interval includes 1 (no transformation)"
+    if low <= 0.0 <= high:
+        return "multiplicative", f"{where}: the interval includes 0 (log) and excludes 1"
+    model = "multiplicative" if lam < 0.5 else "additive"
+    word = "log" if model == "multiplicative" else "additive"
+    return model, (
+        f"{where}: the interval includes neither 0 (log) nor 1 (additive); neither scale fits "
+        f"well, the nearer one ({word}) is used"
+    )
+
+
+def _x(design, index, terms) -> np.ndarray:
+    matrix = design.model_matrix().loc[index, list(terms)].astype(float)
+    return sm.add_constant(matrix.to_numpy(), has_constant="add")
+
+
+def residual_checks(z: pd.Series, x: np.ndarray) -> tuple[float, float]:
+    """(Shapiro–Wilk p, Levene p across low/high fitted values) of OLS of z on x."""
+    import pingouin as pg  # heavy (matplotlib): only when the checks run
+
+    fit = sm.OLS(z.to_numpy(), x).fit()
+    resid = pd.Series(np.asarray(fit.resid))
+    if len(resid) < 4 or float(resid.std()) == 0:
+        return math.nan, math.nan
+    normal = float(pg.normality(resid).loc[:, "pval"].iloc[0])
+    fitted = np.asarray(fit.fittedvalues)
+    half = np.where(fitted > np.median(fitted), "high", "low")
+    frame = pd.DataFrame({"resid": resid, "half": half})
+    if frame["half"].nunique() < 2:
+        return normal, math.nan
+    equal = float(pg.homoscedasticity(frame, dv="resid", group="half").loc[:, "pval"].iloc[0])
+    return normal, equal
+
+
+def choose(design, y: pd.Series, model: str = AUTO, checks: bool = True) -> ScaleChoice:
+    """The scale to analyse `y` (one response per run id) on: `model` when forced, else
+    chosen by the Box–Cox profile likelihood and the ymax/ymin screen; `checks` adds the
+    residual diagnostics on the chosen scale."""
+    y = y.astype(float)
+    positive = bool((y > 0).all())
+    ratio = float(y.max() / y.min()) if positive else math.nan
+    terms = tuple(profile_terms(design))
+    x = _x(design, y.index, terms)
+    df_resid = len(y) - 1 - len(terms)
+    lam = low = high = math.nan
+    if model != AUTO:
+        chosen, how, reason = model, "forced", f"{model} set in analysis.model"
+    elif not positive:
+        chosen, how, reason = "additive", AUTO, "some responses are not positive: no log scale"
+    elif df_resid < MIN_DF:
+        chosen, how = "additive", AUTO
+        reason = (
+            f"the main-effects model leaves {df_resid} residual df (fewer than {MIN_DF}): "
+            "no Box–Cox estimate; additive kept"
+        )
+    else:
+        lam, low, high = box_cox(y.to_numpy(), x)
+        chosen, reason = decide(lam, low, high, ratio)
+        how = AUTO
+    if positive and df_resid >= MIN_DF and math.isnan(lam):
+        lam, low, high = box_cox(y.to_numpy(), x)
+    found = (math.nan, math.nan)
+    if checks and df_resid >= MIN_DF:
+        found = residual_checks(np.log10(y) if chosen == "multiplicative" else y, x)
+    return ScaleChoice(chosen, how, lam, low, high, ratio, reason, terms, df_resid, *found)
+
+
+def annotate(table: pd.DataFrame, choice: ScaleChoice) -> pd.DataFrame:
+    """The effects table with the scale columns (the same value on every line)."""
+    out = table.copy()
+    for name, value in choice.columns().items():
+        out[name] = value
+    return out
+
+
+def read_choice(effects: pd.DataFrame) -> ScaleChoice | None:
+    """The ScaleChoice recorded in an effects table (None for tables written before it)."""
+    if "model_choice" not in effects.columns or effects.empty:
+        return None
+    first = effects.iloc[0]
+
+    def num(name: str) -> float:
+        return float(first[name]) if pd.notna(first[name]) else math.nan
+
+    return ScaleChoice(
+        model=str(first["model"]),
+        choice=str(first["model_choice"]),
+        lam=num("boxcox_lambda"),
+        low=num("boxcox_low"),
+        high=num("boxcox_high"),
+        ratio=num("range_ratio"),
+        reason=str(first["scale_reason"]) if pd.notna(first["scale_reason"]) else "",
+        normality_p=num("normality_p"),
+        homoscedasticity_p=num("homoscedasticity_p"),
+    )

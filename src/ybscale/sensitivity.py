@@ -1,0 +1,139 @@
+"""How much the conclusions depend on choices: the scale, and the margin an effect clears.
+
+The effects table gets, next to the chosen scale's verdict, the verdict on each scale
+(``active_additive``, ``active_multiplicative``): an effect active on one scale only is a
+property of the scale, not of the system (an interaction that vanishes on the log scale is the
+multiplicative structure seen additively). The findings say so in plain words, and split the
+active effects into those beyond Lenth's simultaneous margin (SME) and those only beyond the
+individual margin (ME), which a second study may well not confirm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from ybscale import scale as scales
+
+SCALE_WORDS = {"additive": "additive", "multiplicative": "log"}
+ACTIVE_ON = {m: f"active_{m}" for m in SCALE_WORDS}
+
+
+def _flag(values) -> pd.Series:
+    return pd.Series(values).astype(str).str.lower().isin(["true", "1"])
+
+
+def with_other_scale(
+    table: pd.DataFrame,
+    judged: Callable[[str], pd.DataFrame],
+    choice: scales.ScaleChoice,
+    y: pd.Series,
+) -> pd.DataFrame:
+    """`table` (the chosen scale's effects) with the scale columns and each scale's verdict;
+    `judged(model)` gives the effects table on a scale."""
+    out = scales.annotate(table, choice)
+    for model, column in ACTIVE_ON.items():
+        if model == choice.model:
+            out[column] = out["active"].astype(bool)
+        elif model == "multiplicative" and not bool((y > 0).all()):
+            out[column] = np.nan  # no log scale for non-positive responses
+        else:
+            other = judged(model).set_index("term")["active"].astype(bool)
+            out[column] = out["term"].map(other).fillna(False).astype(bool)
+    return out
+
+
+def scale_text(effects: pd.DataFrame, describe: Callable[[pd.Series], str]) -> list[str]:
+    """The findings' paragraph on the scale: which, why, and how to read the effects;
+    `describe(row)` words one effect (the largest active one serves as the example)."""
+    choice = scales.read_choice(effects)
+    if choice is None:
+        return []
+    word = SCALE_WORDS.get(choice.model, choice.model)
+    how = "chosen from the data" if choice.choice == scales.AUTO else "set in analysis.model"
+    text = f"**Scale.** The effects are on the **{word}** scale ({how}: {choice.reason})."
+    if choice.model == "multiplicative":
+        text += (
+            " On the log scale an effect is a ratio: changing a factor multiplies or divides "
+            "the ceiling by a factor, whatever the other factors' levels"
+        )
+        active = effects[_flag(effects["active"]) & (effects["term"].astype(str).str.len() > 0)]
+        text += f"; e.g. {describe(active.iloc[0]).rstrip('.')}." if len(active) else "."
+    else:
+        text += (
+            " On the additive scale an effect is a difference in tps, the same whatever the "
+            "other factors' levels."
+        )
+    checks = []
+    if np.isfinite(choice.normality_p):
+        checks.append(f"residual normality p = {choice.normality_p:.2f} (Shapiro–Wilk)")
+    if np.isfinite(choice.homoscedasticity_p):
+        checks.append(
+            f"equal spread at low and high fitted values p = {choice.homoscedasticity_p:.2f} "
+            "(Levene)"
+        )
+    if checks:
+        text += " On this scale, main-effects model: " + "; ".join(checks) + "."
+    return [text]
+
+
+def one_scale_only(effects: pd.DataFrame) -> list[str]:
+    """Sentences for the effects active on one scale only."""
+    if not set(ACTIVE_ON.values()) <= set(effects.columns):
+        return []
+    chosen = str(effects["model"].iloc[0])
+    out = []
+    for _, row in effects.iterrows():
+        on = {m for m, c in ACTIVE_ON.items() if pd.notna(row[c]) and _flag([row[c]]).iloc[0]}
+        if len(on) != 1:
+            continue
+        (model,) = on
+        term, word = str(row["term"]), SCALE_WORDS[model]
+        kind = "interaction" if len(term) > 1 else "effect"
+        if model != chosen:
+            out.append(
+                f"{term} is active only on the {word} scale: an artefact of scale, not an "
+                f"{kind} of the system (on the chosen scale it is within the noise)."
+                if kind == "interaction"
+                else f"{term} is active only on the {word} scale: whether it matters depends on "
+                "the scale the ceiling is read on."
+            )
+        else:
+            out.append(
+                f"{term} is active only on the {word} scale (the chosen one): the other scale "
+                "hides it."
+            )
+    return out
+
+
+def margin_split(effects: pd.DataFrame) -> list[str]:
+    """Active effects beyond the simultaneous margin, and those only beyond ME."""
+    terms = effects[effects["term"].astype(str).isin(["error", "block"]) == False]  # noqa: E712
+    active = terms[_flag(terms["active"]).to_numpy()]
+    if active.empty or str(active["method"].iloc[0]) != "lenth":
+        return []
+    sure = active[_flag(active["active_sme"]).to_numpy()]["term"].astype(str).tolist()
+    maybe = [t for t in active["term"].astype(str) if t not in sure]
+    out = []
+    if sure:
+        out.append(
+            f"Beyond the simultaneous margin of error (SME): {', '.join(sure)}: active even "
+            "allowing for having looked at every column at once."
+        )
+    if maybe:
+        out.append(
+            f"Possibly active (beyond ME, not SME): {', '.join(maybe)}: a second study may not "
+            "confirm it."
+        )
+    return out
+
+
+def sensitivity_blocks(effects: pd.DataFrame) -> list:
+    """The findings' **Sensitivity** paragraph and its list (nothing when there is nothing)."""
+    items = margin_split(effects) + one_scale_only(effects)
+    if not items:
+        return []
+    return ["**Sensitivity.** How much the findings depend on the scale and the margin:",
+            ("ul", items)]  # fmt: skip

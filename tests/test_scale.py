@@ -1,0 +1,142 @@
+"""analysis.model: auto: Box–Cox, the range screen, the drill data, the findings' words."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ybscale.analysis import analyze
+from ybscale.design import design_from_dict, load_design
+from ybscale.findings import effect_sentence
+from ybscale.scale import box_cox, choose, decide, main_effect_terms, profile_terms, read_choice
+from ybscale.sensitivity import margin_split, one_scale_only, scale_text
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = load_design(ROOT / "config" / "design.yaml")
+
+# Montgomery, Design and Analysis of Experiments (5th-8th ed.), Example 6.3 "Data transformation
+# in a factorial design": the drill advance rate of Daniel (1976), an unreplicated 2^4 with
+# A = load, B = flow, C = speed, D = mud, in standard order. The data were checked against
+# Mee (2009)'s reprint of Daniel's table (listed there mud, flow, load, speed). On the log scale
+# Montgomery finds B, C and D active, and the residuals fine; the additive scale's residuals
+# fan out with the fitted value.
+DRILL = design_from_dict(
+    {
+        "factors": {
+            "A": {"name": "load", "levels": ["low", "high"]},
+            "B": {"name": "flow", "levels": ["low", "high"]},
+            "C": {"name": "speed", "levels": ["low", "high"]},
+            "D": {"name": "mud", "levels": ["low", "high"]},
+        },
+        "replications": 1,
+    },
+    "montgomery-example-6.3",
+)
+DRILL_RATE = [1.68, 1.98, 3.28, 3.44, 4.98, 5.70, 9.97, 9.07]
+DRILL_RATE += [2.07, 2.44, 4.09, 4.53, 7.77, 9.43, 11.75, 16.30]
+
+
+def _signs(design) -> pd.DataFrame:
+    return design.model_matrix().astype(float)
+
+
+def test_profile_model_is_main_effects_with_residual_df():
+    assert sorted(main_effect_terms(SEED)) == ["A", "B", "C", "D", "E", "F"]
+    assert sorted(profile_terms(DRILL)) == ["A", "B", "C", "D"]
+    choice = choose(SEED, pd.Series(np.arange(1.0, 17.0), index=SEED.run_ids), checks=False)
+    assert choice.df_resid == 16 - 1 - 6
+
+
+def test_multiplicative_noise_over_a_50x_range_picks_log_in_95_percent():
+    x = _signs(SEED)
+    rng = np.random.default_rng(20240501)
+    picked, ranges = 0, []
+    for _ in range(200):
+        log_y = 3.5 + 0.45 * x["B"] - 0.3 * x["A"] + 0.1 * x["C"] + rng.normal(0, 0.04, 16)
+        y = pd.Series(10**log_y, index=x.index)
+        ranges.append(y.max() / y.min())
+        picked += choose(SEED, y, checks=False).model == "multiplicative"
+    print(f"log picked in {picked} of 200; median ymax/ymin {np.median(ranges):.0f}")
+    assert np.median(ranges) == pytest.approx(50, rel=0.3)
+    assert picked >= 190
+
+
+def test_additive_noise_keeps_additive_on_a_narrow_and_on_a_wider_range():
+    x = _signs(SEED)
+    rng = np.random.default_rng(7)
+    narrow = wide = 0
+    for _ in range(200):
+        y = 10_000 + 600 * x["B"] - 400 * x["A"] + rng.normal(0, 150, 16)
+        narrow += choose(SEED, pd.Series(y, index=x.index), checks=False).model == "additive"
+        y = 10_000 + 5_000 * x["B"] - 2_500 * x["A"] + rng.normal(0, 300, 16)
+        wide += choose(SEED, pd.Series(y, index=x.index), checks=False).model == "additive"
+    print(f"additive kept: narrow {narrow} of 200, wide (~6x) {wide} of 200")
+    assert narrow == 200
+    assert wide >= 180
+
+
+def test_decision_rule():
+    assert decide(0.1, -0.2, 0.4, 50)[0] == "multiplicative"
+    assert decide(0.8, 0.3, 1.3, 50)[0] == "additive"
+    assert decide(0.4, -0.3, 1.1, 50)[0] == "additive"  # includes both: no reason to transform
+    model, reason = decide(-0.8, -1.2, -0.4, 50)
+    assert model == "multiplicative" and "neither" in reason
+    assert decide(0.0, -0.2, 0.2, 2.0)[0] == "additive"  # range screen
+
+
+def test_box_cox_interval_is_where_the_likelihood_drops_by_half_chi2():
+    x = np.column_stack([np.ones(16), _signs(DRILL)[["A", "B", "C", "D"]].to_numpy()])
+    lam, low, high = box_cox(DRILL_RATE, x)
+    assert low < lam < high
+    assert low < 0 < high < 1
+
+
+def test_drill_data_auto_picks_log_and_the_textbook_active_effects(tmp_path):
+    responses = pd.DataFrame({"rate": DRILL_RATE}, index=DRILL.run_ids)
+    effects = analyze(DRILL, responses, "rate", tmp_path, charts=False)["effects"]
+    assert set(effects["model"]) == {"multiplicative"}
+    assert set(effects.loc[effects["active"], "term"]) == {"B", "C", "D"}
+    choice = read_choice(pd.read_csv(tmp_path / "effects.csv"))
+    assert choice.choice == "auto" and choice.low < 0 < choice.high < 1
+    assert "includes 0" in choice.reason
+    # on the additive scale Lenth misses mud (D): the scale changes the conclusions
+    additive = analyze(DRILL, responses, "rate", tmp_path, charts=False, model="additive")
+    table = additive["effects"].set_index("term")
+    assert not table.loc["D", "active"] and table.loc["D", "active_multiplicative"]
+    assert table.loc["D", "model_choice"] == "forced"
+
+
+def test_findings_say_the_scale_and_read_log_effects_as_ratios(tmp_path):
+    responses = pd.DataFrame({"rate": DRILL_RATE}, index=DRILL.run_ids)
+    effects = analyze(DRILL, responses, "rate", tmp_path, charts=False)["effects"]
+    (text,) = scale_text(effects, lambda row: effect_sentence(DRILL, row, share=False))
+    assert "**log** scale (chosen from the data: Box–Cox λ = -0.05 [-0.25, 0.14]" in text
+    assert "ymax/ymin = 9.7" in text and "an effect is a ratio" in text
+    assert "e.g. **speed** high instead of low (C) multiplies the ceiling by 3.17 [" in text
+    assert "% of the variation" not in text  # the example is not a second finding
+    row = effects.set_index("term").loc["D"].copy()
+    row["term"], row["effect"], row["ci_low"], row["ci_high"] = "D", -0.5, -0.6, -0.4
+    assert "divides the ceiling by 3.16 [2.51, 3.98]" in effect_sentence(DRILL, row)
+
+
+def test_sensitivity_lists_one_scale_only_and_the_margin_split():
+    effects = pd.DataFrame(
+        {
+            "term": ["B", "AC", "E", "D"],
+            "model": "multiplicative",
+            "method": "lenth",
+            "active": [True, False, True, False],
+            "active_sme": [True, False, False, False],
+            "active_additive": [True, True, False, False],
+            "active_multiplicative": [True, False, True, False],
+        }
+    )
+    scales = one_scale_only(effects)
+    assert any(s.startswith("AC is active only on the additive scale: an artefact") for s in scales)
+    assert any(s.startswith("E is active only on the log scale (the chosen one)") for s in scales)
+    assert len(scales) == 2
+    split = margin_split(effects)
+    assert split[0].startswith("Beyond the simultaneous margin of error (SME): B:")
+    assert split[1].startswith("Possibly active (beyond ME, not SME): E:")
+    assert "a second study may not confirm it" in split[1]
