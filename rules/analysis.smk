@@ -84,9 +84,11 @@ rule effects:
         model=ANALYSIS["model"],
         ceiling=ANALYSIS["ceiling"],
         runs=expand("results/runs/{run}", run=RUNS),
+        clusters=CLUSTER_ARGS,
     shell:
         "(python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
         " --response response --alpha {params.alpha} --model {params.model}"
+        " --clusters {params.clusters}"
         " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
         " --residuals {output.residuals} --outliers {output.outliers}"
         " --pareto {output.pareto} --half-normal {output.half_normal}"

@@ -4,7 +4,7 @@ import os
 import shlex
 import sys
 
-from ybscale import study
+from ybscale import strata, study
 from ybscale.protocol import code_digest, file_digest
 
 # shell rules run `python -m ybscale...` with the environment Snakemake runs in, activated or not
@@ -21,6 +21,8 @@ RUNS = DESIGN.run_ids
 BACKEND = SETTINGS["backend"]
 ANALYSIS = SETTINGS["analysis"]
 COMBOS = list(STUDY.combinations)
+CLUSTER_OF = strata.cluster_of(SETTINGS, STUDY.rows)  # run -> the cluster it runs on
+CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items())
 MEASURE_CODE = code_digest(BACKEND)
 CLUSTERS = (
     "results/clusters"  # gcp: one folder per combination (endpoints, host keys, lock)

@@ -18,6 +18,10 @@ rule design:
         "results/logs/design.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        backend=BACKEND,
+        clusters=CLUSTER_ARGS,
     shell:
         "python -m ybscale.design {input} --sign-table {output.sign_table}"
-        " --aliases {output.aliases} --summary {output.summary} > {log} 2>&1"
+        " --aliases {output.aliases} --summary {output.summary}"
+        " --backend {params.backend} --clusters {params.clusters} > {log} 2>&1"

@@ -1,8 +1,9 @@
 from ybscale.order import run_priorities
 
 # the order rows are measured in: drawn from measurement.seed, one block per replicate
+# (per cluster where rows share one)
 RUN_PRIORITY = run_priorities(
-    DESIGN, SETTINGS["measurement"]["order"], SETTINGS["measurement"]["seed"]
+    DESIGN, SETTINGS["measurement"]["order"], SETTINGS["measurement"]["seed"], CLUSTER_OF
 )
 
 
@@ -82,6 +83,8 @@ rule run_order:
     params:
         order=SETTINGS["measurement"]["order"],
         seed=SETTINGS["measurement"]["seed"],
+        clusters=CLUSTER_ARGS,
     shell:
         "python -m ybscale.order --design {input.design} --order {params.order}"
-        " --seed {params.seed} --out {output} {input.measurements} > {log} 2>&1"
+        " --seed {params.seed} --out {output} {input.measurements}"
+        " --clusters {params.clusters} > {log} 2>&1"

@@ -25,6 +25,7 @@ from ybscale.effects import BLOCK_TERM, ERROR_TERM, MODELS, estimate_effects, no
 from ybscale.order import executed_positions
 from ybscale.scale import AUTO, choose
 from ybscale.sensitivity import with_other_scale
+from ybscale.strata import column_strata, judge, parse_clusters
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 
@@ -340,6 +341,7 @@ def analyze(
     model: str = AUTO,
     charts: bool = True,
     run_order: Path | None = None,
+    clusters: dict[str, str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Write the effects, ANOVA, residuals and outliers tables (and the charts) where `out`
     says: an AnalysisPaths, or a folder (``<table>.csv``, ``charts/``; no charts unless
@@ -349,7 +351,9 @@ def analyze(
     as ceilings.csv has them) is carried into the effects; with replications the replicate is a
     block; ``run_order`` (results/run_order.csv) orders the residuals as they were measured.
     ``model`` ``auto`` picks the scale from the data (ybscale.scale); the effects table records
-    the scale, how it was chosen, and which effects are active on the other scale."""
+    the scale, how it was chosen, and which effects are active on the other scale.
+    ``clusters`` (run -> the cluster it ran on; default: each its own) sets the error strata:
+    each column is judged against the noise of its stratum (ybscale.strata)."""
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
@@ -357,8 +361,11 @@ def analyze(
     scale = choose(design, y, model)
     model = scale.model
 
+    strata = column_strata(design, clusters or {})
+
     def judged(on: str) -> pd.DataFrame:
-        return estimate_effects(design, y, alpha=alpha, model=on, noise_se=noise, blocks=blocks)
+        table = estimate_effects(design, y, alpha=alpha, model=on, noise_se=noise, blocks=blocks)
+        return judge(table, strata, alpha)
 
     effects = with_other_scale(judged(model), judged, scale, y)
     order = executed_positions(run_order) if run_order else None
@@ -412,6 +419,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=(AUTO, *MODELS), default=AUTO)
     parser.add_argument("--no-charts", action="store_true", help="do not draw charts")
     parser.add_argument("--run-order", type=Path, help="results/run_order.csv (residual order)")
+    parser.add_argument(
+        "--clusters", nargs="*", metavar="RUN=CLUSTER", help="rows that shared a cluster"
+    )
     args = parser.parse_args(argv)
     if not 0 < args.alpha < 1:
         raise SystemExit(f"ybscale analyze: --alpha must be in (0, 1), got {args.alpha}")
@@ -420,8 +430,16 @@ def main(argv: list[str] | None = None) -> int:
         responses = read_responses(args.responses, design, args.response)
         column = responses.attrs["response"]
         paths = _paths(args, parser)
+        clusters = parse_clusters(args.clusters)
         tables = analyze(
-            design, responses, column, paths, args.alpha, args.model, run_order=args.run_order
+            design,
+            responses,
+            column,
+            paths,
+            args.alpha,
+            args.model,
+            run_order=args.run_order,
+            clusters=clusters,
         )
     except (DesignError, ResponsesError) as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None

@@ -488,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sign-table", help="sign table CSV")
     parser.add_argument("--aliases", help="alias table CSV")
     parser.add_argument("--summary", help="design summary JSON")
+    parser.add_argument("--backend", default="local", help="the backend the rows run on")
+    parser.add_argument("--clusters", nargs="*", metavar="RUN=CLUSTER", help="shared clusters")
     args = parser.parse_args(argv)
     named = {"sign_table": args.sign_table, "aliases": args.aliases, "summary": args.summary}
     if args.out_dir is None and not all(named.values()):
@@ -497,7 +499,13 @@ def main(argv: list[str] | None = None) -> int:
     except DesignError as exc:
         print(exc, file=sys.stderr)
         return 1
-    write_design_outputs(design, args.out_dir, **named)
+    paths = write_design_outputs(design, args.out_dir, **named)
+    if args.clusters is not None:  # the error strata of the rows as the backend runs them
+        from ybscale.strata import describe, parse_clusters
+
+        summary = json.loads(paths["summary"].read_text(encoding="utf-8"))
+        summary["strata"] = describe(design, parse_clusters(args.clusters), args.backend)
+        paths["summary"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     k, p = len(design.factors), len(design.generators)
     print(
         f"2^({k}-{p}) design, {design.n_runs} runs, {design.defining_relation_string()}, "

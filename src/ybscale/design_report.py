@@ -8,6 +8,7 @@ fixed text about one particular design.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from ybscale.design import Design
 
@@ -55,8 +56,9 @@ def _low_order(design: Design) -> list[str]:
     return out
 
 
-def design_rst(design: Design) -> str:
-    """The design section of the report."""
+def design_rst(design: Design, strata: Mapping[str, str] | None = None) -> str:
+    """The design section of the report; `strata` (term -> error stratum, ybscale.strata)
+    adds each column's stratum."""
     k, p = len(design.factors), len(design.generators)
     rows = []
     for f in design.factors:
@@ -96,5 +98,16 @@ def design_rst(design: Design) -> str:
             + ". Each estimate is the sum of its alias string; the design cannot tell them apart."
         )
     lines += ["", f"Alias structure ({len(design.terms)} estimable columns):", ""]
-    lines += [f"* {design.alias_string(t)}" for t in design.terms]
+    strata = strata or {}
+    lines += [
+        f"* {design.alias_string(t)}" + (f" ({strata[t]} stratum)" if t in strata else "")
+        for t in design.terms
+    ]
+    if strata and set(strata.values()) != {"single"}:
+        lines += [
+            "",
+            "Rows that share a cluster make a split plot: whole-plot columns (constant within "
+            "every cluster) are judged against the cluster-to-cluster noise, sub-plot columns "
+            "against the noise within a cluster.",
+        ]
     return "\n".join(lines) + "\n"

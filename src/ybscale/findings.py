@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ybscale import bottlenecks, followup, power, sensitivity
+from ybscale import bottlenecks, followup, power, sensitivity, strata
 from ybscale.design import Design, load_design
 from ybscale.study_files import StudyFiles
 
@@ -246,7 +246,13 @@ def effects_section(study: Study) -> list[str]:
     se = float(terms["std_error"].iloc[0]) if len(terms) else math.nan
     model = str(terms["model"].iloc[0]) if len(terms) else "additive"
     unit = "" if model == "multiplicative" else " tps"
-    if method == "lenth":
+    if method == "lenth" and strata.stratified(terms):
+        rule = (
+            f"Lenth's method at α = {study.alpha:g} within each error stratum (see **Error "
+            "strata**): active when |effect| exceeds its stratum's margin of error ME; the "
+            "interval is effect ± ME"
+        )
+    elif method == "lenth":
         rule = (
             f"Lenth's method at α = {study.alpha:g}: active when |effect| exceeds the margin of "
             f"error ME = {number(float(terms['me'].iloc[0]), model)}{unit}; the interval is "
@@ -352,6 +358,11 @@ def _censored_text(study: Study) -> list[str]:
     ]
 
 
+def _backend(study: Study) -> str:
+    applied = [m.get("applied", {}) for m in study.measurements.values()]
+    return str(applied[0].get("backend")) if applied else "?"
+
+
 def backend_section(study: Study) -> list[str]:
     applied = [m.get("applied", {}) for m in study.measurements.values()]
     backend = applied[0].get("backend") if applied else None
@@ -424,6 +435,7 @@ def findings_blocks(study: Study, files: StudyFiles) -> list:
         *sensitivity.scale_text(study.effects, describe),
         *effects_section(study),
         *sensitivity.sensitivity_blocks(study.effects),
+        *strata.findings_text(_terms(study), _backend(study), number),
         *noise_section(study),
         *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),
         *backend_section(study),
@@ -502,7 +514,9 @@ def main(argv: list[str] | None = None) -> int:
         from ybscale.design_report import design_rst
 
         args.design_rst.parent.mkdir(parents=True, exist_ok=True)
-        args.design_rst.write_text(design_rst(design), encoding="utf-8")
+        effects = pd.read_csv(args.effects)
+        page = design_rst(design, strata.strata_of_effects(effects))
+        args.design_rst.write_text(page, encoding="utf-8")
     print(text)
     return 0
 

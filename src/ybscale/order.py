@@ -3,7 +3,9 @@
 Montgomery ch. 1 / Jain ch. 16: measure the rows in random order so that slow drift of the
 machine is not confounded with whichever factors happen to follow the standard order. With
 r >= 2 replicates each replicate is a block (all rows once), run in its own random order, one
-block after the other; the block is then a term of the ANOVA.
+block after the other; the block is then a term of the ANOVA. Where rows share a cluster (gcp,
+existing: ybscale.strata) the cluster is the block: clusters in random order, and the rows of
+each (its replicates included, since they reuse it) in random order, all drawn from the seed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,10 +39,47 @@ EXECUTED_COLUMNS = [
 ]
 
 
-def _positions(units: list[tuple[str, int, int]], order: str, seed: int) -> list[tuple]:
-    """(run, row, replicate) -> planned (position, run, row, replicate, block), pure Python."""
+def _shared(clusters: Mapping[str, str] | None) -> bool:
+    """Whether some rows share a cluster (gcp, existing); local: each row its own."""
+    return bool(clusters) and len(set(clusters.values())) < len(clusters)
+
+
+def cluster_order(runs: list[str], clusters: Mapping[str, str], order: str, seed: int) -> list:
+    """The clusters of `runs` (design order) in the order they are measured: random from
+    `seed`, or by their first run."""
+    names = list(dict.fromkeys(clusters.get(run, run) for run in runs))
+    if order == "random":
+        rng = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
+        names = [names[i] for i in rng.permutation(len(names))]
+    return names
+
+
+def _by_cluster(units: list[tuple[str, int, int]], order: str, seed: int, clusters) -> list:
+    """Clusters in random order, the rows of each in random order (block = the cluster)."""
+    groups: dict[str, list] = {}
+    for unit in sorted(units, key=lambda u: (u[2], u[1])):
+        groups.setdefault(clusters.get(unit[0], unit[0]), []).append(unit)
+    runs = [u[0] for part in groups.values() for u in part]
+    children = np.random.SeedSequence(int(seed)).spawn(len(groups) + 1)[1:]
+    out = []
+    for name in cluster_order(runs, clusters, order, seed):
+        part = groups[name]
+        if order == "random":
+            child = children[list(groups).index(name)]
+            part = [part[i] for i in np.random.default_rng(child).permutation(len(part))]
+        out += [(len(out) + i + 1, run, row, rep, name) for i, (run, row, rep) in enumerate(part)]
+    return out
+
+
+def _positions(
+    units: list[tuple[str, int, int]], order: str, seed: int, clusters=None
+) -> list[tuple]:
+    """(run, row, replicate) -> planned (position, run, row, replicate, block), pure Python.
+    With `clusters` (run -> cluster) shared by several rows, a block is a cluster."""
     if order not in ORDERS:
         raise ValueError(f"measurement.order must be one of {ORDERS}, got {order!r}")
+    if _shared(clusters):
+        return _by_cluster(units, order, seed, clusters)
     blocks = sorted({rep for _, _, rep in units})
     children = np.random.SeedSequence(int(seed)).spawn(len(blocks))
     out = []
@@ -53,8 +92,11 @@ def _positions(units: list[tuple[str, int, int]], order: str, seed: int) -> list
     return out
 
 
-def planned_order(sign_table: pd.DataFrame, order: str = "random", seed: int = 0) -> pd.DataFrame:
-    """Planned position of every run (1 = first), blocks (replicates) one after the other.
+def planned_order(
+    sign_table: pd.DataFrame, order: str = "random", seed: int = 0, clusters=None
+) -> pd.DataFrame:
+    """Planned position of every run (1 = first), blocks (replicates, or the clusters rows
+    share: `clusters`, run -> cluster) one after the other.
 
     `sign_table` is `Design.sign_table()` (index run, columns row and replicate). Each block is
     permuted with its own generator spawned from `seed`, so adding replicates leaves the order
@@ -66,7 +108,7 @@ def planned_order(sign_table: pd.DataFrame, order: str = "random", seed: int = 0
         (str(run), int(r["row"]), int(r["replicate"]))
         for run, r in sign_table[["row", "replicate"]].iterrows()
     ]
-    return pd.DataFrame(_positions(units, order, seed), columns=PLANNED_COLUMNS)
+    return pd.DataFrame(_positions(units, order, seed, clusters), columns=PLANNED_COLUMNS)
 
 
 def priorities(plan: pd.DataFrame) -> dict[str, int]:
@@ -75,13 +117,13 @@ def priorities(plan: pd.DataFrame) -> dict[str, int]:
     return {run: n - int(pos) + 1 for run, pos in zip(plan["run"], plan["position"], strict=True)}
 
 
-def run_priorities(design, order: str, seed: int) -> dict[str, int]:
+def run_priorities(design, order: str, seed: int, clusters=None) -> dict[str, int]:
     """`priorities(planned_order(...))` without pandas: what the Snakefile needs at parse time."""
     units = [
         (run, (i % design.n_rows) + 1, i // design.n_rows + 1)
         for i, run in enumerate(design.run_ids)
     ]
-    plan = _positions(units, order, seed)
+    plan = _positions(units, order, seed, clusters)
     return {run: len(plan) - pos + 1 for pos, run, *_ in plan}
 
 
@@ -129,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("measurements", nargs="*", type=Path, help="measurement.json files")
+    parser.add_argument("--clusters", nargs="*", metavar="RUN=CLUSTER", help="shared clusters")
     args = parser.parse_args(argv)
-    plan = planned_order(load_design(args.design).sign_table(), args.order, args.seed)
+    from ybscale.strata import parse_clusters
+
+    clusters = parse_clusters(args.clusters)
+    plan = planned_order(load_design(args.design).sign_table(), args.order, args.seed, clusters)
     executed_order(plan, args.measurements, args.order, args.seed).to_csv(args.out, index=False)
     return 0
 

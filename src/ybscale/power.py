@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ybscale.strata import detect_lines
 from ybscale.study_files import StudyFiles
 
 POWER = 0.8
@@ -167,6 +168,7 @@ def detect(text: str, design, config: dict, files: StudyFiles, cost=None) -> str
         )
         + ".",
         f"Power of the study as run ({design.replications} replication(s)): {now:.2f}.",
+        *detect_lines(files.effects, design, delta, alpha, unit),
     ]
     if r is None:
         lines.append(

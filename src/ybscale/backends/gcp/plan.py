@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from ybscale import adaptive
+from ybscale.order import cluster_order
 from ybscale.row import Row
 from ybscale.settings import gcp_section
 
@@ -284,7 +285,8 @@ def plan(
             f"(gcp.zone {settings['zone']}); add them: the plan never borrows another region's"
         )
     prov_s = settings["provisioning_minutes"] * 60
-    order = list(dict.fromkeys(key[r] for r in runs))  # by their first row, in design order
+    # clusters in the measuring order (ybscale.order: random from measurement.seed)
+    order = cluster_order(runs, key, measurement["order"], measurement["seed"])
     busy = {combo: prov_s + sum(seconds[r] for r in runs if key[r] == combo) for combo in order}
     slots = schedule(order, busy, settings["max_clusters"])
     clusters = []
@@ -434,6 +436,7 @@ def format_factors(design) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from ybscale import study
+    from ybscale.strata import cluster_of, format_strata
 
     parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
@@ -454,10 +457,15 @@ def main(argv: list[str] | None = None) -> int:
                 cost = partial(replicated_cost, loaded.design, loaded.settings)
             print(detect(args.detect, loaded.design, loaded.settings, files, cost))
             return 0
+        chosen = config.get("backend", "local")
         config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
         loaded = study.load(config, args.design)
         print(format_factors(loaded.design))
         print(format_plan(plan(loaded.rows, loaded.settings, quotas=True)))
+        print(format_strata(loaded.design, cluster_of(loaded.settings, loaded.rows), "gcp"))
+        if chosen != "gcp":  # and as the config's own backend runs the rows
+            own = study.load({**config, "backend": chosen}, args.design)
+            print(format_strata(own.design, cluster_of(own.settings, own.rows), chosen))
     except (OSError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

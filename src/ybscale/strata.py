@@ -1,0 +1,293 @@
+"""Error strata: which rows shared a cluster, and the noise each column is judged against.
+
+Which rows share a cluster depends on the backend:
+
+* ``local``: every row starts a fresh cluster, so cluster-to-cluster variation is part of every
+  row's error alike: one stratum (``single``), every column judged against the same noise.
+* ``gcp``: one cluster per infrastructure combination (the rows differing only in session or
+  workload knobs share it; replicates reuse it).
+* ``existing``: the endpoints you configured: rows whose combinations point at the same
+  endpoints share a cluster (one for all when every combination names the same hosts).
+
+When clusters are shared the design is a split plot (Bisgaard 2000; Loeppky & Sitter 2002): the
+columns constant within every cluster are **whole-plot** columns and carry the cluster-to-cluster
+noise; the others (**sub-plot**) do not, since it cancels within each cluster. Pooling both in
+one Lenth analysis judges whole-plot columns against the smaller sub-plot noise. So each stratum
+gets its own Lenth analysis, with the critical values computed for its number of columns by
+simulation (Ye & Hamada 2000: with 7 or 8 columns Lenth's t(m/3) approximation flags a null
+column 2 % of the time instead of α), individual (ME) and simultaneous (SME). A stratum with
+fewer than ``MIN_COLUMNS`` columns has no noise estimate: its columns are not tested (``me``
+empty, never active), and the findings say so. With replicates the sub-plot columns keep the
+replicate (pure-error) t test: replicates reuse their cluster, so that error holds no
+cluster-to-cluster variance, and the whole-plot columns get Lenth among themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+
+SINGLE = "single"
+WHOLE = "whole-plot"
+SUB = "sub-plot"
+MIN_COLUMNS = 4
+SIMULATIONS = 200_000
+SEED = 20000  # Ye & Hamada (2000)
+
+
+# ---------------------------------------------------------------------------- clusters
+
+
+def _endpoint_key(entry: Mapping | None, combination: str) -> str:
+    if not entry:
+        return combination
+    return json.dumps([entry.get("hosts"), entry.get("port"), entry.get("database")])
+
+
+def cluster_of(settings: Mapping, rows) -> dict[str, str]:
+    """Run id -> the cluster it ran on (a label; equal labels: the same cluster)."""
+    backend = settings["backend"]
+    if backend == "local":
+        return {row.run: row.run for row in rows}
+    if backend == "existing":
+        combos = settings.get("existing", {}).get("combinations", {})
+        keys = {
+            row.run: _endpoint_key(combos.get(row.combination), row.combination) for row in rows
+        }
+        first = {}
+        for row in rows:  # label each endpoint set by the first combination that uses it
+            first.setdefault(keys[row.run], row.combination)
+        return {run: first[key] for run, key in keys.items()}
+    return {row.run: row.combination for row in rows}
+
+
+def column_strata(design, clusters: Mapping[str, str]) -> dict[str, str]:
+    """Term -> whole-plot | sub-plot, or single for every term when there is one stratum."""
+    matrix = design.model_matrix()
+    groups: dict[str, list[str]] = {}
+    for run in matrix.index:
+        groups.setdefault(clusters.get(run, run), []).append(run)
+    whole = [
+        t
+        for t in design.terms
+        if all(matrix.loc[runs, t].nunique() == 1 for runs in groups.values())
+    ]
+    if not whole or len(whole) == len(design.terms):
+        return {t: SINGLE for t in design.terms}
+    return {t: WHOLE if t in whole else SUB for t in design.terms}
+
+
+def parse_clusters(items: list[str] | None) -> dict[str, str]:
+    """``["run01=c1", ...]`` (the rules' ``--clusters``) -> {run: cluster}."""
+    out = {}
+    for item in items or []:
+        run, sep, cluster = item.partition("=")
+        if not sep or not run or not cluster:
+            raise ValueError(f"--clusters: {item!r} is not RUN=CLUSTER")
+        out[run] = cluster
+    return out
+
+
+def describe(design, clusters: Mapping[str, str], backend: str) -> dict:
+    """design.json's ``strata``: the backend, its clusters and each column's stratum."""
+    strata = column_strata(design, clusters)
+    groups: dict[str, list[str]] = {}
+    for run in design.run_ids:
+        groups.setdefault(clusters.get(run, run), []).append(run)
+    return {
+        "backend": backend,
+        "clusters": groups,
+        "columns": strata,
+        "note": note(design, clusters, backend),
+    }
+
+
+def note(design, clusters: Mapping[str, str], backend: str) -> str:
+    """One sentence: how the rows shared clusters and what that means for the error."""
+    strata = column_strata(design, clusters)
+    n = len(set(clusters.get(r, r) for r in design.run_ids))
+    if all(s == SINGLE for s in strata.values()):
+        if n == design.n_runs:
+            return (
+                f"{backend}: every row runs on a fresh cluster, so every column is judged against "
+                "the same noise (one stratum)"
+            )
+        return (
+            f"{backend}: {design.n_runs} runs on {n} cluster(s), and no column is constant within "
+            "every cluster: one stratum"
+        )
+    whole = [t for t, s in strata.items() if s == WHOLE]
+    sub = [t for t, s in strata.items() if s == SUB]
+    return (
+        f"{backend}: {design.n_runs} runs on {n} clusters; the whole-plot columns "
+        f"{', '.join(whole)} are constant within every cluster and judged against the "
+        f"cluster-to-cluster noise, the sub-plot columns {', '.join(sub)} against the noise "
+        "within a cluster"
+    )
+
+
+# ---------------------------------------------------------------------------- judging
+
+
+@lru_cache(maxsize=64)
+def lenth_critical(m: int, alpha: float = 0.05) -> tuple[float, float]:
+    """(individual, simultaneous) critical values of |effect|/PSE for m null effects, by
+    simulation (Ye & Hamada 2000), seeded: the same numbers on every machine."""
+    import numpy as np
+
+    rng = np.random.default_rng(SEED + m)
+    c = np.abs(rng.standard_normal((SIMULATIONS // m + 1, m)))
+    s0 = 1.5 * np.median(c, axis=1, keepdims=True)
+    kept = np.where(c < 2.5 * s0, c, np.nan)
+    pse = 1.5 * np.nanmedian(kept, axis=1, keepdims=True)
+    t = c / pse
+    return float(np.quantile(t, 1 - alpha)), float(np.quantile(t.max(axis=1), 1 - alpha))
+
+
+def stratum_lenth(effects, alpha: float = 0.05) -> dict:
+    """Lenth on one stratum's effects with its simulated critical values: pse, me, sme and the
+    boolean arrays active (|effect| > me) and active_sme."""
+    import numpy as np
+
+    from ybscale.effects import lenth
+
+    e = np.asarray(effects, dtype=float)
+    pse = lenth(e, alpha)["pse"]
+    ier, eer = lenth_critical(len(e), alpha)
+    me, sme = ier * pse, eer * pse
+    return {
+        "pse": pse,
+        "me": me,
+        "sme": sme,
+        "active": np.abs(e) > me,
+        "active_sme": np.abs(e) > sme,
+    }
+
+
+def _untested(table, mask) -> None:
+    import numpy as np
+
+    for c in ("std_error", "standardized", "me", "sme", "ci_low", "ci_high"):
+        table.loc[mask, c] = np.nan
+    table.loc[mask, "active"] = False
+    table.loc[mask, "active_sme"] = False
+
+
+def judge(table, strata: Mapping[str, str], alpha: float = 0.05):
+    """The effects table with a ``stratum`` column and, when there are two strata, the columns
+    of each judged against its own stratum (module docstring)."""
+    out = table.copy()
+    terms = out["term"].astype(str)
+    out["stratum"] = terms.map(lambda t: strata.get(t, "")).to_numpy()
+    if set(strata.values()) == {SINGLE}:
+        return out
+    replicated = bool((out["method"] == "t").any())
+    for stratum in (WHOLE, SUB):
+        mask = (out["stratum"] == stratum).to_numpy()
+        if replicated and stratum == SUB:
+            continue  # pure error: replicates on the same cluster (module docstring)
+        m = int(mask.sum())
+        if m < MIN_COLUMNS:
+            _untested(out, mask)
+            continue
+        effect = out.loc[mask, "effect"].astype(float)
+        found = stratum_lenth(effect.to_numpy(), alpha)
+        pse, me = found["pse"], found["me"]
+        out.loc[mask, "std_error"] = pse
+        out.loc[mask, "standardized"] = effect / pse if pse > 0 else math.nan
+        out.loc[mask, "me"] = me
+        out.loc[mask, "sme"] = found["sme"]
+        out.loc[mask, "ci_low"] = effect - me
+        out.loc[mask, "ci_high"] = effect + me
+        out.loc[mask, "active"] = found["active"]
+        out.loc[mask, "active_sme"] = found["active_sme"]
+        out.loc[mask, "method"] = "lenth"
+    return out
+
+
+def strata_of_effects(effects) -> dict[str, str]:
+    """Term -> stratum as an effects table records it ({} for tables written before it)."""
+    if "stratum" not in effects.columns:
+        return {}
+    rows = effects[effects["stratum"].notna() & (effects["stratum"].astype(str) != "")]
+    return dict(zip(rows["term"].astype(str), rows["stratum"].astype(str), strict=True))
+
+
+def stratified(effects) -> bool:
+    """Whether an effects table judged its columns in two strata."""
+    return bool(set(strata_of_effects(effects).values()) & {WHOLE, SUB})
+
+
+def findings_text(effects, backend: str, number=lambda v: f"{v:.3g}") -> list[str]:
+    """The findings' **Error strata** paragraph from an effects table's ``stratum`` column."""
+    strata = strata_of_effects(effects)
+    if not strata:
+        return []
+    if not stratified(effects):
+        shared = {
+            "local": "every row ran on a fresh cluster, so cluster-to-cluster variation is in "
+            "every row's error alike",
+        }.get(backend, "no column is constant within every cluster the rows shared")
+        return [f"**Error strata.** One stratum ({backend}): {shared}; every column is judged "
+                "against the same noise."]  # fmt: skip
+    terms = effects.set_index(effects["term"].astype(str))
+    parts = []
+    for stratum, what in ((WHOLE, "cluster-to-cluster"), (SUB, "within-cluster")):
+        cols = [t for t, s in strata.items() if s == stratum]
+        me = terms.loc[cols, "me"].astype(float)
+        if me.isna().all():
+            parts.append(
+                f"the {len(cols)} {stratum} column(s) {', '.join(cols)} are too few (fewer than "
+                f"{MIN_COLUMNS}) for a noise estimate of their own: not tested"
+            )
+            continue
+        method = str(terms.loc[cols[0], "method"])
+        how = (
+            f"Lenth within the stratum: PSE {number(float(terms.loc[cols[0], 'std_error']))}, "
+            f"ME {number(float(me.iloc[0]))}, SME {number(float(terms.loc[cols[0], 'sme']))}"
+            if method == "lenth"
+            else "the replicate error (replicates reused their cluster)"
+        )
+        parts.append(f"the {stratum} columns {', '.join(cols)} against the {what} noise ({how})")
+    return [
+        f"**Error strata.** On {backend} rows that differ only in session or workload knobs "
+        "shared a cluster, so the design is a split plot: " + "; ".join(parts) + ". Pooling "
+        "both strata would judge the whole-plot columns against the smaller within-cluster noise."
+    ]
+
+
+def detect_lines(effects_path, design, delta: float, alpha: float, unit: str = "") -> list[str]:
+    """`plan --detect` per stratum: replications to detect `delta` against each stratum's σ."""
+    import pandas as pd
+
+    from ybscale.power import replications_needed
+
+    effects = pd.read_csv(effects_path)
+    if not stratified(effects):
+        return []
+    n = design.n_runs
+    lines = []
+    for stratum in (WHOLE, SUB):
+        se = effects.loc[effects["stratum"] == stratum, "std_error"].dropna()
+        if se.empty:
+            lines.append(f"  {stratum} columns: too few for a noise estimate; not sized.")
+            continue
+        sigma = float(se.iloc[0]) * math.sqrt(n) / 2.0
+        r, reached = replications_needed(delta, sigma, design.n_rows, alpha)
+        need = f"{r} replication(s) (power {reached:.2f})" if r else "not reachable"
+        lines.append(f"  {stratum} columns: sigma of one run {sigma:,.4g}{unit}; {need}.")
+    return [
+        "Per error stratum (the study's columns were judged in two strata; the whole-plot "
+        "sizing assumes each replicate gets a fresh cluster, since replicates on the same "
+        "cluster do not average out its noise):",
+        *lines,
+    ]
+
+
+def format_strata(design, clusters: Mapping[str, str], backend: str) -> str:
+    """`ybscale plan`'s lines: how the rows share clusters and each column's stratum."""
+    strata = column_strata(design, clusters)
+    columns = ", ".join(f"{t} {s}" for t, s in strata.items())
+    return f"Error strata ({note(design, clusters, backend)}):\n  {columns}"

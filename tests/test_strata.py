@@ -1,0 +1,178 @@
+"""Error strata: clusters per backend, whole-plot columns, Lenth per stratum at its level."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from ybscale import study
+from ybscale.effects import estimate_effects, lenth
+from ybscale.strata import (
+    SINGLE,
+    SUB,
+    WHOLE,
+    cluster_of,
+    column_strata,
+    judge,
+    lenth_critical,
+    stratum_lenth,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED_WHOLE = {"A", "B", "C", "E", "F", "AC", "AE"}
+
+
+def _seed(backend: str, **extra):
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["backend"] = backend
+    config.update(extra)
+    loaded = study.load(config, str(ROOT / "config" / "design.yaml"))
+    return loaded.design, cluster_of(loaded.settings, loaded.rows)
+
+
+def test_gcp_shares_a_cluster_per_combination_and_the_seed_is_a_split_plot():
+    design, clusters = _seed("gcp")
+    groups: dict[str, list[str]] = {}
+    for run, cluster in clusters.items():
+        groups.setdefault(cluster, []).append(run)
+    assert len(groups) == 8 and all(len(runs) == 2 for runs in groups.values())
+    signs = design.sign_table()
+    for runs in groups.values():  # the two rows of a cluster differ in D only
+        a, b = signs.loc[runs[0]], signs.loc[runs[1]]
+        assert [x for x in design.letters if a[x] != b[x]] == ["D"]
+    strata = column_strata(design, clusters)
+    assert {t for t, s in strata.items() if s == WHOLE} == SEED_WHOLE
+    assert {t for t, s in strata.items() if s == SUB} == set(design.terms) - SEED_WHOLE
+
+
+def test_local_is_one_stratum_and_existing_follows_the_endpoints():
+    design, clusters = _seed("local")
+    assert len(set(clusters.values())) == 16
+    assert set(column_strata(design, clusters).values()) == {SINGLE}
+    host = {"hosts": ["db1"], "port": 5433, "database": "yugabyte", "user": "yugabyte"}
+    combos = {c: dict(host) for c in _seed("gcp")[1].values()}
+    design, clusters = _seed("existing", existing={"combinations": combos})
+    assert len(set(clusters.values())) == 1  # one cluster for all: no whole plots
+    assert set(column_strata(design, clusters).values()) == {SINGLE}
+
+
+def test_simulated_critical_values_hold_their_level():
+    ier, eer = lenth_critical(7)
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal((20_000, 7))
+    flagged = np.mean([stratum_lenth(row)["active"].mean() for row in e[:4000]])
+    assert flagged == pytest.approx(0.05, abs=0.01)
+    assert eer > ier > 0
+
+
+def test_whole_plot_noise_flags_whole_plot_columns_at_alpha_per_stratum():
+    """1,000 seeded simulations of the seed design on gcp: σ_whole = 3·σ_sub, no effect."""
+    design, clusters = _seed("gcp")
+    strata = column_strata(design, clusters)
+    x = design.model_matrix().astype(float)
+    terms = list(x.columns)
+    whole = np.array([strata[t] == WHOLE for t in terms])
+    label = sorted(set(clusters.values()))
+    cluster = np.array([label.index(clusters[r]) for r in x.index])
+    rng = np.random.default_rng(19)
+    per_stratum = pooled = sub = 0
+    n = 1000
+    for _ in range(n):
+        y = 10_000 + 3.0 * rng.standard_normal(8)[cluster] + rng.standard_normal(16)
+        effects = x.to_numpy().T @ y / 8
+        pooled += int((np.abs(effects[whole]) > lenth(effects)["me"]).sum())
+        per_stratum += int(stratum_lenth(effects[whole])["active"].sum())
+        sub += int(stratum_lenth(effects[~whole])["active"].sum())
+    rate_whole, rate_pooled = per_stratum / (n * whole.sum()), pooled / (n * whole.sum())
+    rate_sub = sub / (n * (~whole).sum())
+    print(
+        f"whole-plot columns flagged: per stratum {100 * rate_whole:.1f} %, pooled Lenth "
+        f"{100 * rate_pooled:.1f} %; sub-plot columns per stratum {100 * rate_sub:.1f} %"
+    )
+    assert abs(rate_whole - 0.05) <= 0.02
+    assert abs(rate_sub - 0.05) <= 0.02
+    assert rate_pooled > 3 * 0.05
+
+
+def test_judge_rewrites_margins_per_stratum_and_leaves_small_strata_untested():
+    design, clusters = _seed("gcp")
+    strata = column_strata(design, clusters)
+    rng = np.random.default_rng(5)
+    y = pd.Series(1000 + rng.standard_normal(16), index=design.run_ids)
+    table = judge(estimate_effects(design, y), strata).set_index("term")
+    assert set(table.loc[list(SEED_WHOLE), "stratum"]) == {WHOLE}
+    assert table.loc[list(SEED_WHOLE), "me"].nunique() == 1
+    assert table.loc["A", "me"] != table.loc["D", "me"]
+    # two whole-plot columns only: no noise estimate, not tested
+    few = {t: (WHOLE if t in ("A", "B") else SUB) for t in design.terms}
+    table = judge(estimate_effects(design, y * 0 + 1000 + 500 * (design.model_matrix()["A"])), few)
+    row = table.set_index("term").loc["A"]
+    assert np.isnan(row["me"]) and not row["active"]
+
+
+def test_shared_clusters_run_in_random_cluster_order_recorded_as_blocks():
+    from ybscale.order import planned_order, run_priorities
+
+    design, clusters = _seed("gcp")
+    plan = planned_order(design.sign_table(), "random", 20240501, clusters)
+    blocks = plan["block"].tolist()
+    # each cluster's rows one after the other, and the block is the cluster
+    assert [clusters[r] for r in plan["run"]] == blocks
+    assert len(set(blocks)) == 8 and all(blocks[i] == blocks[i + 1] for i in range(0, 16, 2))
+    orders = {
+        tuple(dict.fromkeys(planned_order(design.sign_table(), "random", s, clusters)["block"]))
+        for s in range(6)
+    }
+    assert len(orders) > 1  # the clusters' order comes from the seed
+    within = {
+        tuple(planned_order(design.sign_table(), "random", s, clusters)["run"])[:2]
+        for s in range(12)
+    }
+    assert any(a > b for a, b in within)  # rows within a cluster are not in standard order
+    priority = run_priorities(design, "random", 20240501, clusters)
+    assert sorted(priority, key=priority.get, reverse=True) == plan["run"].tolist()
+    # local: every row its own cluster: replicate blocks as before
+    local = _seed("local")[1]
+    assert planned_order(design.sign_table(), "random", 3, local)["block"].tolist() == [1] * 16
+
+
+def test_design_json_analysis_and_findings_name_each_columns_stratum(tmp_path):
+    import json
+
+    from ybscale.analysis import analyze
+    from ybscale.design import main as design_main
+    from ybscale.strata import findings_text
+
+    design, clusters = _seed("gcp")
+    args = [f"{r}={c}" for r, c in clusters.items()]
+    assert design_main([str(ROOT / "config" / "design.yaml"), str(tmp_path), "--backend", "gcp",
+                        "--clusters", *args]) == 0  # fmt: skip
+    strata = json.loads((tmp_path / "design.json").read_text())["strata"]
+    assert strata["backend"] == "gcp" and len(strata["clusters"]) == 8
+    assert {t for t, s in strata["columns"].items() if s == WHOLE} == SEED_WHOLE
+    rng = np.random.default_rng(11)
+    cluster = {c: rng.normal(0, 300) for c in set(clusters.values())}
+    y = [20_000 + cluster[clusters[r]] + rng.normal(0, 100) for r in design.run_ids]
+    responses = pd.DataFrame({"tps": y}, index=design.run_ids)
+    effects = analyze(design, responses, "tps", tmp_path, charts=False, clusters=clusters)[
+        "effects"
+    ]
+    assert set(effects.set_index("term").loc[list(SEED_WHOLE), "stratum"]) == {WHOLE}
+    (text,) = findings_text(effects, "gcp")
+    assert text.startswith("**Error strata.** On gcp rows that differ only in session")
+    assert "the whole-plot columns" in text and "against the cluster-to-cluster noise" in text
+    pooled = analyze(design, responses, "tps", tmp_path, charts=False)["effects"]
+    assert findings_text(pooled, "local")[0].startswith("**Error strata.** One stratum (local)")
+
+
+def test_plan_lists_each_columns_stratum_for_gcp_and_the_configs_backend(capsys, monkeypatch):
+    from ybscale.cli import main as cli
+
+    monkeypatch.chdir(ROOT)
+    assert cli(["plan"]) == 0
+    out = capsys.readouterr().out
+    assert "Error strata (gcp: 16 runs on 8 clusters; the whole-plot columns" in out
+    assert "A whole-plot" in out and "D sub-plot" in out
+    assert "Error strata (local: every row runs on a fresh cluster" in out
