@@ -176,3 +176,23 @@ def test_plan_lists_each_columns_stratum_for_gcp_and_the_configs_backend(capsys,
     assert "Error strata (gcp: 16 runs on 8 clusters; the whole-plot columns" in out
     assert "A whole-plot" in out and "D sub-plot" in out
     assert "Error strata (local: every row runs on a fresh cluster" in out
+
+
+def test_half_normal_plot_per_stratum():
+    import altair as alt
+
+    from ybscale import charts
+
+    design, clusters = _seed("gcp")
+    rng = np.random.default_rng(2)
+    y = pd.Series(1000 + rng.standard_normal(16), index=design.run_ids)
+    table = judge(estimate_effects(design, y), column_strata(design, clusters))
+    chart = charts.half_normal_chart(table)
+    assert isinstance(chart, alt.HConcatChart) and len(chart.hconcat) == 2
+    spec = chart.to_dict()
+    titles = [c["title"]["text"] for c in spec["hconcat"]]
+    assert titles == ["Half-normal plot, whole-plot columns", "Half-normal plot, sub-plot columns"]
+    pooled = charts.half_normal_chart(
+        judge(estimate_effects(design, y), {t: SINGLE for t in design.terms})
+    )
+    assert isinstance(pooled, alt.LayerChart)

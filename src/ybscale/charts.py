@@ -459,8 +459,22 @@ def half_normal_data(effects: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(quantile=norm.ppf(0.5 + 0.5 * (i - 0.5) / m)).reset_index(drop=True)
 
 
-def half_normal_chart(effects: pd.DataFrame) -> alt.LayerChart:
-    """Half-normal plot of |effect|; active effects labelled, PSE line when available."""
+def half_normal_chart(effects: pd.DataFrame) -> alt.LayerChart | alt.HConcatChart:
+    """Half-normal plot of |effect|; active effects labelled, PSE line when available; one
+    plot per error stratum when the columns were judged in two (ybscale.strata)."""
+    strata = effects["stratum"].dropna() if "stratum" in effects else pd.Series(dtype=str)
+    split = [s for s in ("whole-plot", "sub-plot") if s in set(strata)]
+    if len(split) == 2:
+        return alt.hconcat(
+            *(
+                _half_normal_one(effects[effects["stratum"] == s], f"Half-normal plot, {s} columns")
+                for s in split
+            )
+        )
+    return _half_normal_one(effects, "Half-normal plot of effects")
+
+
+def _half_normal_one(effects: pd.DataFrame, title: str) -> alt.LayerChart:
     data = half_normal_data(effects)
     x = alt.X("quantile:Q", title="half-normal quantile")
     y = alt.Y("abs_effect:Q", title="|effect|")
@@ -490,7 +504,7 @@ def half_normal_chart(effects: pd.DataFrame) -> alt.LayerChart:
         width=420,
         height=320,
         title=alt.TitleParams(
-            "Half-normal plot of effects",
+            title,
             subtitle="dashed: |effect| expected from noise (slope = PSE / std. error)"
             if len(layers) > 2
             else "no error estimate: look for effects that break away from the line of small ones",
