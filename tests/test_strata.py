@@ -196,3 +196,33 @@ def test_half_normal_plot_per_stratum():
         judge(estimate_effects(design, y), {t: SINGLE for t in design.terms})
     )
     assert isinstance(pooled, alt.LayerChart)
+
+
+def test_replicates_on_fresh_clusters_use_mixedlm_with_the_cluster_as_random_effect():
+    """2^3, 3 replicates, each (A, B) combination a fresh cluster per replicate: 12 clusters,
+    whole-plot columns A, B, AB (8 df), sub-plot C, AC, BC, ABC."""
+    from ybscale.design import design_from_dict
+    from ybscale.strata import mixed, mixed_applies
+
+    spec = {f: {"name": n, "levels": [0, 1]} for f, n in zip("ABC", ["a", "b", "c"], strict=True)}
+    design = design_from_dict({"factors": spec, "replications": 3}, "split")
+    signs = design.sign_table()
+    clusters = {r: f"A{s['A']}B{s['B']}r{s['replicate']}" for r, s in signs.iterrows()}
+    strata = column_strata(design, clusters)
+    assert {t for t, s in strata.items() if s == WHOLE} == {"A", "B", "AB"}
+    assert mixed_applies(strata, clusters, 3)
+    assert not mixed_applies(strata, {r: c[:4] for r, c in clusters.items()}, 3)  # reused
+    rng = np.random.default_rng(8)
+    flagged, se_ratio = 0, []
+    for _ in range(20):
+        shift = {c: rng.normal(0, 3.0) for c in set(clusters.values())}
+        y = [100 + 2.0 * signs.loc[r, "C"] + shift[clusters[r]] + rng.normal() for r in signs.index]
+        z = pd.Series(y, index=design.run_ids)
+        table = judge(estimate_effects(design, z, blocks=True), strata)
+        effects = mixed(table, design, z, clusters, strata).set_index("term")
+        assert effects.loc["C", "active"]  # the sub-plot effect of 4 against within-cluster noise
+        flagged += int(effects.loc[["A", "B", "AB"], "active"].sum())
+        se_ratio.append(effects.loc["A", "std_error"] / effects.loc["C", "std_error"])
+    print(f"whole-plot nulls flagged {flagged} of 60; whole/sub se {np.median(se_ratio):.1f}")
+    assert np.median(se_ratio) > 2  # the whole plot carries the cluster-to-cluster noise
+    assert flagged <= 8  # 3 expected at α = 0.05

@@ -21,11 +21,18 @@ import pandas as pd
 
 from ybscale.anova import fit_anova, outliers
 from ybscale.design import DesignError, load_design
-from ybscale.effects import BLOCK_TERM, ERROR_TERM, MODELS, estimate_effects, noise_se_from_ci
+from ybscale.effects import (
+    BLOCK_TERM,
+    ERROR_TERM,
+    MODELS,
+    estimate_effects,
+    noise_se_from_ci,
+    transform,
+)
 from ybscale.order import executed_positions
 from ybscale.scale import AUTO, choose
 from ybscale.sensitivity import with_other_scale
-from ybscale.strata import column_strata, judge, parse_clusters
+from ybscale.strata import column_strata, judge, mixed, mixed_applies, parse_clusters
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 
@@ -365,7 +372,10 @@ def analyze(
 
     def judged(on: str) -> pd.DataFrame:
         table = estimate_effects(design, y, alpha=alpha, model=on, noise_se=noise, blocks=blocks)
-        return judge(table, strata, alpha)
+        table = judge(table, strata, alpha)
+        if clusters and mixed_applies(strata, clusters, design.replications):
+            table = mixed(table, design, transform(y, on), clusters, strata, alpha)
+        return table
 
     effects = with_other_scale(judged(model), judged, scale, y)
     order = executed_positions(run_order) if run_order else None

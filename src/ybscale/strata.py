@@ -17,9 +17,11 @@ gets its own Lenth analysis, with the critical values computed for its number of
 simulation (Ye & Hamada 2000: with 7 or 8 columns Lenth's t(m/3) approximation flags a null
 column 2 % of the time instead of α), individual (ME) and simultaneous (SME). A stratum with
 fewer than ``MIN_COLUMNS`` columns has no noise estimate: its columns are not tested (``me``
-empty, never active), and the findings say so. With replicates the sub-plot columns keep the
-replicate (pure-error) t test: replicates reuse their cluster, so that error holds no
-cluster-to-cluster variance, and the whole-plot columns get Lenth among themselves.
+empty, never active), and the findings say so. With replicates that reuse their cluster the
+sub-plot columns keep the replicate (pure-error) t test (that error holds no cluster-to-cluster
+variance) and the whole-plot columns get Lenth among themselves; with replicates on clusters of
+their own the cluster variance has degrees of freedom and ``mixed`` fits statsmodels MixedLM
+with the cluster as a random effect.
 """
 
 from __future__ import annotations
@@ -291,3 +293,41 @@ def format_strata(design, clusters: Mapping[str, str], backend: str) -> str:
     strata = column_strata(design, clusters)
     columns = ", ".join(f"{t} {s}" for t, s in strata.items())
     return f"Error strata ({note(design, clusters, backend)}):\n  {columns}"
+
+
+def mixed_applies(strata: Mapping[str, str], clusters: Mapping[str, str], reps: int) -> bool:
+    """Replicates on clusters of their own: the cluster-to-cluster variance has df (MixedLM)."""
+    whole = sum(1 for s in strata.values() if s == WHOLE)
+    n = len(set(clusters.values()))
+    return reps > 1 and whole > 0 and n - 1 - whole >= 1
+
+
+def mixed(table, design, z, clusters: Mapping[str, str], strata: Mapping[str, str], alpha=0.05):
+    """Replicated split plot: statsmodels MixedLM of z on every term with a random intercept per
+    cluster (REML); each column's t interval uses its stratum's df (whole plot: clusters − 1 −
+    whole-plot columns; sub plot: runs − clusters − sub-plot columns)."""
+    import statsmodels.formula.api as smf
+    from scipy import stats
+
+    x = design.model_matrix().loc[z.index].astype(float)
+    data = x.rename(columns=lambda t: f"t_{t}")
+    data["z"] = z.to_numpy()
+    data["cluster"] = [clusters.get(r, r) for r in z.index]
+    formula = "z ~ " + " + ".join(f"t_{t}" for t in x.columns)
+    fit = smf.mixedlm(formula, data, groups=data["cluster"]).fit(reml=True)
+    n_clusters = data["cluster"].nunique()
+    whole = sum(1 for s in strata.values() if s == WHOLE)
+    df = {WHOLE: n_clusters - 1 - whole, SUB: len(z) - n_clusters - (len(strata) - whole)}
+    out = table.copy()
+    for i, term in out["term"].astype(str).items():
+        if term not in strata:
+            continue
+        effect, se = 2 * float(fit.params[f"t_{term}"]), 2 * float(fit.bse[f"t_{term}"])
+        half = float(stats.t.ppf(1 - alpha / 2, max(df[strata[term]], 1))) * se
+        out.loc[i, ["std_error", "me"]] = [se, half]
+        out.loc[i, ["ci_low", "ci_high"]] = [effect - half, effect + half]
+        out.loc[i, "standardized"] = effect / se if se > 0 else math.nan
+        out.loc[i, "active"] = abs(effect) > half
+        out.loc[i, "method"] = "t"
+    out.attrs["cluster_variance"] = float(fit.cov_re.iloc[0, 0])
+    return out
