@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ybscale import study
+from ybscale import measuring, study
 from ybscale.backends.gcp import plan as plan_mod
 from ybscale.backends.gcp import reap as sweep
 
@@ -324,11 +324,11 @@ def test_row_time_is_an_upper_bound_with_max_repetitions_and_sweep_midpoints(see
     assert plan_of({**CONFIG, "measurement": more}).row_seconds["run01"] == grid["run01"] + 4 * 20
     adaptive = {**MEASUREMENT, "sweep": "adaptive"}
     per_count = 5 + 2 * 10 + plan_mod.PER_COUNT_OVERHEAD_S
-    extra = (plan_mod.ADAPTIVE_EXTRA_COUNTS + 2) * per_count  # the extension: 16, 32 (4 x 8)
+    extra = (measuring.ADAPTIVE_EXTRA_COUNTS + 2) * per_count  # the extension: 16, 32 (4 x 8)
     assert (
         plan_of({**CONFIG, "measurement": adaptive}).row_seconds["run01"] == grid["run01"] + extra
     )
     capped = {**adaptive, "max_clients": 8}  # no extension
     assert plan_of({**CONFIG, "measurement": capped}).row_seconds["run01"] == grid["run01"] + (
-        plan_mod.ADAPTIVE_EXTRA_COUNTS * per_count
+        measuring.ADAPTIVE_EXTRA_COUNTS * per_count
     )

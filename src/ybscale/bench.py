@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ybscale import __version__, adaptive, latency, pgbench, precision, utilisation, workload
+from ybscale import __version__, latency, pgbench, precision, utilisation, workload
 from ybscale.backends import get_backend
 from ybscale.backends.base import BackendError, Cluster
+from ybscale.measuring import MeasuringProtocol
 from ybscale.row import Row
 
 THROUGHPUT_COLUMNS = [
@@ -251,8 +252,8 @@ def busiest(util: Mapping[str, float]) -> str:
 def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, progress) -> list:
     """Every client count the sweep chooses, each repeated to the stated precision."""
     run, kind, variables = row.run, row.kind, row.variables
-    seconds = settings["seconds"]
-    skip = settings["skip_seconds"]
+    protocol = MeasuringProtocol.of(settings)
+    seconds, skip = protocol.seconds, protocol.skip_seconds
     lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
     # each repetition: (pgbench result, steady seconds, utilisation, latencies counted)
     measured: dict[int, list] = {}
@@ -269,14 +270,14 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         loaded rows), a check, and the warm-up before a count's first repetition in a call."""
         cluster.reset(kind)
         checked(f"before {clients} clients")
-        if warm and settings["warmup"] > 0:
+        if warm and protocol.warmup > 0:
             run_pgbench(
                 cluster,
                 kind,
                 script,
                 env,
                 clients,
-                settings["warmup"],
+                protocol.warmup,
                 settings,
                 None,
                 variables=variables,
@@ -333,12 +334,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
     ) -> list[float]:
         """The count's repetitions (after `previous`) until the rule is done or it has
         `at_most`; none when the sweep found it `below_best` (its line says so)."""
-        rule = precision.Sequential(
-            precision=settings["precision"],
-            min_repetitions=settings["repetitions"],
-            max_repetitions=max(settings["max_repetitions"], settings["repetitions"]),
-        )
-        rule.values = list(previous)
+        rule = protocol.rule(previous)
         measured.setdefault(clients, [])
         below = below_best and not rule.done
         started = False  # the warm-up runs before the first repetition of a call
@@ -374,13 +370,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         )
         return list(rule.values)
 
-    adaptive.sweep(
-        settings["clients"],
-        one_count,
-        settings["sweep"],
-        settings["peak_resolution"],
-        max_clients=settings["max_clients"],
-    )
+    protocol.run(one_count)
     checked("after the last repetition")  # the others are followed by the next one's check
     return sorted(lines.values(), key=lambda line: line["clients"])
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ybscale import bottlenecks, followup, power, sensitivity, strata
 from ybscale.design import Design, load_design
+from ybscale.measuring import MeasuringProtocol
 from ybscale.study_files import StudyFiles
 
 DETECT = "10%"
@@ -187,24 +188,7 @@ def _terms(study: Study) -> pd.DataFrame:
 
 def _protocol(m: dict) -> str:
     """How a row's client counts were measured, from measurement.json's settings."""
-    low = m.get("repetitions", "?")
-    high = max(low, m.get("max_repetitions", low)) if isinstance(low, int) else "?"
-    reps = f"{low}" if low == high else f"{low} to {high}"
-    precision = m.get("precision")
-    until = f" until the 95 % CI is within ±{100 * precision:g} %" if precision else ""
-    each = f"{m.get('seconds', '?')} s each, the first {m.get('skip_seconds', 0)} s not counted"
-    if m.get("sweep", "grid") == "adaptive":
-        extend = (
-            f", doubling past the grid up to {m['max_clients']} clients until a larger count is "
-            "significantly below the best"
-            if m.get("max_clients")
-            else ""
-        )
-        return (
-            f"adaptive sweep: one repetition per count{extend}, then, in turns, {reps} "
-            f"repetitions{until} for the counts not significantly below the best; {each}"
-        )
-    return f"every count {reps} repetitions{until}; {each}"
+    return MeasuringProtocol.of(m).describe()
 
 
 def response_section(study: Study) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from ybscale import adaptive
+from ybscale.measuring import MeasuringProtocol
 from ybscale.order import cluster_order
 from ybscale.row import Row
 from ybscale.settings import gcp_section
@@ -116,24 +116,12 @@ class Plan:
         return [c for c in self.clusters if c.hours_min > TTL_WARN_SHARE * self.ttl_hours]
 
 
-ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (estimate)
-
-
 def row_seconds(row: Row, measurement: Mapping) -> float:
-    """Wall time of one row at most: per client count the warm-up, `max_repetitions` (when the
-    precision target is never met) and overhead; the adaptive sweep's midpoints and every count
-    its extension can add (doubling to max_clients) counted, its early stop not (an upper bound
-    for planning)."""
-    reps = max(measurement["repetitions"], measurement["max_repetitions"])
-    per_count = measurement["warmup"] + reps * measurement["seconds"]
-    per_count += PER_COUNT_OVERHEAD_S
+    """Wall time of one row at most (`MeasuringProtocol.row_seconds`), with this plan's
+    estimates of the dataset's load speed and the overhead per client count."""
+    protocol = MeasuringProtocol.of(measurement)
     load = row.dataset_rows / LOAD_ROWS_PER_S
-    counts = len(measurement["clients"])
-    if measurement["sweep"] == "adaptive":
-        counts += ADAPTIVE_EXTRA_COUNTS
-        counts += len(adaptive.extension_counts(measurement["clients"], measurement["max_clients"]))
-    reloads = 1 if row.read_only else counts * reps  # every write repetition reloads
-    return counts * per_count + reloads * load
+    return protocol.row_seconds(row.read_only, load, PER_COUNT_OVERHEAD_S)
 
 
 def vcpus(machine_type: str) -> float:

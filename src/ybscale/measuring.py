@@ -1,0 +1,101 @@
+"""The measuring protocol as one object: which client counts, how many repetitions of how
+long, and when a count is done.
+
+`bench` runs it (`run`, `rule`), the plan times it (`row_seconds`) and the findings describe it
+(`describe`), all from the same `measurement:` settings, so the three cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+
+from ybscale import adaptive, precision, settings
+
+ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (planning estimate)
+
+
+@dataclass(frozen=True)
+class MeasuringProtocol:
+    """The `measurement:` settings that decide what is measured (see the config schema)."""
+
+    clients: tuple[int, ...]
+    sweep: str
+    peak_resolution: float
+    max_clients: int | None
+    repetitions: int
+    max_repetitions: int
+    precision: float
+    seconds: int
+    skip_seconds: int
+    warmup: int
+
+    @classmethod
+    def of(cls, measurement: Mapping) -> MeasuringProtocol:
+        """From loaded settings or a row's measurement.json (older ones: schema defaults for
+        what they lack; no max_clients there means no extension)."""
+        schema = settings.schema("config")["properties"]["measurement"]
+        full = settings.fill_defaults(schema, {"clients": [], **settings.thaw(measurement)})
+        values = {f.name: full.get(f.name) for f in fields(cls)}
+        return cls(**{**values, "clients": tuple(full["clients"])})
+
+    @property
+    def most_repetitions(self) -> int:
+        return max(self.repetitions, self.max_repetitions)
+
+    def rule(self, previous: Sequence[float] = ()) -> precision.Sequential:
+        """A client count's precision rule, holding its repetitions so far."""
+        rule = precision.Sequential(
+            precision=self.precision,
+            min_repetitions=self.repetitions,
+            max_repetitions=self.most_repetitions,
+        )
+        rule.values = list(previous)
+        return rule
+
+    def run(self, measure_count: Callable[..., Sequence[float]]) -> dict[int, list[float]]:
+        """The sweep over client counts (`adaptive.sweep` with these settings)."""
+        return adaptive.sweep(
+            self.clients,
+            measure_count,
+            self.sweep,
+            self.peak_resolution,
+            max_clients=self.max_clients,
+        )
+
+    def counts_at_most(self) -> int:
+        """Client counts a row can measure: the grid, and in the adaptive sweep its midpoints
+        (an estimate) and every count the extension can add."""
+        if self.sweep != "adaptive":
+            return len(self.clients)
+        extension = adaptive.extension_counts(self.clients, self.max_clients)
+        return len(self.clients) + ADAPTIVE_EXTRA_COUNTS + len(extension)
+
+    def row_seconds(self, read_only: bool, load_seconds: float, per_count_overhead: float) -> float:
+        """Wall time of one row at most: per count the warm-up, `max_repetitions` (the
+        precision target never met) and `per_count_overhead`; a write row reloads its dataset
+        (`load_seconds`) before every repetition. The adaptive sweep's early stop is not
+        counted: an upper bound for planning."""
+        counts = self.counts_at_most()
+        per_count = self.warmup + self.most_repetitions * self.seconds + per_count_overhead
+        reloads = 1 if read_only else counts * self.most_repetitions
+        return counts * per_count + reloads * load_seconds
+
+    def describe(self) -> str:
+        """How the client counts are measured, in words (the findings' Response paragraph)."""
+        low, high = self.repetitions, self.most_repetitions
+        reps = f"{low}" if low == high else f"{low} to {high}"
+        until = f" until the 95 % CI is within ±{100 * self.precision:g} %"
+        each = f"{self.seconds} s each, the first {self.skip_seconds} s not counted"
+        if self.sweep != "adaptive":
+            return f"every count {reps} repetitions{until}; {each}"
+        extend = (
+            f", doubling past the grid up to {self.max_clients} clients until a larger count is "
+            "significantly below the best"
+            if self.max_clients
+            else ""
+        )
+        return (
+            f"adaptive sweep: one repetition per count{extend}, then, in turns, {reps} "
+            f"repetitions{until} for the counts not significantly below the best; {each}"
+        )

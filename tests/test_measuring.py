@@ -1,0 +1,60 @@
+"""The measuring protocol: one object that bench runs, the plan times and the findings describe."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import settings_with
+
+from ybscale.measuring import ADAPTIVE_EXTRA_COUNTS, MeasuringProtocol
+
+
+def test_it_is_read_from_loaded_settings_and_from_an_older_rows_record():
+    loaded = settings_with(measurement={"clients": [1, 2, 4], "max_repetitions": 5})
+    protocol = MeasuringProtocol.of(loaded["measurement"])
+    assert protocol.clients == (1, 2, 4) and protocol.max_clients == 16
+    assert protocol.most_repetitions == 5 and protocol.sweep == "adaptive"
+    old = MeasuringProtocol.of({"clients": [1, 2], "sweep": "grid", "seconds": 3})
+    assert old.max_clients is None and old.repetitions == 3  # the schema's default
+
+
+def test_the_sweep_it_runs_extends_to_its_max_clients_and_its_rule_is_the_settings():
+    protocol = MeasuringProtocol.of(
+        settings_with(measurement={"clients": [1, 2, 4], "max_clients": 16, "repetitions": 1})[
+            "measurement"
+        ]
+    )
+
+    def measure(n, previous, at_most, below_best):  # every count's rule done after one
+        return list(previous) if below_best or previous else [100.0 * n]
+
+    samples = protocol.run(measure)
+    assert sorted(samples) == [1, 2, 4, 8, 16]  # still rising: doubled up to max_clients
+    rule = protocol.rule([1.0, 1.0, 1.0])
+    assert rule.precision == protocol.precision and rule.done
+
+
+def test_its_row_time_counts_every_count_it_can_measure():
+    protocol = MeasuringProtocol.of(
+        {"clients": [1, 2, 4, 8], "max_clients": 32, "repetitions": 2, "max_repetitions": 3}
+        | {"seconds": 10, "warmup": 5, "sweep": "adaptive"}
+    )
+    counts = 4 + ADAPTIVE_EXTRA_COUNTS + 2  # grid, midpoints, 16 and 32
+    assert protocol.counts_at_most() == counts
+    per_count = 5 + 3 * 10 + 15
+    assert protocol.row_seconds(True, 2.0, 15) == pytest.approx(counts * per_count + 2.0)
+    assert protocol.row_seconds(False, 2.0, 15) == pytest.approx(
+        counts * per_count + counts * 3 * 2.0
+    )
+
+
+def test_it_describes_itself_as_it_runs():
+    grid = MeasuringProtocol.of({"clients": [1, 2], "sweep": "grid", "repetitions": 3})
+    assert grid.describe() == (
+        "every count 3 repetitions until the 95 % CI is within ±3 %; 5 s each, the first 1 s "
+        "not counted"
+    )
+    adaptive = MeasuringProtocol.of({"clients": [1, 2], "max_clients": 8, "max_repetitions": 5})
+    assert adaptive.describe().startswith(
+        "adaptive sweep: one repetition per count, doubling past the grid up to 8 clients"
+    )
+    assert "3 to 5 repetitions" in adaptive.describe()
