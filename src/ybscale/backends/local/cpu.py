@@ -79,15 +79,26 @@ class CpuLimits:
         return [], {"mechanism": "none", "cpus": cpus, "warning": self.warning}
 
     def counted(self, name: str) -> list[str]:
-        """Command prefix that starts a process in a group of its own with no quota, its CPU
-        time counted under `name` (the load generator); [] without a cgroup mechanism."""
+        """Command prefix that starts a process with no quota, its CPU time counted under
+        `name` (the load generator); [] without a cgroup mechanism. With cgroup v1 and cpuacct
+        mounted apart it joins a cpuacct group only, so its scheduling stays as it was; else
+        (v2, or cpu and cpuacct mounted together) a cpu group of its own under this cluster's."""
         if self.chosen == "cgroup2":
             path = self._make(_cgroup2_base() / self.group / name)
             self._usage[name] = path / "cpu.stat"
             return _enter(path)
         if self.chosen == "cgroup1":
-            path = self._make(CGROUP_ROOT / "cpu" / "ybscale" / self.group / name)
-            return _enter(path, *self._cpuacct(name, path))
+            cpu = CGROUP_ROOT / "cpu"
+            if (cpu / "cpuacct.usage").exists():
+                path = self._make(cpu / "ybscale" / self.group / name)
+                self._usage[name] = path / "cpuacct.usage"
+                return _enter(path)
+            try:
+                twin = self._make(CGROUP_ROOT / "cpuacct" / "ybscale" / self.group / name)
+            except OSError:
+                return []
+            self._usage[name] = twin / "cpuacct.usage"
+            return _enter(twin)
         return []
 
     def _cpuacct(self, name: str, path: Path) -> list[Path]:
