@@ -53,6 +53,7 @@ def study(tmp_path):
         bottleneck=np.where(read, "client", "node1"),
         bottleneck_utilisation=np.where(read, 0.93, 0.99),
         bottleneck_cpu_ms_per_transaction=np.where(read, 0.1, 0.61),
+        host_utilisation=np.where(signs.index.isin(["run03", "run04"]), 0.99, 0.6),
     )
     ceilings.reset_index().to_csv(results.mkdir() or results / "ceilings.csv", index=False)
     analyze(design, ceilings.reset_index(), "response", results, charts=False)
@@ -136,6 +137,8 @@ def test_each_rows_bottleneck_and_what_the_active_factors_changed_in_it(study):
     flat = " ".join(text.split())
     assert "run01 client 93 %, run02 client 93 %, run03 node1 99 %" in flat
     assert "8 of 16 rows are client-bound" in flat
+    assert "In 2 of 16 rows the machine itself was at least 95 % busy" in flat
+    assert "other work included; run03, run04)" in flat
     assert (
         "**workload** write instead of read (B): bottleneck at read: client 8 of 8 rows; at "
         "write: node1 8 of 8 rows; CPU time per transaction at the bottleneck ×6.1" in flat

@@ -15,6 +15,8 @@ import pandas as pd
 
 from ybscale.design import Design
 
+HOST_SATURATED = 0.95  # the machine's busy share above which the host, not a quota, limited
+
 
 def _spread(rows: pd.DataFrame) -> str:
     """'client 6, node1 2 of 8 rows': how often each resource is the bottleneck."""
@@ -46,6 +48,15 @@ def bottleneck_text(design: Design, ceilings: pd.DataFrame, active: list[str]) -
         f"operational laws, Jain ch. 33) and its utilisation: {each}. {client} of {len(rows)} "
         "rows are client-bound (the load generator is the busiest)."
     ]
+    if "host_utilisation" in rows:
+        busy = rows.loc[rows["host_utilisation"] >= HOST_SATURATED, "run"].astype(str).tolist()
+        if busy:
+            lines.append(
+                f"In {len(busy)} of {len(rows)} rows the machine itself was at least "
+                f"{100 * HOST_SATURATED:.0f} % busy at the ceiling (host: every process on it, "
+                f"other work included; {', '.join(busy)}): there a busiest resource below 100 % "
+                "of its CPUs was held back by the machine, not by its own quota."
+            )
     items = []
     for term in active:
         if len(term) != 1 or term not in rows:

@@ -213,6 +213,9 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
         line["bottleneck"] = neck.get("resource", "")
         for key in ("utilisation", "bound_tps", "cpu_ms_per_transaction"):
             line[f"bottleneck_{key}"] = float(neck.get(key, math.nan))
+        line["host_utilisation"] = float(
+            neck.get("utilisation_by_resource", {}).get("host", math.nan)
+        )
         line.update({f"usl_{k}": float(usl.get(k, math.nan)) for k in USL_FIELDS})
         line["usl_flags"] = ";".join(usl.get("flags", []))
         lines.append(line)
