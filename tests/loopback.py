@@ -6,7 +6,8 @@ listening on one loopback address per tserver (127.0.<nodes>.<i>, all on the sam
 tservers on separate VMs are; one database behind all of them, as in YugabyteDB), carrying
 YugabyteDB's views and functions from the release catalogue
 (`yb_catalogue.stubs.stub_sql`: yb_servers(), version(), the isolation function, ...); a master's
-`/api/v1/masters` answered on 127.0.9.1:7000; the load generator is the `sshd` fixture on
+`/api/v1/masters` answered on 127.0.9.1:7000; a yb-admin stand-in saying the load balancer is
+idle (`yb_admin` output); the load generator is the `sshd` fixture on
 127.0.0.1, where pgbench and psql run. The program authorizes the study's key there, as a VM's
 metadata does, and registers component resources only: `pulumi up` and `destroy` are real, no
 cloud provider is involved.
@@ -59,6 +60,7 @@ def program():
         "ysql_port": site["ysql_port"],
         "ssh_port": site["ssh_port"],
         "ready_file": site["ready_file"],
+        "yb_admin": site["yb_admin"],
         "zone": args.zone,
         "ssh_access": args.ssh_access,
         "ssh_user": site["ssh_user"],
@@ -143,6 +145,11 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
                         stub_sql(series, servers=servers), {}, 60)  # fmt: skip
         ready = root / "ready"
         ready.write_text("startup finished\n")
+        # yb-admin as the load generator runs it after each reload: it logs its arguments and
+        # answers idle as yb-admin prints it (ClusterAdminClient::GetIsLoadBalancerIdle)
+        yb_admin = root / "yb-admin"
+        yb_admin.write_text(f'#!/bin/sh\necho "$*" >> {root / "yb-admin.calls"}\necho "Idle = 1"\n')
+        yb_admin.chmod(0o755)
         site = root / "site.json"
         site.write_text(
             json.dumps(
@@ -153,6 +160,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
                     "ssh_user": sshd.user,
                     "authorized_keys": str(authorized_keys(sshd)),
                     "ready_file": str(ready),
+                    "yb_admin": str(yb_admin),
                 }
             )
         )

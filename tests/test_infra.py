@@ -305,6 +305,41 @@ def test_every_vm_deletes_itself_after_max_run_duration(mocks):
     return settle(cluster, check)
 
 
+@pulumi.runtime.test
+def test_database_vms_pin_the_cpu_platform_and_every_vm_reports_its_own(mocks):
+    """Issue 20, item 8: masters and tservers get min_cpu_platform (E2, the load generator's
+    family, takes none); each VM's cpu_platform output is exported for measurement.json."""
+    args = make_args(3, True, "n2-standard-4", min_cpu_platform="Intel Ice Lake")
+    cluster = YugabyteCluster("ybscale-c", args)
+
+    def check(outputs):
+        for role in ("master", "tserver"):
+            assert {i.get("minCpuPlatform") for i in instances(mocks, role)} == {"Intel Ice Lake"}
+        assert [i.get("minCpuPlatform") for i in instances(mocks, "loadgen")] == [None]
+        assert outputs["min_cpu_platform"] == "Intel Ice Lake"
+        names = {n for n, _ in mocks.of_type("Instance")}
+        assert set(outputs["cpu_platforms"]) == names and len(names) == 7
+
+    return settle(cluster, check)
+
+
+@pulumi.runtime.test
+def test_the_load_generator_gets_yb_admin_of_the_clusters_release(mocks):
+    """The wait for an idle load balancer runs yb-admin on the load generator."""
+    cluster = YugabyteCluster("ybscale-c", make_args(yugabyte_sha256="a" * 64))
+
+    def check(_):
+        (loadgen,) = instances(mocks, "loadgen")
+        script = loadgen["metadataStartupScript"]
+        assert "YB_VERSION=2024.2.1.0-b185" in script and "YB_SHA256=" + "a" * 64 in script
+        assert "ln -sf /opt/yugabyte/bin/yb-admin /usr/local/bin/yb-admin" in script
+        assert script.index("yb-admin /usr/local/bin") < script.index(
+            f"touch {startup.READY_MARKER}"
+        )
+
+    return settle(cluster, check)
+
+
 def test_max_run_duration_follows_ttl():
     import datetime as dt
 
@@ -329,7 +364,7 @@ def all_scripts() -> dict[str, str]:
     return {
         "master": startup.master_script(ip="10.42.0.10", replication_factor=1, **common),
         "tserver": startup.tserver_script(ip="10.42.0.11", **common),
-        "loadgen": startup.loadgen_script(16),
+        "loadgen": startup.loadgen_script(16, yugabyte=("2024.2.1.0-b185", url, None)),
     }
 
 

@@ -21,7 +21,7 @@ MEASUREMENT = {
     "warmup": 5,
 }
 RATES = {
-    "vm_hour": {"n1-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
+    "vm_hour": {"n2-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
     "disk_gb_month": {"pd-ssd": 0.146},
     "nat_vm_hour": 0.001,
     "nat_gb": 0.05,
@@ -54,10 +54,10 @@ def test_seed_design_needs_eight_clusters(seed):
     by = {c.combination: c for c in p.clusters}
     small = by["nodes3-small-reploff"]
     assert (small.masters, small.tservers, small.vms) == (1, 3, 5)
-    assert small.machine_types == {"n1-standard-2": 4, "e2-standard-4": 1}
+    assert small.machine_types == {"n2-standard-2": 4, "e2-standard-4": 1}
     big = by["nodes5-large-replon"]
     assert (big.masters, big.tservers, big.vms) == (5, 5, 11)
-    assert big.machine_types == {"n2-standard-4": 5, "n1-standard-2": 5, "e2-standard-4": 1}
+    assert big.machine_types == {"n2-standard-4": 5, "n2-standard-2": 5, "e2-standard-4": 1}
     assert sum(c.vms for c in p.clusters) == 60
 
 
@@ -110,7 +110,7 @@ def test_times_and_cost(seed):
 
 
 def test_missing_price_is_flagged(seed):
-    rates = {**RATES, "vm_hour": {"n1-standard-2": 0.1}, "disk_gb_month": {}}
+    rates = {**RATES, "vm_hour": {"n2-standard-2": 0.1}, "disk_gb_month": {}}
     del rates["ip_hour"]
     config = {**CONFIG, "gcp": {"prices": {"us-central1": rates}}}
     p = plan_of(config)
@@ -230,12 +230,17 @@ def test_peak_needs_per_quota(seed):
     worst = {}
     for t in {c.start_seconds for c in p.clusters}:
         live = [c for c in p.clusters if c.start_seconds <= t < c.end_seconds]
-        n2 = sum(4 * c.machine_types.get("n2-standard-4", 0) for c in live)
+        n2 = sum(
+            4 * c.machine_types.get("n2-standard-4", 0)
+            + 2 * c.machine_types.get("n2-standard-2", 0)
+            for c in live
+        )
         worst["N2_CPUS"] = max(worst.get("N2_CPUS", 0), n2)
         worst["SSD_TOTAL_GB"] = max(worst.get("SSD_TOTAL_GB", 0), sum(c.disk_gb for c in live))
     assert p.peaks["N2_CPUS"] == ("N2 vCPUs", worst["N2_CPUS"])
     assert p.peaks["SSD_TOTAL_GB"] == ("pd-ssd GB", worst["SSD_TOTAL_GB"])
-    assert p.peaks["CPUS"][0] == "N1 vCPUs" and p.peaks["E2_CPUS"] == ("E2 vCPUs", 8)
+    assert "CPUS" not in p.peaks and p.peaks["E2_CPUS"] == ("E2 vCPUs", 8)  # no N1 by default
+    assert plan_mod.cpu_quota("n1-standard-2") == "CPUS"
     assert plan_mod.vcpus("n2-custom-6-23040") == 6 and plan_mod.vcpus("e2-medium") == 2
 
 

@@ -111,6 +111,11 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, tmp_path):
         for ip in tserver_ips(nodes):  # read back from every stand-in tserver of the cluster
             assert any(f"({ip}:" in node for node in applied["isolation_in_effect"]), applied
         assert applied["load_generator"]["pgbench_version"].startswith("pgbench (PostgreSQL)")
+        # after every reload the load generator asked yb-admin whether the balancer was idle
+        assert applied["after_reload"] and all(w["polls"] == 1 for w in applied["after_reload"])
+        assert applied["after_reload"][0]["command"].endswith(
+            "-master_addresses 127.0.9.1:7100 get_is_load_balancer_idle"
+        )
         throughput = pd.read_csv(folder / "throughput.csv")
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
         # pgbench ran on the load generator: its per-transaction logs came back over SSH

@@ -129,9 +129,10 @@ def settings(tmp_path, monkeypatch):
 def test_settings_defaults(settings, tmp_path):
     assert settings["state_url"] == f"file://{tmp_path}/state/ybscale/pulumi-state"
     assert settings["machine_types"] == {
-        "small": "n1-standard-2", "large": "n2-standard-4",
-        "master": "n1-standard-2", "loadgen": "e2-standard-4",
+        "small": "n2-standard-2", "large": "n2-standard-4",
+        "master": "n2-standard-2", "loadgen": "e2-standard-4",
     }  # fmt: skip
+    assert settings["min_cpu_platform"] == "Intel Ice Lake" and settings["balancer_timeout"] == 600
     assert settings["ssh_access"] == "iap" and settings["ttl_hours"] == 8
 
 
@@ -150,7 +151,8 @@ def test_up_writes_endpoints_and_stack_config(settings, tmp_path):
     stack = auto.stacks["ybscale-nodes3-small-reploff"]
     cluster = json.loads(stack.config["ybscale:cluster"].value)
     assert cluster["nodes"] == 3 and cluster["replication_factor"] == 1
-    assert cluster["machine_type"] == "n1-standard-2"
+    assert cluster["machine_type"] == "n2-standard-2"
+    assert cluster["min_cpu_platform"] == "Intel Ice Lake"
     assert cluster["labels"] == {
         "project": "ybscale", "stack": "ybscale-nodes3-small-reploff",
         "owner": "ada", "expiry": "20261122t2300z",
@@ -309,7 +311,8 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
             "10.42.0.11", "10.42.0.12", "10.42.0.13",
         ]  # fmt: skip
         assert {t.endpoint.port for t in cluster.targets("read")} == {5433}
-        assert cluster.record["masters"] == 1 and cluster.record["machine_type"] == "n1-standard-2"
+        assert cluster.record["masters"] == 1 and cluster.record["machine_type"] == "n2-standard-2"
+        assert cluster.settle is not None  # gcp.balancer_timeout 600: wait after every reload
         host = cluster.runner.host
         assert host.host == "ybscale-nodes3-small-reploff-loadgen"  # IAP: by instance name
         assert "start-iap-tunnel %h %p" in host.proxy_command

@@ -39,7 +39,7 @@ class ClusterArgs:
     ssh_user: str
     ssh_public_key: str
     labels: dict[str, str] = field(default_factory=dict)
-    master_machine_type: str = "n1-standard-2"
+    master_machine_type: str = "n2-standard-2"
     loadgen_machine_type: str = "e2-standard-4"
     image: str = "ubuntu-os-cloud/ubuntu-2204-lts"
     disk_size_gb: int = 50
@@ -56,6 +56,8 @@ class ClusterArgs:
     max_run_seconds: int = 8 * 3600  # Compute Engine deletes each VM after this, no sweep needed
     tserver_flags: dict[str, str] = field(default_factory=dict)  # server.* knobs: yb-tserver flags
     ysql_pg_conf: dict[str, str] = field(default_factory=dict)  # server.* knobs: YSQL settings
+    # masters and tservers (E2, the load generator's family, takes no minimum CPU platform)
+    min_cpu_platform: str | None = None
 
     def __post_init__(self) -> None:
         if self.replication_factor not in (1, self.nodes):
@@ -109,6 +111,7 @@ class YugabyteCluster(pulumi.ComponentResource):
         self.args = args
         self.labels = {k: label_value(v) for k, v in args.labels.items()}
         self.resources: list[pulumi.Resource] = []
+        self.cpu_platforms: dict[str, pulumi.Output] = {}  # VM name -> CPU platform
         child = pulumi.ResourceOptions(parent=self)
         description = "ybscale " + " ".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
 
@@ -205,7 +208,10 @@ class YugabyteCluster(pulumi.ComponentResource):
             args.loadgen_machine_type,
             args.loadgen_ip(),
             [LOADGEN_TAG],
-            startup.loadgen_script(args.pg_client_version),
+            startup.loadgen_script(
+                args.pg_client_version,
+                yugabyte=(args.yugabyte_version, url, args.yugabyte_sha256),  # for yb-admin
+            ),
             role="loadgen",
             public=args.ssh_access == "public",
         )
@@ -227,6 +233,8 @@ class YugabyteCluster(pulumi.ComponentResource):
             "ssh_access": args.ssh_access,
             "ssh_user": args.ssh_user,
             "replication_factor": args.replication_factor,
+            "min_cpu_platform": args.min_cpu_platform,
+            "cpu_platforms": self.cpu_platforms,  # each VM's, as Compute Engine reports it
         }
         self.register_outputs(self.outputs)
 
@@ -259,7 +267,7 @@ class YugabyteCluster(pulumi.ComponentResource):
             if public
             else [],
         )
-        return self._add(
+        instance = self._add(
             gcp.compute.Instance(
                 vm_name,
                 name=vm_name,
@@ -281,6 +289,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                     "enable-oslogin": "FALSE",
                 },
                 metadata_startup_script=script,
+                min_cpu_platform=args.min_cpu_platform if role != "loadgen" else None,
                 allow_stopping_for_update=True,
                 # a cloud-side bound that needs no sweep: Compute Engine deletes the VM itself
                 scheduling=gcp.compute.InstanceSchedulingArgs(
@@ -295,6 +304,8 @@ class YugabyteCluster(pulumi.ComponentResource):
                 ),  # downloads need NAT
             )
         )
+        self.cpu_platforms[vm_name] = instance.cpu_platform
+        return instance
 
 
 def export_lifecycle(args: ClusterArgs) -> None:

@@ -232,8 +232,12 @@ def tserver_script(
     )
 
 
-def loadgen_script(pg_version: int = 16) -> str:
-    """Startup script of the load generator: PGDG PostgreSQL client + pgbench (>= 15).
+def loadgen_script(
+    pg_version: int = 16, yugabyte: tuple[str, str, str | None] | None = None
+) -> str:
+    """Startup script of the load generator: PGDG PostgreSQL client + pgbench (>= 15), and with
+    `yugabyte` (version, url, sha256) the release's tarball for `yb-admin` (the wait for an idle
+    load balancer after each reload), linked as /usr/local/bin/yb-admin.
 
     pgbench ships in the server package on Debian/Ubuntu; no cluster is created
     (create_main_cluster = false) and /usr/local/bin/pgbench points at the pinned major version.
@@ -260,7 +264,14 @@ https://apt.postgresql.org/pub/repos/apt $(lsb_release -cs)-pgdg main" \\
 fi
 ln -sf {bindir}/pgbench /usr/local/bin/pgbench
 ln -sf {bindir}/psql /usr/local/bin/psql
-mkdir -p /var/lib/ybscale
+"""
+        + (
+            _install_yugabyte(*yugabyte)
+            + f"ln -sf {YB_HOME}/bin/yb-admin /usr/local/bin/yb-admin\n"
+            if yugabyte
+            else ""
+        )
+        + f"""mkdir -p /var/lib/ybscale
 touch {READY_MARKER}
 """
     )

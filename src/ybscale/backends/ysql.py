@@ -211,6 +211,7 @@ class YsqlCluster(Cluster):
         layout_timeout: float = LAYOUT_TIMEOUT,
         sleep=time.sleep,
         health=None,
+        settle=None,
     ):
         if not endpoints:
             raise BackendError("no SQL endpoints")
@@ -225,6 +226,8 @@ class YsqlCluster(Cluster):
         self.layout_timeout = layout_timeout
         self.sleep = sleep
         self.health = health  # () -> list of problems beyond SQL (gcp: the masters' Raft group)
+        self.settle = settle  # () -> dict: waits after a reload (gcp: load balancer idle)
+        self.settled: list[dict] = []
         self.layouts: list[dict] = []
         self.inserted: list[dict] = []
         self._loaded = False
@@ -286,7 +289,8 @@ class YsqlCluster(Cluster):
     def reset(self, workload_kind: str) -> None:
         """Re-create the dataset (DROP + CREATE); reads leave it unchanged, so it is loaded once
         for them. Before a reload, the rows the last write repetition inserted are counted per
-        range bucket (= per tablet, range sharding); after it, the tablet layout is checked."""
+        range bucket (= per tablet, range sharding); after it, `settle` waits (gcp: until the
+        load balancer is idle) and the tablet layout is checked."""
         if workload_kind == "read" and self._loaded:
             return
         if self._loaded and self.sharding == "range":
@@ -294,6 +298,8 @@ class YsqlCluster(Cluster):
         sql = dataset_sql(self.rows, self.table, self.sharding, self.tablets)
         self.psql(sql, timeout=LOAD_TIMEOUT)
         self._loaded = True
+        if self.settle is not None:
+            self.settled.append(self.settle())
         if self.sharding in ("range", "hash"):
             self.layouts.append(self.check_layout())
 
@@ -454,6 +460,7 @@ class YsqlCluster(Cluster):
             "sharding": self.sharding,
             "tablet_layout": self.layouts,  # filled by every reset
             "inserted_per_tablet": self.inserted,  # filled before every reload
+            "after_reload": self.settled,  # what `settle` waited, per reload
         }
 
 

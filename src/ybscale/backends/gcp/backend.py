@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ybscale.backends import ssh, yb_catalogue
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, settings_by_source
+from ybscale.backends.gcp.balancer import load_balancer_idle
 from ybscale.backends.ysql import (
     FACTS_SCRIPT,
     YsqlCluster,
@@ -297,7 +298,10 @@ class GcpBackend(Backend):
             "yugabyte_version": endpoints.get("yugabyte_version"),
             "zone": endpoints.get("zone"),
             "load_generator": endpoints.get("loadgen_name"),
+            "min_cpu_platform": endpoints.get("min_cpu_platform"),
+            "cpu_platforms": endpoints.get("cpu_platforms"),
         }
+        timeout = self.settings["balancer_timeout"]
         with files.lock(), self._session(host):
             yield YsqlCluster(
                 nodes,
@@ -307,6 +311,7 @@ class GcpBackend(Backend):
                 sharding=self.settings["table_sharding"],
                 record=record,
                 health=masters_health(host, endpoints),
+                settle=load_balancer_idle(host, endpoints, timeout) if timeout else None,
             )
 
     @staticmethod

@@ -428,12 +428,20 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument(
+        "--configfile", action="append", default=[],
+        help="a profile layered over --config as by snakemake --configfile (config/gcp.yaml)",
+    )  # fmt: skip
     parser.add_argument("--design", default=None, help="default: the config's design")
     parser.add_argument("--detect", default=None, help="replications to detect e.g. 10%% or 500")
     parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
     args = parser.parse_args(argv)
     try:
         config = yaml.safe_load(Path(args.config).read_text()) or {}
+        for profile in args.configfile:
+            from snakemake.utils import update_config
+
+            update_config(config, yaml.safe_load(Path(profile).read_text()) or {})
         if args.detect:
             from ybscale.power import detect
             from ybscale.study_files import StudyFiles

@@ -125,6 +125,7 @@ def cluster_args(
         yugabyte_sha256=settings["yugabyte"].get("sha256"),
         pg_client_version=settings["pg_client_version"],
         max_run_seconds=round(settings["ttl_hours"] * 3600),
+        min_cpu_platform=settings["min_cpu_platform"],
         labels={
             "project": settings["name"],
             "stack": stack_name(combo, settings),
