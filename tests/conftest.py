@@ -57,6 +57,20 @@ def data_root():
         yield root
 
 
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """The README sequence on the tiny config, run once per session: effects.csv, then the report
+    (test_report.py and test_report_layout.py read it)."""
+    from test_pipeline import snakemake as tiny_snakemake
+    from test_pipeline import tiny_workflow
+
+    with ram_root() as root:
+        work = tiny_workflow(tmp_path_factory.mktemp("report-study"), root)
+        tiny_snakemake(work, "results/effects.csv")
+        report = tiny_snakemake(work, "--report", "report.html", check=False)
+        yield work, root, report
+
+
 def copy_workflow(dest: Path, source: Path = REPO, package: bool = False) -> Path:
     """The workflow's files copied from `source` into `dest` (and src/ with `package`)."""
     for name in WORKFLOW + (["src"] if package else []):

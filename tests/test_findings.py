@@ -196,3 +196,46 @@ def test_design_page_is_written_from_the_design(tmp_path):
     text = design_rst(load_design(other))
     assert "I = ABCDE" in text and "Resolution 5" in text
     assert "sync" in text and "1GB" in text and "share a column" not in text
+
+
+def test_findings_lead_with_a_table_of_the_active_effects(study):
+    """The page opens on a table: one row per active effect, in level words, with the numbers of
+    effects.csv (estimate, 95 % interval, share of variation) and the alias string."""
+    _, results, text, rst = study
+    body = text.split("\n", 2)[2].lstrip()  # after the title
+    lead, table = body.split("\n\n")[:2]
+    assert lead.startswith("The effects that stand out from the noise")
+    lines = table.splitlines()
+    assert lines[0] == "| effect | estimate [95 % interval] | share of variation | aliases |"
+    rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in lines[2:]]
+    effects = pd.read_csv(results / "effects.csv")
+    active = effects[effects["active"]]
+    assert len(rows) == len(active)
+    for (words, estimate, share, aliases), (_, row) in zip(rows, active.iterrows(), strict=True):
+        assert words.endswith(f"({row['term']})") or f"({row['term']}):" in words
+        match = re.fullmatch(rf"{NUMBER} tps \[{NUMBER}, {NUMBER}\]", estimate)
+        assert match, estimate
+        values = (row["effect"], row["ci_low"], row["ci_high"])
+        for shown, value in zip(match.groups(), values, strict=True):
+            assert parse_number(shown) == pytest.approx(value, abs=display_tolerance(shown))
+        assert float(share.rstrip(" %")) == pytest.approx(row["variation_pct"], abs=0.05)
+        assert aliases == row["alias"].replace("-", "")
+    assert rows[0][0] == "workload write instead of read (B)"
+    ad = next(r for r in rows if "(AD)" in r[0])
+    assert ad[0].startswith("operation_size × isolation (AD): both at the first or both at the")
+    # the table comes before the prose, in the report's copy too
+    html = publish_parts(rst, writer="html", settings_overrides={"halt_level": 2})["body"]
+    assert html.index("<table") < html.index("Response.")
+    assert html.count("<tr>") == len(active) + 1
+
+
+def test_findings_without_an_active_effect_say_so_first(study):
+    design, results, _, _ = study
+    effects = pd.read_csv(results / "effects.csv").assign(active=False)
+    effects.to_csv(results / "effects.csv", index=False)
+    text = write_findings(
+        design, StudyFiles.under(results, design.run_ids), results / "quiet.md", None
+    )
+    first = text.split("\n", 2)[2].lstrip().split("\n\n")[0]
+    assert first.startswith("**No effect stands out from the noise**: none of the 15 columns")
+    assert "| effect |" not in text

@@ -2,7 +2,8 @@
 
 `snakemake --cores 2 results/effects.csv --configfile config/test.yaml`, then
 `snakemake --report report.html --configfile config/test.yaml`, on real PostgreSQL, in a copy of
-the workflow with its own RAM data root; the report is opened in headless Chromium.
+the workflow with its own RAM data root (conftest's `built`, shared with test_report_layout.py);
+the report is opened in headless Chromium.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, ram_root, servers_under
+from conftest import REPO, servers_under
 from test_findings import NUMBER, display_tolerance, parse_number
-from test_pipeline import planned, snakemake, tiny_workflow
+from test_pipeline import planned
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -33,16 +34,6 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: no name resolves
 ]
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The README sequence, run once: effects.csv, then the report."""
-    with ram_root() as root:
-        work = tiny_workflow(tmp_path_factory.mktemp("report-study"), root)
-        snakemake(work, "results/effects.csv")
-        report = snakemake(work, "--report", "report.html", check=False)
-        yield work, root, report
 
 
 def _workflow_description(html: str) -> str:
@@ -64,11 +55,12 @@ def test_report_builds_right_after_effects(built):
 def test_findings_page_first_with_the_numbers_of_effects_csv(built):
     work, _, _ = built
     page = _workflow_description((work / "report.html").read_text(encoding="utf-8"))
-    heads = ("Findings\nResponse.", "Design\nThe design file", "Measurement\n", "Analysis\n")
+    heads = ("Findings\nThe effects", "Design\nThe design file", "Measurement\n", "Analysis\n")
     sections = [page.find(s) for s in heads]
     assert -1 not in sections and sections == sorted(sections), sections
     findings = page[sections[0] : sections[1]]
-    assert findings.split()[:2] == ["Findings", "Response."]
+    assert findings.split()[:2] == ["Findings", "The"]  # the summary table leads
+    assert findings.index("estimate [95 % interval]") < findings.index("Response.")
     effects = pd.read_csv(work / "results/effects.csv")
     active = effects[effects["active"].astype(bool)]
     sizes = re.findall(
@@ -108,14 +100,16 @@ def _chromium() -> str:
     return exe
 
 
-def _dump_dom(page: Path, profile: Path) -> str:
+def run_chromium(page: Path, profile: Path, *args: str, budget_ms: int = 15000) -> str:
+    """Headless Chromium on `page` with its own profile and `args` (--dump-dom, --screenshot=,
+    --window-size=); its stdout."""
     out = subprocess.run(
         [
             _chromium(),
             *CHROMIUM_FLAGS,
             f"--user-data-dir={profile}",
-            "--virtual-time-budget=15000",
-            "--dump-dom",
+            f"--virtual-time-budget={budget_ms}",
+            *args,
             page.as_uri(),
         ],
         capture_output=True,
@@ -124,6 +118,10 @@ def _dump_dom(page: Path, profile: Path) -> str:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
+
+
+def _dump_dom(page: Path, profile: Path) -> str:
+    return run_chromium(page, profile, "--dump-dom")
 
 
 # opens one chart of the report as a reader would (the view a result's button opens) and records
@@ -152,7 +150,7 @@ window.addEventListener("load", () => {
 """
 
 
-def _with_script(html: str, script: str) -> str:
+def with_script(html: str, script: str) -> str:
     """The report with a script before its last </body> (the others are inside JS strings)."""
     head, _, tail = html.rpartition("</body>")
     return head + script + "</body>" + tail
@@ -165,12 +163,12 @@ def test_report_renders_offline_in_headless_chromium(built, tmp_path):
     assert not re.search(r"<script[^>]+src=[\"']https?://", html)
     dom = _dump_dom(report, tmp_path / "profile1")
     text = " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
-    first = [text.find(s) for s in ("Findings Response.", "Design The design file", "Backend:")]
+    first = [text.find(s) for s in ("Findings The effects", "Design The design file", "Backend:")]
     assert -1 not in first and first == sorted(first), first  # the landing page: findings first
     assert "instead of" in text and "of the variation" in text
     for chart in ("pareto.svg", "throughput.svg", "per_second.svg"):
         page = tmp_path / f"show-{chart}.html"
-        page.write_text(_with_script(html, SHOW_CHART % chart), encoding="utf-8")
+        page.write_text(with_script(html, SHOW_CHART % chart), encoding="utf-8")
         dom = _dump_dom(page, tmp_path / f"profile-{chart}")
         size = re.search(r'data-chart="(\d+)x(\d+)"', dom)
         assert size, f"{chart}: not shown"

@@ -133,6 +133,49 @@ def alias_sentence(design: Design, row: pd.Series) -> str:
     return text
 
 
+# ---------------------------------------------------------------------------- summary table
+
+SUMMARY_HEADER = ("effect", "estimate [95 % interval]", "share of variation", "aliases")
+
+
+def summary_table(design: Design, terms: pd.DataFrame) -> list:
+    """The active effects as a short table, largest first, for the top of the findings page.
+
+    One row per active column: the effect in level words, the estimate with its 95 % interval
+    (tps, or a ratio with the multiplicative model), its share of the variation and its alias
+    string. Without an active column, one sentence saying so."""
+    active = terms[terms["active"]]
+    if active.empty:
+        return [
+            f"**No effect stands out from the noise**: none of the {len(terms)} columns can be "
+            "told from zero (see *Active effects* below)."
+        ]
+    rows = []
+    for _, row in active.iterrows():
+        term, model = str(row["term"]), str(row["model"])
+        if len(term) == 1:
+            f = design.factor(term)
+            words = f"{f.name} {f.levels[1]} instead of {f.levels[0]} ({term})"
+        elif len(term) == 2:
+            words = (
+                f"{word_name(design, term)} ({term}): both at the first or both at the second "
+                "level instead of mixed"
+            )
+        else:
+            words = f"{word_name(design, term)} ({term}): product of the signs +1 instead of -1"
+        effect, low, high = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
+        if model == "multiplicative":
+            estimate = f"×{number(10**effect, model)} [×{number(10**low, model)}, "
+            estimate += f"×{number(10**high, model)}]"
+        else:
+            estimate = (
+                f"{number(effect)} tps [{number(low, scale=effect)}, {number(high, scale=effect)}]"
+            )
+        aliases = " = ".join(m.lstrip("-") for m in str(row["alias"]).split(" = "))
+        rows.append((words, estimate, f"{float(row['variation_pct']):.1f} %", aliases))
+    return ["The effects that stand out from the noise, largest first:", ("table", rows)]
+
+
 # ---------------------------------------------------------------------------- the study
 
 
@@ -412,9 +455,11 @@ def _active_terms(study: Study) -> list[str]:
 
 
 def findings_blocks(study: Study, files: StudyFiles) -> list:
-    """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists."""
+    """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists, ("table", rows)
+    the summary table."""
     describe = partial(effect_sentence, study.design, share=False)
     return [
+        *summary_table(study.design, _terms(study)),
         *response_section(study),
         *sensitivity.scale_text(study.effects, describe),
         *effects_section(study),
@@ -443,6 +488,18 @@ def _rst_escape(text: str) -> str:
     return " ".join(out)
 
 
+def _table(rows: list[tuple], fmt: str) -> list[str]:
+    """The summary table's lines: a Markdown pipe table or an rst list-table."""
+    if fmt == "md":
+        cells = [SUMMARY_HEADER, *rows]
+        lines = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in cells]
+        return lines[:1] + ["|" + "---|" * len(SUMMARY_HEADER)] + lines[1:]
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for r in [SUMMARY_HEADER, *rows]:
+        lines += [("   * - " if i == 0 else "     - ") + _rst_escape(c) for i, c in enumerate(r)]
+    return lines
+
+
 def render(blocks: list, fmt: str) -> str:
     """Markdown (``md``) or reStructuredText (``rst``) of the blocks."""
     esc = _rst_escape if fmt == "rst" else (lambda s: s)
@@ -452,6 +509,9 @@ def render(blocks: list, fmt: str) -> str:
             lines += [esc(block), ""]
             continue
         kind, items = block
+        if kind == "table":
+            lines += _table(items, fmt) + [""]
+            continue
         for i, item in enumerate(items, start=1):
             bullet = f"{i}. " if kind == "ol" else "* "
             lines += [bullet + esc(item), ""]
