@@ -82,6 +82,7 @@ rule effects:
     params:
         alpha=ANALYSIS["alpha"],
         model=ANALYSIS["model"],
+        multiplicity=ANALYSIS["multiplicity"],
         ceiling=ANALYSIS["ceiling"],
         runs=expand("results/runs/{run}", run=RUNS),
         clusters=CLUSTER_ARGS,
@@ -89,6 +90,7 @@ rule effects:
         "(python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
         " --response response --alpha {params.alpha} --model {params.model}"
         " --clusters {params.clusters}"
+        " --multiplicity {params.multiplicity}"
         " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
         " --residuals {output.residuals} --outliers {output.outliers}"
         " --pareto {output.pareto} --half-normal {output.half_normal}"

@@ -122,3 +122,25 @@ def test_saturated_without_pooling_has_nan_tests():
     assert table.loc["residual", "sum_sq"] == pytest.approx(0.0, abs=1e-9)
     assert table.loc["residual", "df"] == 4
     assert not result.residuals["outlier"].any()
+
+
+@pytest.mark.parametrize("replications", [1, 2])
+def test_external_residuals_match_statsmodels_refit_per_run(replications):
+    """The deletion identity gives what outlier_test's leave-one-out refits give (pooled
+    unreplicated model and full replicated model with blocks)."""
+    from ybscale.anova import _fit, externally_studentized, pooled_terms
+
+    design = design_from_dict({"factors": FACTORS, "replications": replications})
+    x = design.model_matrix()
+    rng = np.random.default_rng(11)
+    y = 50 + 8 * x["A"] - 5 * x["AC"] + rng.normal(0, 2, design.n_runs)
+    y.iloc[5] += 9
+    blocks = replications > 1
+    kept = [t for t in design.terms if t not in pooled_terms(design, y)]
+    fit = _fit(design, y, kept, blocks)
+    external, bonf = externally_studentized(fit, fit.get_influence())
+    refit = fit.outlier_test(method="bonf")
+    assert np.allclose(external, refit["student_resid"])
+    assert np.allclose(bonf, refit["bonf(p)"])
+    residuals = fit_anova(design, y, blocks=blocks).residuals
+    assert np.allclose(residuals["studentized_external"], refit["student_resid"])

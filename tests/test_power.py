@@ -18,7 +18,7 @@ from ybscale.backends.gcp.plan import main as plan_main
 from ybscale.backends.gcp.plan import plan
 from ybscale.design import Design, Factor, load_design
 from ybscale.effects import estimate_effects
-from ybscale.power import error_df, parse_size, power, replications_needed
+from ybscale.power import effect_alpha, error_df, parse_size, power, replications_needed
 from ybscale.row import resolve_rows
 
 
@@ -44,7 +44,8 @@ def test_power_equals_montgomerys_noncentral_f():
 
 def test_power_matches_the_pipelines_own_t_test_by_simulation():
     # 2^3 design, 2 replications, effect of A = 1.2 sigma: how often does estimate_effects
-    # (method t) flag A active? That frequency is the power the planner promises.
+    # (method t, Holm over the 7 columns by default) flag A active? That frequency is the power
+    # the planner promises: the t test at alpha / 7, Holm's first step.
     factors = tuple(Factor(x, f"f{x}", (-1, 1)) for x in "ABC")
     design = Design(factors=factors, replications=2)
     a = design.sign_table()["A"].to_numpy()
@@ -55,7 +56,9 @@ def test_power_matches_the_pipelines_own_t_test_by_simulation():
         y = pd.Series(100 + 0.6 * a + rng.normal(0, 1, len(a)), index=design.run_ids)
         effects = estimate_effects(design, y).set_index("term")
         hits += bool(effects.loc["A", "active"])
-    expected = power(1.2, 1.0, design.n_runs, error_df(design.n_rows, 2))
+    level = effect_alpha(0.05, "holm", design.n_rows, 2)
+    assert level == pytest.approx(0.05 / 7)
+    expected = power(1.2, 1.0, design.n_runs, error_df(design.n_rows, 2), level)
     assert hits / sims == pytest.approx(expected, abs=0.07)
 
 

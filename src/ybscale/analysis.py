@@ -29,6 +29,8 @@ from ybscale.effects import (
     noise_se_from_ci,
     transform,
 )
+from ybscale.multiplicity import DEFAULT as MULTIPLICITY
+from ybscale.multiplicity import RULES, keep_family
 from ybscale.order import executed_positions
 from ybscale.scale import AUTO, choose
 from ybscale.sensitivity import with_other_scale
@@ -349,6 +351,7 @@ def analyze(
     charts: bool = True,
     run_order: Path | None = None,
     clusters: dict[str, str] | None = None,
+    multiplicity: str = MULTIPLICITY,
 ) -> dict[str, pd.DataFrame]:
     """Write the effects, ANOVA, residuals and outliers tables (and the charts) where `out`
     says: an AnalysisPaths, or a folder (``<table>.csv``, ``charts/``; no charts unless
@@ -360,7 +363,8 @@ def analyze(
     ``model`` ``auto`` picks the scale from the data (ybscale.scale); the effects table records
     the scale, how it was chosen, and which effects are active on the other scale.
     ``clusters`` (run -> the cluster it ran on; default: each its own) sets the error strata:
-    each column is judged against the noise of its stratum (ybscale.strata)."""
+    each column is judged against the noise of its stratum (ybscale.strata).
+    ``multiplicity`` adjusts the replicated design's p-values over its columns (holm, bh, none)."""
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
@@ -371,15 +375,16 @@ def analyze(
     strata = column_strata(design, clusters or {})
 
     def judged(on: str) -> pd.DataFrame:
-        table = estimate_effects(design, y, alpha=alpha, model=on, noise_se=noise, blocks=blocks)
-        table = judge(table, strata, alpha)
+        base = estimate_effects(design, y, alpha, on, noise, blocks, multiplicity=multiplicity)
+        table = judge(base, strata, alpha)
         if clusters and mixed_applies(strata, clusters, design.replications):
             table = mixed(table, design, transform(y, on), clusters, strata, alpha)
-        return table
+        same = table["std_error"].eq(base["std_error"]) & table["method"].eq(base["method"])
+        return keep_family(table, same, alpha)
 
     effects = with_other_scale(judged(model), judged, scale, y)
     order = executed_positions(run_order) if run_order else None
-    result = fit_anova(design, y, alpha=alpha, model=model, blocks=blocks, order=order)
+    result = fit_anova(design, y, alpha, model, blocks, order, multiplicity)
     tables = {
         "effects": effects,
         "anova": result.table,
@@ -402,6 +407,9 @@ def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
     active = terms.loc[terms["active"].astype(bool), "term"].tolist()
     runs = tables["outliers"]["run"].tolist()
     method = terms["method"].iloc[0] if len(terms) else "?"
+    if method == "t":
+        rule = effects.attrs["multiplicity"]
+        method = f"t, {rule} over {effects.attrs['columns']} columns"
     return "\n".join(
         [
             "wrote " + ", ".join(str(getattr(paths, n)) for n in OUTPUTS),
@@ -427,6 +435,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--response", default=None, help="response column (default: the only one)")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--model", choices=(AUTO, *MODELS), default=AUTO)
+    parser.add_argument(
+        "--multiplicity",
+        choices=RULES,
+        default=MULTIPLICITY,
+        help="p-value adjustment over the columns of a replicated design (default: holm)",
+    )
     parser.add_argument("--no-charts", action="store_true", help="do not draw charts")
     parser.add_argument("--run-order", type=Path, help="results/run_order.csv (residual order)")
     parser.add_argument(
@@ -450,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
             args.model,
             run_order=args.run_order,
             clusters=clusters,
+            multiplicity=args.multiplicity,
         )
     except (DesignError, ResponsesError) as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None

@@ -19,6 +19,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -156,8 +157,9 @@ class Design:
 
     # ---- sign table
 
-    def _columns(self) -> dict[str, list[int]]:
-        """Letter -> +-1 column over one replicate (Yates order)."""
+    @cached_property
+    def _column_lists(self) -> dict[str, list[int]]:
+        """Letter -> +-1 column over one replicate (Yates order); computed once (frozen)."""
         cols = {
             b: [1 if (i >> j) & 1 else -1 for i in range(self.n_rows)]
             for j, b in enumerate(self.base)
@@ -172,9 +174,13 @@ class Design:
 
     def sign_table(self) -> pd.DataFrame:
         """Index ``run``; columns ``row``, ``replicate`` and one +-1 int column per letter."""
+        return self._sign_table.copy()
+
+    @cached_property
+    def _sign_table(self) -> pd.DataFrame:
         import pandas as pd  # lazily: the workflow's parse needs only `signs`
 
-        cols = self._columns()
+        cols = self._column_lists
         reps = self.replications
         data = {
             "row": list(range(1, self.n_rows + 1)) * reps,
@@ -190,7 +196,7 @@ class Design:
         if run not in self.run_ids:
             raise KeyError(run)
         index = (self.run_ids.index(run)) % self.n_rows
-        cols = self._columns()
+        cols = self._column_lists
         return {letter: cols[letter][index] for letter in self.letters}
 
     def levels(self, run: str) -> dict[str, object]:
@@ -231,6 +237,10 @@ class Design:
         return min(len(w[1]) for w in words) if words else math.inf
 
     def _groups(self) -> list[tuple[str, list[str]]]:
+        return [(term, list(members)) for term, members in self._alias_group_list]
+
+    @cached_property
+    def _alias_group_list(self) -> list[tuple[str, list[str]]]:
         subgroup = [(1, frozenset()), *self._defining_words()]
         groups = []
         for base_word in _yates_words(self.base):
@@ -257,13 +267,25 @@ class Design:
     def alias_string(self, term: str) -> str:
         """``"A = BF = CEF = ABCE"``; ``term`` may be any member of the group."""
         wanted = "".join(sorted(term.strip().lstrip("-").upper()))
-        for _, members in self._groups():
-            if wanted in (m.lstrip("-") for m in members):
-                return " = ".join(members)
-        raise KeyError(f"{term!r} is not an estimable effect of {self.source}")
+        if wanted not in self._alias_strings:
+            raise KeyError(f"{term!r} is not an estimable effect of {self.source}")
+        return self._alias_strings[wanted]
+
+    @cached_property
+    def _alias_strings(self) -> dict[str, str]:
+        """Every member's letters -> its group's alias string."""
+        return {
+            m.lstrip("-"): " = ".join(members)
+            for _, members in self._alias_group_list
+            for m in members
+        }
 
     def model_matrix(self) -> pd.DataFrame:
         """Index ``run``; one +-1 column per estimable term (product of its letters)."""
+        return self._model_matrix.copy()
+
+    @cached_property
+    def _model_matrix(self) -> pd.DataFrame:
         import pandas as pd
 
         table = self.sign_table()
@@ -361,7 +383,7 @@ def _check_generators(design: Design, src: str) -> None:
 
 def _check_columns(design: Design, src: str) -> None:
     """No two factor columns may be equal (or opposite): they could not be separated."""
-    cols = design._columns()
+    cols = design._column_lists
     for a, b in combinations(design.letters, 2):
         neg = [-x for x in cols[b]]
         if cols[a] == cols[b] or cols[a] == neg:

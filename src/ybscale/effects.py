@@ -8,7 +8,12 @@ Significance, always on the effect scale:
   PSE = 1.5·median{|c| : |c| < 2.5·s0}, d = m/3, ME = t(1−α/2, d)·PSE,
   SME = t(γ, d)·PSE with γ = (1 + (1−α)^(1/m))/2; active = |effect| > ME, active_sme = > SME.
 * r >= 2: Jain ch. 18. s_e² = SSE / (2^(k-p)(r−1)), s_q = s_e / sqrt(2^(k-p)·r),
-  CI = q ± t(1−α/2, 2^(k-p)(r−1))·s_q, reported doubled (effect scale); active = CI excludes 0.
+  CI = q ± t(1−α/2, 2^(k-p)(r−1))·s_q, reported doubled (effect scale); ``p_value`` is the
+  column's two-sided t test. The family of columns tested (one per alias group) is controlled by
+  ``multiplicity`` (ybscale.multiplicity: holm, bh or none): ``p_adjusted`` is the adjusted
+  p-value, active = p_adjusted < α, and ``me_adjusted`` is the |effect| the rule's cut
+  corresponds to (active = |effect| > me_adjusted). The CI stays the column's own 95 % interval.
+  Unreplicated designs (Lenth) have no p-values: NaN, multiplicity "none" (active is at ME).
 
 model="multiplicative" analyses log10(response) (Jain 18.7); effects are then log10 ratios.
 
@@ -31,6 +36,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ybscale import multiplicity as mult
+
 MODELS = ("additive", "multiplicative")
 COLUMNS = [
     "term",
@@ -45,9 +52,13 @@ COLUMNS = [
     "sme",
     "ci_low",
     "ci_high",
+    "p_value",
+    "p_adjusted",
+    "me_adjusted",
     "active",
     "active_sme",
     "method",
+    "multiplicity",
     "model",
     "noise",
     "below_noise",
@@ -157,14 +168,22 @@ def _lenth_columns(effect: pd.Series, alpha: float) -> tuple[pd.DataFrame, dict]
     out["sme"] = info["sme"]
     out["ci_low"] = effect - info["me"]
     out["ci_high"] = effect + info["me"]
+    out["p_value"] = out["p_adjusted"] = out["me_adjusted"] = math.nan
     out["active"] = effect.abs() > info["me"]
     out["active_sme"] = effect.abs() > info["sme"]
     out["method"] = "lenth"
+    out["multiplicity"] = "none"
     return out, info
 
 
 def _t_columns(
-    effect: pd.Series, sse: float, n_rows: int, r: int, alpha: float, blocks: bool = False
+    effect: pd.Series,
+    sse: float,
+    n_rows: int,
+    r: int,
+    alpha: float,
+    blocks: bool = False,
+    rule: str = mult.DEFAULT,
 ) -> tuple[pd.DataFrame, dict]:
     df_error = n_rows * (r - 1) - ((r - 1) if blocks else 0)
     s_e = math.sqrt(sse / df_error)
@@ -175,14 +194,20 @@ def _t_columns(
     out["std_error"] = 2.0 * s_q
     with np.errstate(divide="ignore", invalid="ignore"):
         out["standardized"] = effect / (2.0 * s_q)
+        p = 2.0 * stats.t.sf(np.abs(out["standardized"].to_numpy()), df_error)
     out["me"] = half
     out["sme"] = math.nan
     out["ci_low"] = effect - half
     out["ci_high"] = effect + half
-    out["active"] = (out["ci_low"] > 0) | (out["ci_high"] < 0)
+    out["p_value"] = p
+    out["p_adjusted"] = mult.adjust(p, rule)
+    cut = mult.cut_p(out["p_adjusted"], rule, alpha)
+    out["me_adjusted"] = 2.0 * float(stats.t.isf(cut / 2.0, df_error)) * s_q
+    out["active"] = out["p_adjusted"] < alpha
     out["active_sme"] = False
     out["method"] = "t"
-    info = {"s_e": s_e, "s_q": s_q, "df_error": df_error, "t": t}
+    out["multiplicity"] = rule
+    info = {"s_e": s_e, "s_q": s_q, "df_error": df_error, "t": t, "cut_p": cut}
     return out, info
 
 
@@ -193,15 +218,18 @@ def estimate_effects(
     model: str = "additive",
     noise_se: pd.Series | None = None,
     blocks: bool = False,
+    multiplicity: str = mult.DEFAULT,
 ) -> pd.DataFrame:
     """Effects table (see COLUMNS), sorted by |effect| descending; r >= 2 adds an 'error' line.
 
     ``responses`` holds one value per run id (replicates included); ``noise_se`` each run's
     standard error of measurement; ``blocks`` takes the replicate blocks out of the error
-    (r >= 2). Summary numbers (mean, SST, SSE, PSE or s_e, noise, ...) are in ``result.attrs``.
+    (r >= 2); ``multiplicity`` the rule over the columns tested (r >= 2). Summary numbers (mean,
+    SST, SSE, PSE or s_e, noise, columns tested, ...) are in ``result.attrs``.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    mult.check_rule(multiplicity)
     raw = aligned_responses(design, responses)
     y = transform(raw, model)
     effect = contrasts(design, y)
@@ -211,7 +239,7 @@ def estimate_effects(
     ss_block = block_sum_sq(design, y) if blocks else 0.0
     sse = max(sse - ss_block, 0.0)
     if r > 1:
-        sig, info = _t_columns(effect, sse, design.n_rows, r, alpha, blocks)
+        sig, info = _t_columns(effect, sse, design.n_rows, r, alpha, blocks, multiplicity)
     else:
         sig, info = _lenth_columns(effect, alpha)
     table = pd.DataFrame(
@@ -244,6 +272,8 @@ def estimate_effects(
             "noise": band,
             "alpha": alpha,
             "model": model,
+            "multiplicity": multiplicity if r > 1 else "none",
+            "columns": len(effect),
             **info,
         }
     )

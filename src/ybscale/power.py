@@ -9,7 +9,9 @@ found by the two-sided t test at level α with power
 (scipy's ``nct``; Montgomery's operating characteristic curves use the equivalent noncentral
 F(1, ν, Nδ²/(4σ²))). ν is the pure-error df n_rows·(r−1) for r ≥ 2; with r = 1 there is no pure
 error and the test is Lenth's, whose reference distribution has ν = m/3 (m = n_rows−1
-effects).
+effects). Replicated designs adjust for the m columns tested (``analysis.multiplicity``): the
+planner then asks for the level a lone effect must clear, α/m under holm and bh (their first
+step; a lower bound on the power when several effects are real), α under none.
 
 σ comes from the study itself, in this order: the replicate (pure) error when the design was
 replicated (effects.csv ``method = t``: std_error = 2σ/√N), else Lenth's pseudo standard error of
@@ -31,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ybscale import multiplicity as mult
 from ybscale.strata import detect_lines
 from ybscale.study_files import StudyFiles
 
@@ -64,6 +67,11 @@ def power(delta: float, sigma: float, n_runs: int, df: float, alpha: float = 0.0
     return float(stats.nct.sf(crit, df, ncp) + stats.nct.cdf(-crit, df, ncp))
 
 
+def effect_alpha(alpha: float, rule: str, n_rows: int, r: int) -> float:
+    """The level one effect is tested at: Lenth's per-column α for r = 1, else the rule's."""
+    return alpha if r < 2 else mult.column_alpha(alpha, rule, n_rows - 1)
+
+
 def replications_needed(
     delta: float,
     sigma: float,
@@ -71,11 +79,14 @@ def replications_needed(
     alpha: float = 0.05,
     target: float = POWER,
     max_r: int = MAX_REPLICATIONS,
+    rule: str = "none",
 ) -> tuple[int | None, float]:
-    """Smallest r (1..max_r) whose power reaches target, and that power (None if none does)."""
+    """Smallest r (1..max_r) whose power reaches target, and that power (None if none does);
+    `rule` is the multiplicity adjustment of replicated designs (r >= 2)."""
     best = math.nan
     for r in range(1, max_r + 1):
-        best = power(delta, sigma, n_rows * r, error_df(n_rows, r), alpha)
+        level = effect_alpha(alpha, rule, n_rows, r)
+        best = power(delta, sigma, n_rows * r, error_df(n_rows, r), level)
         if best >= target:
             return r, best
     return None, best
@@ -152,12 +163,21 @@ def detect(text: str, design, config: dict, files: StudyFiles, cost=None) -> str
     """The `ybscale plan --detect SIZE` report; `cost(replications)` adds a cost line (gcp)."""
     noise = study_noise(files)
     alpha = float(config["analysis"]["alpha"])
+    rule = config["analysis"].get("multiplicity", mult.DEFAULT)
     delta, label = parse_size(text, noise.mean, noise.model)
-    r, reached = replications_needed(delta, noise.sigma, design.n_rows, alpha)
-    now = power(delta, noise.sigma, noise.runs, error_df(design.n_rows, design.replications), alpha)
+    r, reached = replications_needed(delta, noise.sigma, design.n_rows, alpha, rule=rule)
+    reps = design.replications
+    level = effect_alpha(alpha, rule, design.n_rows, reps)
+    now = power(delta, noise.sigma, noise.runs, error_df(design.n_rows, reps), level)
     unit = "" if noise.model == "multiplicative" else " tps"
+    adjusted = (
+        f" (replicated: each of the {design.n_rows - 1} columns at alpha/{design.n_rows - 1}, "
+        f"the first step of {rule})"
+        if rule != "none"
+        else ""
+    )
     lines = [
-        f"Effect to detect: {label}; alpha {alpha:g}, power {POWER:g}, two-sided t test.",
+        f"Effect to detect: {label}; alpha {alpha:g}{adjusted}, power {POWER:g}, two-sided t test.",
         f"Noise: sigma of one run = {noise.sigma:,.4g}{unit} from {noise.source} "
         f"({noise.runs} runs of {files.describe()})"
         + (

@@ -1,0 +1,126 @@
+"""Multiplicity control over the family of columns a replicated design tests.
+
+A replicated 2^(k-p) design tests every estimable column (one per alias group: aliases count
+once) with a t test. With m columns each tested at α, about α·m are flagged by chance alone when
+no factor matters. The adjusted p-values (statsmodels ``multipletests``) keep that in hand:
+
+* ``holm`` (default): Holm's step-down; the chance of one or more false findings among the m
+  columns (family-wise error rate) is at most α.
+* ``bh``: Benjamini–Hochberg; on average at most a share α of the active columns are false
+  (false discovery rate), more power than Holm when several effects are real.
+* ``none``: each column at α on its own; about α·m false findings expected when nothing is real.
+
+A column is active when its adjusted p-value is below α. Both rules are monotone in the raw p, so
+the decision is a cut on |effect| (``cut_p``: the raw p at which the rule stops).
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+from statsmodels.stats.multitest import multipletests
+
+RULES = ("holm", "bh", "none")
+DEFAULT = "holm"
+_METHOD = {"holm": "holm", "bh": "fdr_bh"}
+NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no adjustment"}
+
+
+def check_rule(rule: str) -> str:
+    """The rule, or ValueError naming the allowed ones."""
+    if rule not in RULES:
+        raise ValueError(f"multiplicity must be one of {', '.join(RULES)}, got {rule!r}")
+    return rule
+
+
+def adjust(p_values, rule: str = DEFAULT) -> np.ndarray:
+    """Adjusted p-values over the family (NaN entries are not in the family and stay NaN)."""
+    p = np.asarray(p_values, dtype=float)
+    out = p.copy()
+    finite = np.isfinite(p)
+    if check_rule(rule) == "none" or not finite.any():
+        return out
+    gc.freeze()  # statsmodels' Holm runs gc.collect(): over the frozen heap it is ~free
+    try:
+        out[finite] = multipletests(p[finite], method=_METHOD[rule])[1]
+    finally:
+        gc.unfreeze()
+    return out
+
+
+def cut_p(p_adjusted, rule: str, alpha: float) -> float:
+    """The raw p at which the rule separates active from not active columns (from `adjust`).
+
+    Active columns have raw p <= the cut and the others more: Holm after k rejections tests the
+    next at α/(m−k); Benjamini–Hochberg with k rejections has cut k·α/m (α/m when k = 0)."""
+    p = np.asarray(p_adjusted, dtype=float)
+    p = p[np.isfinite(p)]
+    m = len(p)
+    if check_rule(rule) == "none" or m == 0:
+        return alpha
+    k = int((p < alpha).sum())
+    if rule == "holm":
+        return alpha / max(m - k, 1)
+    return max(k, 1) * alpha / m
+
+
+def column_alpha(alpha: float, rule: str, columns: int) -> float:
+    """The level one real effect must clear when the others are zero: α/m under Holm and
+    Benjamini–Hochberg (their first step), α without adjustment. Power computed at it is exact
+    for a lone effect and a lower bound when several are real (later steps are easier)."""
+    return alpha if check_rule(rule) == "none" else alpha / max(columns, 1)
+
+
+def allowance(rule: str, columns: int, alpha: float) -> str:
+    """What the rule allows in false findings over `columns` tests, in words."""
+    pct = f"{100 * alpha:g} %"
+    if check_rule(rule) == "holm":
+        return (
+            f"the chance that even one of the {columns} columns is flagged active while its "
+            f"effect is zero is at most {pct} (family-wise error rate)"
+        )
+    if rule == "bh":
+        return (
+            f"on average at most {pct} of the active columns are false findings (false "
+            f"discovery rate over {columns} columns)"
+        )
+    return (
+        f"each of the {columns} columns is tested at α = {alpha:g} on its own: about "
+        f"{alpha * columns:.1f} columns are expected to be flagged active by chance alone when "
+        "no factor has any effect"
+    )
+
+
+def describe(rule: str, columns: int, alpha: float) -> str:
+    """``"Holm over 127 columns"``, for chart subtitles and summaries."""
+    if check_rule(rule) == "none":
+        return f"no multiplicity adjustment ({columns} columns, each at α = {alpha:g})"
+    return f"{NAMES[rule]}-adjusted p < {alpha:g} over {columns} columns"
+
+
+def keep_family(table, tested, alpha: float):
+    """An effects table after some columns were judged by another test (error strata: Lenth
+    or MixedLM per stratum, ybscale.strata): the family is the columns still judged by the
+    replicate t test (`tested`, a boolean mask); their p-values are adjusted again over that
+    family, the others' p columns emptied (their ``active`` is their stratum's)."""
+    from scipy import stats
+
+    t_rows = table["method"].eq("t") & table["p_value"].notna()
+    if not t_rows.any() or bool((t_rows == (t_rows & tested)).all()):
+        return table
+    out = table.copy()
+    rule = str(out.loc[t_rows, "multiplicity"].iloc[0])
+    left = t_rows & ~tested
+    out.loc[left, ["p_value", "p_adjusted", "me_adjusted"]] = np.nan
+    out.loc[left, "multiplicity"] = "none"
+    family = t_rows & tested
+    if family.any():
+        adjusted = adjust(out.loc[family, "p_value"], rule)
+        cut = cut_p(adjusted, rule, alpha)
+        df = float(table.attrs["df_error"])
+        out.loc[family, "p_adjusted"] = adjusted
+        out.loc[family, "me_adjusted"] = out.loc[family, "std_error"] * stats.t.isf(cut / 2, df)
+        out.loc[family, "active"] = adjusted < alpha
+    out.attrs["columns"] = int(family.sum())
+    return out

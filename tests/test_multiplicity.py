@@ -1,0 +1,128 @@
+"""Multiplicity control over the columns of a replicated 2^(k-p): seeded simulations with a known
+truth, the adjusted p-values in the effects and ANOVA tables, and the config field."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO
+
+from ybscale import settings
+from ybscale.anova import fit_anova
+from ybscale.design import design_from_dict
+from ybscale.effects import estimate_effects
+
+ALPHA = 0.05
+SIMULATIONS = 200
+SIGMA = 10.0
+
+
+def _design(letters: str, generators: dict[str, str], replications: int):
+    factors = {x: {"name": f"factor_{x.lower()}", "levels": ["low", "high"]} for x in letters}
+    spec = {"factors": factors, "generators": generators, "replications": replications}
+    return design_from_dict(spec)
+
+
+# 2^(5-1), resolution V, 3 replicates: 48 runs, 15 columns (31 effects in 15 alias groups),
+# 32 error degrees of freedom.
+NULL_DESIGN = _design("ABCDE", {"E": "ABCD"}, 3)
+# 2^(4-1), resolution IV, 4 replicates: 32 runs, 7 columns, 24 error degrees of freedom; three
+# true effects of 4 standard errors (an effect's standard error is 2σ/√N).
+DESIGN = _design("ABCD", {"D": "ABC"}, 4)
+SE = 2 * SIGMA / np.sqrt(DESIGN.n_runs)
+TRUE = {"A": 4 * SE, "C": -4 * SE, "AB": 4 * SE}
+
+
+def _responses(design, rng, truth: dict[str, float]) -> pd.Series:
+    """One simulated study: 1000 + Σ effect/2 · column + N(0, σ²) noise per run."""
+    x = design.model_matrix()
+    y = 1000 + rng.normal(0, SIGMA, design.n_runs)
+    for term, effect in truth.items():
+        y = y + effect / 2 * x[term].to_numpy()
+    return pd.Series(y, index=x.index)
+
+
+def _active(design, y: pd.Series, rule: str) -> set[str]:
+    table = estimate_effects(design, y, alpha=ALPHA, multiplicity=rule)
+    return set(table.loc[table["active"].astype(bool), "term"])
+
+
+def test_holm_keeps_the_chance_of_any_false_finding_at_alpha_without_true_effects():
+    rng = np.random.default_rng(20240)
+    studies = [_responses(NULL_DESIGN, rng, {}) for _ in range(SIMULATIONS)]
+    holm = np.mean([bool(_active(NULL_DESIGN, y, "holm")) for y in studies])
+    none = np.mean([bool(_active(NULL_DESIGN, y, "none")) for y in studies])
+    print(f"null studies with >= 1 active column of 15: holm {holm:.3f}, none {none:.3f}")
+    assert holm <= ALPHA + 0.02
+    assert none >= 0.3  # 15 columns each at 5 %: 1 − 0.95^15 ≈ 0.54
+
+
+def test_bh_keeps_the_false_share_among_active_at_alpha_and_finds_4_se_effects():
+    """BH over 200 studies with three true effects: mean false share among the active columns
+    <= α + 2 points, and the true effects found in >= 90 % of (study, effect) pairs (Holm
+    printed: its first step is Bonferroni's at α/7, so 4 SE is found less often)."""
+    rng = np.random.default_rng(20241)
+    false_share, found, holm_found = [], dict.fromkeys(TRUE, 0), dict.fromkeys(TRUE, 0)
+    for _ in range(SIMULATIONS):
+        y = _responses(DESIGN, rng, TRUE)
+        active = _active(DESIGN, y, "bh")
+        false_share.append(len(active - set(TRUE)) / max(len(active), 1))
+        for term in active & set(TRUE):
+            found[term] += 1
+        for term in _active(DESIGN, y, "holm") & set(TRUE):
+            holm_found[term] += 1
+    power = {term: n / SIMULATIONS for term, n in found.items()}
+    holm = {term: n / SIMULATIONS for term, n in holm_found.items()}
+    print(f"BH: mean false share {np.mean(false_share):.3f}; 4-SE effects found {power}")
+    print(f"Holm: 4-SE effects found {holm}")
+    assert np.mean(false_share) <= ALPHA + 0.02
+    assert sum(found.values()) / (SIMULATIONS * len(TRUE)) >= 0.90
+
+
+def test_aliases_count_once_and_anova_agrees_with_the_effects():
+    """2^(10-3) with 3 replicates: 127 columns tested (not the 1023 effects they alias);
+    the ANOVA's F tests give the effects' t tests' p-values, adjusted the same way."""
+    design = _design("ABCDEFGHJK", {"H": "ABCDG", "J": "ABEFG", "K": "ACDEF"}, 3)
+    x = design.model_matrix()
+    rng = np.random.default_rng(7)
+    y = pd.Series(1000 + rng.normal(0, SIGMA, design.n_runs) + 40 * x["A"], index=x.index)
+    effects = estimate_effects(design, y, alpha=ALPHA, multiplicity="bh")
+    assert effects.attrs["columns"] == 127
+    terms = effects[effects["term"] != "error"].set_index("term")
+    assert len(terms) == 127 and set(terms["multiplicity"]) == {"bh"}
+    from statsmodels.stats.multitest import multipletests
+
+    expected = multipletests(terms["p_value"], method="fdr_bh")[1]
+    assert np.allclose(terms["p_adjusted"], expected)
+    assert (terms["active"] == (terms["p_adjusted"] < ALPHA)).all()
+    # the cut on |effect| separates exactly the active columns
+    assert (terms["active"] == (terms["effect"].abs() > terms["me_adjusted"])).all()
+    anova = fit_anova(design, y, alpha=ALPHA, multiplicity="bh").table.set_index("term")
+    assert np.allclose(anova.loc[terms.index, "p_value"], terms["p_value"])
+    assert np.allclose(anova.loc[terms.index, "p_adjusted"], terms["p_adjusted"])
+    assert np.isnan(anova.loc["residual", "p_adjusted"])
+
+
+def test_none_flags_what_the_interval_flags():
+    rng = np.random.default_rng(3)
+    y = _responses(DESIGN, rng, TRUE)
+    table = estimate_effects(DESIGN, y, alpha=ALPHA, multiplicity="none")
+    terms = table[table["term"] != "error"]
+    excludes_zero = (terms["ci_low"] > 0) | (terms["ci_high"] < 0)
+    assert (terms["active"] == excludes_zero).all()
+    assert np.allclose(terms["p_adjusted"], terms["p_value"])
+
+
+def test_an_unknown_rule_is_named_in_the_config_error():
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert settings.load(config)["analysis"]["multiplicity"] == "holm"
+    del config["analysis"]["multiplicity"]
+    assert settings.load(config)["analysis"]["multiplicity"] == "holm"  # the schema's default
+    config["analysis"]["multiplicity"] = "bonferroni"
+    with pytest.raises(settings.SettingsError, match=r"config/config.yaml: analysis.multiplicity"):
+        settings.load(config)
+    with pytest.raises(ValueError, match="holm, bh, none"):
+        y = _responses(DESIGN, np.random.default_rng(0), {})
+        estimate_effects(DESIGN, y, multiplicity="sidak")
