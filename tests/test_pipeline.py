@@ -210,7 +210,7 @@ def test_failing_row_stops_its_servers(study):
 def test_interrupted_run_stops_its_servers(study):
     work, root = study
     long = yaml.safe_load((work / "config" / "test.yaml").read_text())
-    long["measurement"].update(clients=[1, 2, 4], repetitions=5, seconds=2)
+    long["measurement"].update(clients=[1, 2, 4], max_clients=4, repetitions=5, seconds=2)
     (work / "config" / "long.yaml").write_text(yaml.safe_dump(long))
     (work / "results/logs/measure/run05.log").unlink(missing_ok=True)  # no earlier run's lines
     proc = subprocess.Popen(
