@@ -41,8 +41,9 @@ class FakeStack:
     def set_all_config(self, values):
         self.config.update(values)
 
-    def up(self, on_output=None):
+    def up(self, on_output=None, refresh=None):
         self.auto.calls.append(("up", self.name))
+        self.refreshed = refresh
         if self.auto.fail_up:
             raise RuntimeError("quota exceeded")
         outputs = {
@@ -149,6 +150,7 @@ def test_up_writes_endpoints_and_stack_config(settings, tmp_path):
     assert endpoints["stack"] == "ybscale-nodes3-small-reploff" and ready == [endpoints["stack"]]
     assert endpoints["expiry"] == "20261122t2300z"
     stack = auto.stacks["ybscale-nodes3-small-reploff"]
+    assert stack.refreshed is True  # `up --refresh`: VMs deleted by max_run_duration come back
     cluster = json.loads(stack.config["ybscale:cluster"].value)
     assert cluster["nodes"] == 3 and cluster["replication_factor"] == 1
     assert cluster["machine_type"] == "n2-standard-2"

@@ -336,7 +336,9 @@ def up(
     try:
         if cloud:
             stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
-        result = stack.up(on_output=log)
+        # refresh first: VMs that max_run_duration deleted are then seen as gone and created
+        # again, instead of "no changes" for a stack whose VMs no longer exist
+        result = stack.up(on_output=log, refresh=True)
         outputs = {k: getattr(v, "value", v) for k, v in result.outputs.items()}
         endpoints = {
             **outputs,
