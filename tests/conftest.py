@@ -1,10 +1,35 @@
 """Shared fixtures: a private RAM data root, a look at which servers are still running, an sshd
-on 127.0.0.1."""
+on 127.0.0.1, and one tiny study run once per session that every test reading a finished study
+shares.
+
+The shared study (`tiny_study`)
+-------------------------------
+The README sequence on ``config/test.yaml`` (16 rows, real PostgreSQL, about a minute): the
+default target, then ``--report report.html``, run once per pytest session in a copy of the
+workflow (its package too) with its own RAM data root. A test that only READS a finished study
+takes it as a fixture::
+
+    def test_something(tiny_study):
+        effects = pd.read_csv(tiny_study.work / "results/effects.csv")
+        out = tiny_snakemake(tiny_study.work, "-n", "results/effects.csv")  # dry runs are reads
+
+A test that CHANGES anything (edits a file, even to restore it; forces a row; adds a config;
+writes a report elsewhere than tmp_path) works on its own copy, results and Snakemake's
+metadata included, so the copy is just as finished and up to date::
+
+    def test_edit(tiny_study_copy):
+        work = tiny_study_copy  # a Path: a private copy of tiny_study.work
+
+The copies keep the shared data root (`tiny_study.root`, tests run one at a time), so a dry run
+of an unchanged copy plans nothing. The session checks at its end that nobody wrote into the
+shared study: a changed, added or removed file there is an error of the session.
+"""
 
 from __future__ import annotations
 
 import getpass
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -12,9 +37,11 @@ import sys
 import time
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 # what a user's checkout holds to run a study (results/ excluded; the package only where asked)
@@ -57,20 +84,6 @@ def data_root():
         yield root
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """The README sequence on the tiny config, run once per session: effects.csv, then the report
-    (test_report.py and test_report_layout.py read it)."""
-    from test_pipeline import snakemake as tiny_snakemake
-    from test_pipeline import tiny_workflow
-
-    with ram_root() as root:
-        work = tiny_workflow(tmp_path_factory.mktemp("report-study"), root)
-        tiny_snakemake(work, "results/effects.csv")
-        report = tiny_snakemake(work, "--report", "report.html", check=False)
-        yield work, root, report
-
-
 def copy_workflow(dest: Path, source: Path = REPO, package: bool = False) -> Path:
     """The workflow's files copied from `source` into `dest` (and src/ with `package`)."""
     for name in WORKFLOW + (["src"] if package else []):
@@ -99,6 +112,83 @@ def snakemake(
 def failed(out: subprocess.CompletedProcess) -> str:
     """The tails of a finished command's output, for an assertion message."""
     return out.stdout[-3000:] + out.stderr[-3000:]
+
+
+# ---------------------------------------------------------------------------- the shared study
+
+
+def tiny_workflow(work: Path, root: Path, package: bool = False) -> Path:
+    """A copy of the workflow whose config/test.yaml puts the servers under `root`."""
+    copy_workflow(work, package=package)
+    test_cfg = yaml.safe_load((work / "config" / "test.yaml").read_text())
+    test_cfg["local"] = {"data_root": str(root)}
+    (work / "config" / "test.yaml").write_text(yaml.safe_dump(test_cfg))
+    return work
+
+
+def tiny_snakemake(work: Path, *args, check: bool = True, timeout: float = 600, env=None):
+    """Snakemake on the tiny config in `work`; raises with its output unless `check` is off."""
+    out = snakemake(work, *args, configfile="config/test.yaml", timeout=timeout, env=env)
+    if check and out.returncode != 0:
+        raise AssertionError(failed(out))
+    return out
+
+
+def planned(work: Path, *args, env=None) -> dict[str, set[str]]:
+    """rule -> run ids of the jobs a dry run on the tiny config would execute."""
+    out = tiny_snakemake(work, "-n", *args, env=env).stdout
+    jobs: dict[str, set[str]] = {}
+    for block in re.split(r"\n(?=rule )", out):
+        head = re.match(r"rule (\w+):", block)
+        if head:
+            run = re.search(r"wildcards: run=(run\d+)", block)
+            jobs.setdefault(head.group(1), set()).add(run.group(1) if run else "")
+    return jobs
+
+
+@dataclass(frozen=True)
+class TinyStudy:
+    """A finished tiny study: READ it only (see the module docstring); `copy` it to change it."""
+
+    work: Path  # the workflow copy (config, rules, src/) with its results/ and report.html
+    root: Path  # its RAM data root: servers_under(root) must be [] between tests
+    report: subprocess.CompletedProcess  # the `--report report.html` run (checked by a test)
+
+    def copy(self, dest: Path) -> Path:
+        """A private copy of the finished study in `dest` (results and metadata included)."""
+        shutil.copytree(self.work, dest, symlinks=True)
+        return dest
+
+
+def _snapshot(work: Path) -> dict[str, tuple[int, int]]:
+    """relative path -> (size, mtime) of every file of a study (Snakemake's metadata aside)."""
+    return {
+        str(path.relative_to(work)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in work.rglob("*")
+        if path.is_file() and ".snakemake" not in path.parts and "__pycache__" not in path.parts
+    }
+
+
+@pytest.fixture(scope="session")
+def tiny_study(tmp_path_factory) -> TinyStudy:
+    """The tiny study, run once per session and shared read-only (see the module docstring)."""
+    with ram_root() as root:
+        work = tiny_workflow(tmp_path_factory.mktemp("tiny-study"), root, package=True)
+        tiny_snakemake(work)  # the default target: the whole study
+        report = tiny_snakemake(work, "--report", "report.html", check=False)
+        before = _snapshot(work)
+        yield TinyStudy(work, root, report)
+        after = _snapshot(work)
+    changed = sorted(
+        name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
+    )
+    assert changed == [], f"tests wrote into the shared tiny study (use tiny_study_copy): {changed}"
+
+
+@pytest.fixture
+def tiny_study_copy(tiny_study, tmp_path) -> Path:
+    """A private copy of the finished tiny study: a test that changes anything works here."""
+    return tiny_study.copy(tmp_path / "study")
 
 
 def row_from_levels(levels: dict, dataset_rows: int, run: str = "run01", **extra):

@@ -1,4 +1,7 @@
-"""The whole study through Snakemake on real PostgreSQL: results, staleness, clean-up."""
+"""The whole study through Snakemake on real PostgreSQL: results, staleness, clean-up.
+
+Every test reads the session's shared tiny study (conftest.tiny_study) or changes its own copy
+of it (tiny_study_copy)."""
 
 from __future__ import annotations
 
@@ -9,57 +12,16 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import copy_workflow, failed, ram_root, servers_under
-from conftest import snakemake as run_snakemake
+from conftest import failed, planned, servers_under
+from conftest import tiny_snakemake as snakemake
 
 
-@pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    """A copy of the workflow (its package too) that ran the tiny config on its own RAM root.
-
-    Every test that uses it works alone: the study runs here, once per module."""
-    with ram_root() as root:
-        work = tiny_workflow(tmp_path_factory.mktemp("study"), root, package=True)
-        snakemake(work)  # the default target: design, effects, charts
-        yield work, root
-
-
-def tiny_workflow(work: Path, root: Path, package: bool = False) -> Path:
-    """A copy of the workflow whose config/test.yaml puts the servers under `root`."""
-    copy_workflow(work, package=package)
-    test_cfg = yaml.safe_load((work / "config" / "test.yaml").read_text())
-    test_cfg["local"] = {"data_root": str(root)}
-    (work / "config" / "test.yaml").write_text(yaml.safe_dump(test_cfg))
-    return work
-
-
-def snakemake(work, *args, check=True, timeout=600, env=None):
-    """Snakemake on the tiny config in `work`; raises with its output unless `check` is off."""
-    out = run_snakemake(work, *args, configfile="config/test.yaml", timeout=timeout, env=env)
-    if check and out.returncode != 0:
-        raise AssertionError(failed(out))
-    return out
-
-
-def planned(work, *args, env=None) -> dict[str, set[str]]:
-    """rule -> run ids of the jobs a dry run would execute."""
-    out = snakemake(work, "-n", *args, env=env).stdout
-    jobs: dict[str, set[str]] = {}
-    for block in re.split(r"\n(?=rule )", out):
-        head = re.match(r"rule (\w+):", block)
-        if head:
-            run = re.search(r"wildcards: run=(run\d+)", block)
-            jobs.setdefault(head.group(1), set()).add(run.group(1) if run else "")
-    return jobs
-
-
-def test_tiny_study_end_to_end(study):
-    work, root = study
+def test_tiny_study_end_to_end(tiny_study):
+    work, root = tiny_study.work, tiny_study.root
     ceilings = pd.read_csv(work / "results/ceilings.csv")
     assert len(ceilings) == 16
     assert (ceilings["empirical_tps"] > 0).all()
@@ -82,9 +44,9 @@ def test_tiny_study_end_to_end(study):
     assert servers_under(root) == []
 
 
-def test_report_is_one_offline_file_with_every_chart_and_caption(study):
-    work, _ = study
-    snakemake(work, "--report", "report.html")
+def test_report_is_one_offline_file_with_every_chart_and_caption(tiny_study):
+    work = tiny_study.work
+    assert tiny_study.report.returncode == 0, failed(tiny_study.report)
     html = (work / "report.html").read_text()
     for chart in [
         "pareto.svg",
@@ -97,7 +59,7 @@ def test_report_is_one_offline_file_with_every_chart_and_caption(study):
         "sign_table.csv",
     ]:
         assert chart in html, chart
-    for caption in sorted((study[0] / "report").glob("*.rst")):
+    for caption in sorted((work / "report").glob("*.rst")):
         if caption.name == "workflow.rst":
             continue
         phrase = caption_phrase(caption.read_text())
@@ -113,15 +75,15 @@ def caption_phrase(text: str) -> str:
     return max(runs, key=len)
 
 
-def test_nothing_changed_nothing_runs(study):
-    work, _ = study
-    out = snakemake(work, "-n", "results/effects.csv")
-    assert "Nothing to be done" in out.stdout + out.stderr
+def test_nothing_changed_nothing_runs(tiny_study):
+    for target in ("results/effects.csv", "all"):
+        out = snakemake(tiny_study.work, "-n", target)
+        assert "Nothing to be done" in out.stdout + out.stderr, target
 
 
-def test_touching_every_file_remeasures_nothing(study):
+def test_touching_every_file_remeasures_nothing(tiny_study_copy):
     """What a checkout or a fresh clone does to the files: new times, same content."""
-    work, _ = study
+    work = tiny_study_copy
     for path in [*(work / "src").rglob("*.py"), *(work / "workloads").glob("*.sql")]:
         path.touch()
     for path in (work / "rules").glob("*"):
@@ -129,66 +91,58 @@ def test_touching_every_file_remeasures_nothing(study):
     assert "measure" not in planned(work, "results/effects.csv")
 
 
-def test_editing_the_measuring_code_remeasures_every_row(study):
+def test_editing_the_measuring_code_remeasures_every_row(tiny_study_copy):
     """The rows re-run when the code that measures them changes content (the copy's package)."""
-    work, _ = study
+    work = tiny_study_copy
     env = {**os.environ, "PYTHONPATH": str(work / "src")}
     bench = work / "src" / "ybscale" / "bench.py"
-    original = bench.read_text()
-    try:
-        assert "measure" not in planned(work, "results/effects.csv", env=env)
-        bench.write_text(original + "# an edit\n")
-        assert planned(work, "results/effects.csv", env=env)["measure"] == {
-            f"run{i:02d}" for i in range(1, 17)
-        }
-    finally:
-        bench.write_text(original)
+    assert "measure" not in planned(work, "results/effects.csv", env=env)
+    bench.write_text(bench.read_text() + "# an edit\n")
+    assert planned(work, "results/effects.csv", env=env)["measure"] == {
+        f"run{i:02d}" for i in range(1, 17)
+    }
 
 
-def test_changing_a_level_reruns_exactly_its_rows(study):
-    work, _ = study
+def test_changing_a_level_reruns_exactly_its_rows(tiny_study_copy):
+    work = tiny_study_copy
     design = work / "config" / "design.yaml"
     original = design.read_text()
-    try:
-        changed = original.replace(
-            '["read committed", "repeatable read"]', '["read committed", "serializable"]'
-        )
-        assert changed != original
-        design.write_text(changed)
-        jobs = planned(work, "results/effects.csv")
-        sign_table = pd.read_csv(work / "results/design/sign_table.csv")
-        expected = set(sign_table.loc[sign_table["D"] == 1, "run"])
-        assert jobs["measure"] == expected
-        assert len(expected) == 8
-    finally:
-        design.write_text(original)
+    changed = original.replace(
+        '["read committed", "repeatable read"]', '["read committed", "serializable"]'
+    )
+    assert changed != original
+    design.write_text(changed)
+    jobs = planned(work, "results/effects.csv")
+    sign_table = pd.read_csv(work / "results/design/sign_table.csv")
+    expected = set(sign_table.loc[sign_table["D"] == 1, "run"])
+    assert jobs["measure"] == expected
+    assert len(expected) == 8
 
 
-def test_workload_change_reruns_its_rows_and_force_one_row(study):
-    work, _ = study
-    jobs = planned(work, "-f", "results/runs/run07/throughput.csv")
+def test_forcing_one_row_plans_only_that_row(tiny_study):
+    jobs = planned(tiny_study.work, "-f", "results/runs/run07/throughput.csv")
     assert jobs["measure"] == {"run07"}
+
+
+def test_workload_change_reruns_its_rows(tiny_study_copy):
+    work = tiny_study_copy
     script = work / "workloads" / "read.sql"
-    original = script.read_text()
-    try:
-        script.write_text(original + "-- edited\n")
-        jobs = planned(work, "results/effects.csv")
-    finally:
-        script.write_text(original)
+    script.write_text(script.read_text() + "-- edited\n")
+    jobs = planned(work, "results/effects.csv")
     sign_table = pd.read_csv(work / "results/design/sign_table.csv")
     expected = set(sign_table.loc[sign_table["B"] == -1, "run"])  # every read row
     assert jobs["measure"] == expected
 
 
-def test_unknown_row_is_a_clear_error(study):
-    work, _ = study
-    out = snakemake(work, "-n", "results/runs/run99/throughput.csv", check=False)
+def test_unknown_row_is_a_clear_error(tiny_study):
+    out = snakemake(tiny_study.work, "-n", "results/runs/run99/throughput.csv", check=False)
     assert out.returncode != 0
     assert "no design row 'run99'" in out.stdout + out.stderr
 
 
-def test_failing_row_stops_its_servers(study):
-    work, root = study
+@pytest.mark.slow
+def test_failing_row_stops_its_servers(tiny_study, tiny_study_copy):
+    work, root = tiny_study_copy, tiny_study.root
     broken = work / "broken-workloads"
     shutil.copytree(work / "workloads", broken, dirs_exist_ok=True)
     (broken / "read.sql").write_text("SELECT * FROM no_such_table WHERE k < :rows;\n")
@@ -207,8 +161,9 @@ def test_failing_row_stops_its_servers(study):
     assert servers_under(root) == []
 
 
-def test_interrupted_run_stops_its_servers(study):
-    work, root = study
+@pytest.mark.slow
+def test_interrupted_run_stops_its_servers(tiny_study, tiny_study_copy):
+    work, root = tiny_study_copy, tiny_study.root
     long = yaml.safe_load((work / "config" / "test.yaml").read_text())
     long["measurement"].update(clients=[1, 2, 4], max_clients=4, repetitions=5, seconds=2)
     (work / "config" / "long.yaml").write_text(yaml.safe_dump(long))

@@ -1,9 +1,9 @@
-"""The README sequence on the tiny config: effects, then the report, findings first and rendered.
+"""The README sequence on the tiny config: the study, then the report, findings first and rendered.
 
-`snakemake --cores 2 results/effects.csv --configfile config/test.yaml`, then
-`snakemake --report report.html --configfile config/test.yaml`, on real PostgreSQL, in a copy of
-the workflow with its own RAM data root (conftest's `built`, shared with test_report_layout.py);
-the report is opened in headless Chromium.
+The session's shared tiny study (conftest.tiny_study, also read by test_report_layout.py) ran
+`snakemake --cores 2 --configfile config/test.yaml`, then `snakemake --report report.html
+--configfile config/test.yaml`, on real PostgreSQL with its own RAM data root; the report is
+opened in headless Chromium.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, servers_under
+from conftest import REPO, failed, planned, servers_under
 from test_findings import NUMBER, display_tolerance, parse_number
-from test_pipeline import planned
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -45,15 +44,14 @@ def _workflow_description(html: str) -> str:
     return htmllib.unescape(re.sub(r"<[^>]+>", "", json.loads(match.group(1))))
 
 
-def test_report_builds_right_after_effects(built):
-    work, root, report = built
-    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
-    assert (work / "report.html").stat().st_size > 100_000
-    assert servers_under(root) == []
+def test_report_builds_right_after_the_study(tiny_study):
+    assert tiny_study.report.returncode == 0, failed(tiny_study.report)
+    assert (tiny_study.work / "report.html").stat().st_size > 100_000
+    assert servers_under(tiny_study.root) == []
 
 
-def test_findings_page_first_with_the_numbers_of_effects_csv(built):
-    work, _, _ = built
+def test_findings_page_first_with_the_numbers_of_effects_csv(tiny_study):
+    work = tiny_study.work
     page = _workflow_description((work / "report.html").read_text(encoding="utf-8"))
     heads = ("Findings\nThe effects", "Design\nThe design file", "Measurement\n", "Analysis\n")
     sections = [page.find(s) for s in heads]
@@ -156,9 +154,9 @@ def with_script(html: str, script: str) -> str:
     return head + script + "</body>" + tail
 
 
-def test_report_renders_offline_in_headless_chromium(built, tmp_path):
-    work, _, _ = built
-    report = work / "report.html"
+@pytest.mark.slow
+def test_report_renders_offline_in_headless_chromium(tiny_study, tmp_path):
+    report = tiny_study.work / "report.html"
     html = report.read_text(encoding="utf-8")
     assert not re.search(r"<script[^>]+src=[\"']https?://", html)
     dom = _dump_dom(report, tmp_path / "profile1")
@@ -175,19 +173,19 @@ def test_report_renders_offline_in_headless_chromium(built, tmp_path):
         assert int(size.group(1)) > 200 and int(size.group(2)) > 150, (chart, size.group(0))
 
 
-def test_next_foldover_reuses_the_measured_rows(built):
+def test_next_foldover_reuses_the_measured_rows(tiny_study, tmp_path):
     """`ybscale next` writes the combined design; the pipeline would measure only the new rows."""
-    work, _, _ = built
+    work, foldover = tiny_study.work, tmp_path / "design-foldover.yaml"
     out = subprocess.run(
         [sys.executable, "-m", "ybscale.cli", "next", "--analysis", "results"]
-        + ["--out", "config/design-foldover.yaml"],
+        + ["--out", str(foldover)],
         cwd=work,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    jobs = planned(work, "results/effects.csv", "--config", "design=config/design-foldover.yaml")
+    jobs = planned(work, "results/effects.csv", "--config", f"design={foldover}")
     assert jobs["measure"] == {f"run{i}" for i in range(17, 33)}
 
 
@@ -198,10 +196,12 @@ def readme_commands() -> list[str]:
     return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
 
 
-def test_readme_commands_work_in_the_documented_order(built):
+@pytest.mark.slow
+def test_readme_commands_work_in_the_documented_order(tiny_study, tiny_study_copy):
     """Every command the README documents after the quick start, as written, in its order
-    (snakemake lines on the tiny config; run last: it re-measures a row and re-runs the study)."""
-    work, root, _ = built
+    (snakemake lines on the tiny config, in a copy: it re-measures a row and re-runs the study)."""
+    work, root = tiny_study_copy, tiny_study.root
+    (work / "report.html").unlink()  # the shared study's: the commands must write their own
     commands = readme_commands()
     assert len(commands) >= 8
     bindir = Path(sys.executable).parent

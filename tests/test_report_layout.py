@@ -1,6 +1,6 @@
 """What a reader sees of the report in a browser window: the findings on opening, nothing cut off.
 
-The tiny study's report (conftest's `built`) is opened in headless Chromium at three window sizes.
+The tiny study's report (conftest's shared `tiny_study`) is opened in headless Chromium at three window sizes.
 A script injected into a copy of report.html (tests/data/report_layout.js) measures the rendered
 page with getBoundingClientRect(): the landing page at scroll position 0 and scrolled to its end,
 then every result that opens inside the report (the charts), as its button opens it. Screenshots
@@ -47,8 +47,8 @@ def _chromium_run(page: Path, profile: Path, window: tuple[int, int], *args: str
 
 
 @pytest.fixture(scope="module")
-def layout_dir(built, tmp_path_factory) -> Path:
-    work, _, report = built
+def layout_dir(tiny_study, tmp_path_factory) -> Path:
+    work, report = tiny_study.work, tiny_study.report
     assert report.returncode == 0, report.stderr[-3000:]
     folder = tmp_path_factory.mktemp("report-layout")
     html = (work / "report.html").read_text(encoding="utf-8")

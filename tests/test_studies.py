@@ -76,6 +76,7 @@ def cluster_ups(folder: Path) -> int:
     return len(re.findall(r"^rule cluster_up:", out.stdout, re.MULTILINE))
 
 
+@pytest.mark.slow
 def test_new_factors_run_end_to_end_and_every_level_is_in_effect(workflow):
     work, root = workflow
     folder = study_dir(
@@ -102,9 +103,11 @@ def test_new_factors_run_end_to_end_and_every_level_is_in_effect(workflow):
     assert cluster_ups(folder) == 4
 
 
+@pytest.mark.slow
 def test_design_without_cluster_factor_runs_end_to_end_on_one_combination(workflow):
     work, root = workflow
-    folder = study_dir(work, root, "plain", NO_CLUSTER_FACTOR)
+    # one node: the point is one combination for every row (3 and 5 nodes: the tiny study)
+    folder = study_dir(work, root, "plain", NO_CLUSTER_FACTOR, cluster={"nodes": 1})
     snakemake(folder, "results/effects.csv")
     effects = pd.read_csv(folder / "results" / "effects.csv")
     assert sorted(effects["term"]) == sorted(["A", "B", "AB", "C", "AC", "BC", "ABC"])
