@@ -43,11 +43,6 @@ def runs_of(combo):
     return STUDY.combinations[combo]
 
 
-def workload_script(wildcards):
-    """The pgbench script of this row: a change to it re-measures the rows that use it."""
-    return STUDY.row(wildcards.run).script_path
-
-
 def cluster_endpoints(wildcards):
     """gcp: the endpoints of the row's cluster (brought up by cluster_up); local: nothing."""
     if BACKEND != "gcp":

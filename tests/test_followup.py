@@ -29,7 +29,7 @@ def _two_level(letters: str, generators: dict[str, str]) -> Design:
 def test_full_foldover_of_the_seed_design(seed):
     combined = fold(seed)
     # original I = ABF = BCE = ACEF (res III). Montgomery 8.6: the full fold-over keeps the
-    # even-length words; the odd ones become words with the block letter G
+    # even-length words; the odd ones become words with the fold letter G
     assert combined.generators == {"E": "-BCG", "F": "-ABG"}
     assert _words(combined) == {"ACEF", "ABFG", "BCEG"}
     assert combined.resolution == 4
@@ -130,6 +130,13 @@ def test_next_writes_a_valid_combined_design(tmp_path, seed, capsys):
     assert "full fold-over" in printed and "run17..run32" in printed
     written = load_design(out)
     assert written.generators == {"E": "-BCG", "F": "-ABG"}
-    assert written.factor("G").block and written.factor("G").levels == ("original", "foldover")
-    assert [f.name for f in written.factors if not f.block] == [f.name for f in seed.factors]
+    assert written.factor("G").fold and written.factor("G").levels == ("original", "foldover")
+    assert [f.name for f in written.factors if not f.fold] == [f.name for f in seed.factors]
     assert written.levels("run05") == seed.levels("run05")
+    # a design written before the fold-over column was called `fold` names the rename
+    old = tmp_path / "design-block.yaml"
+    old.write_text(out.read_text().replace("fold: true", "block: true"))
+    with pytest.raises(
+        DesignError, match=r"design-block.yaml: factors\.G\.block: renamed to `fold`"
+    ):
+        load_design(old)

@@ -9,7 +9,7 @@ import textwrap
 import pandas as pd
 
 from ybscale.design import Design, Factor
-from ybscale.order import executed_order, planned_order, priorities
+from ybscale.order import executed_order, planned_order, run_priorities
 
 
 def _design(r: int) -> Design:
@@ -38,9 +38,10 @@ def test_replicates_are_blocks_each_in_its_own_random_order():
 
 
 def test_priorities_rank_the_plan():
-    plan = planned_order(_design(1).sign_table(), "random", 5)
-    prio = priorities(plan)
-    assert sorted(prio, key=prio.get, reverse=True) == plan["run"].tolist()
+    for r, order in ((1, "random"), (2, "random"), (2, "standard")):
+        plan = planned_order(_design(r).sign_table(), order, 5)
+        prio = run_priorities(_design(r), order, 5)
+        assert sorted(prio, key=prio.get, reverse=True) == plan["run"].tolist()
 
 
 def test_executed_order_is_sorted_by_start(tmp_path):
@@ -61,13 +62,13 @@ def test_executed_order_is_sorted_by_start(tmp_path):
 def test_snakemake_executes_measuring_jobs_in_priority_order(tmp_path):
     """A real Snakemake 9 run: a callable `priority:` plus resource bench=1 fixes the order."""
     plan = planned_order(_design(2).sign_table(), "random", 11)
-    (tmp_path / "plan.csv").write_text(plan.to_csv(index=False))
+    # the priorities the workflow gives (rules/measure.smk), as the Snakefile would compute them
+    (tmp_path / "priorities.json").write_text(json.dumps(run_priorities(_design(2), "random", 11)))
     (tmp_path / "Snakefile").write_text(
         textwrap.dedent(
             """
-            import pandas as pd
-            from ybscale.order import priorities
-            PRIO = priorities(pd.read_csv("plan.csv"))
+            import json
+            PRIO = json.load(open("priorities.json"))
 
             rule all:
                 input: expand("out/{run}.done", run=sorted(PRIO))

@@ -6,12 +6,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ybscale.precision import Sequential, mean_ci, repeat_until_precise, steady_tps
+from ybscale.precision import Sequential, mean_ci, steady_tps
 
 
 def _series(rel_noise: float, seed: int):
     rng = np.random.default_rng(seed)
     return lambda rep: 10_000.0 * (1 + rel_noise * rng.standard_normal())
+
+
+def repeat_until_precise(measure_once, rule: Sequential) -> Sequential:
+    """Feed the rule one repetition (1-based) at a time until it is done, as a sweep does."""
+    while not rule.done:
+        rule.add(measure_once(len(rule.values) + 1))
+    return rule
 
 
 def test_noisy_series_takes_more_repetitions_than_steady():

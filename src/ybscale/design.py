@@ -93,7 +93,7 @@ class Factor:
     levels: tuple
     description: str = ""
     sets: str | None = None  # the knob it sets (None: the shorthand of its name)
-    block: bool = False  # a block column (e.g. original vs fold-over): analysed, never applied
+    fold: bool = False  # the fold-over column (original vs follow-up rows): analysed, never applied
 
     @property
     def knob(self) -> str:
@@ -202,7 +202,7 @@ class Design:
     def levels(self, run: str) -> dict[str, object]:
         """Factor name -> level label for one run, keys sorted (block columns left out)."""
         signs = self.signs(run)
-        named = {f.name: f.level(signs[f.letter]) for f in self.factors if not f.block}
+        named = {f.name: f.level(signs[f.letter]) for f in self.factors if not f.fold}
         return dict(sorted(named.items()))
 
     # ---- defining relation, aliases
@@ -339,7 +339,7 @@ def _check_factors(factors: tuple[Factor, ...], src: str) -> None:
             )
         if f.levels[0] == f.levels[1]:
             raise _fail(src, f"{where}.levels", f"duplicate level label {f.levels[0]!r}")
-        if f.block or not f.sets and f.name not in knobs.SHORTHANDS:
+        if f.fold or not f.sets and f.name not in knobs.SHORTHANDS:
             continue  # fine for analysis; measuring it needs `sets:` (ybscale.row says so)
         field_name = f"{where}.sets" if f.sets else f"{where}.name"
         try:
@@ -400,11 +400,22 @@ def _validate_schema(data: object, source: str) -> None:
     validator = Draft202012Validator(settings.schema("design"))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        lines = []
+        lines = _renamed_keys(data, source)
         for err in errors:
             where = ".".join(str(p) for p in err.absolute_path) or "<top level>"
             lines.append(f"{source}: {where}: {err.message}")
         raise DesignError("\n".join(lines))
+
+
+def _renamed_keys(data: object, source: str) -> list[str]:
+    """Errors for keys an older version wrote: a fold-over design's `block: true` is `fold`."""
+    factors = data.get("factors") if isinstance(data, dict) else None
+    return [
+        f"{source}: factors.{letter}.block: renamed to `fold` (the fold-over column "
+        "`ybscale next` writes; `block` is the replicate block of the run order): write fold: true"
+        for letter, spec in (factors.items() if isinstance(factors, dict) else ())
+        if isinstance(spec, dict) and "block" in spec
+    ]
 
 
 def design_from_dict(data: object, source: str = "<memory>") -> Design:
@@ -418,7 +429,7 @@ def design_from_dict(data: object, source: str = "<memory>") -> Design:
             levels=tuple(spec["levels"]),
             description=spec.get("description", ""),
             sets=spec.get("sets"),
-            block=bool(spec.get("block", False)),
+            fold=bool(spec.get("fold", False)),
         )
         for letter, spec in data["factors"].items()
     )
@@ -459,7 +470,7 @@ def design_dict(design: Design) -> dict:
                 "description": f.description,
                 "sets": f.knob,
                 "generated": f.letter in design.generators,
-                **({"block": True} if f.block else {}),
+                **({"fold": True} if f.fold else {}),
             }
             for f in design.factors
         ],

@@ -67,8 +67,8 @@ def design_rst(design: Design, strata: Mapping[str, str] | None = None) -> str:
             if f.letter in design.generators
             else "base"
         )
-        if f.block:
-            how += " (block)"
+        if f.fold:
+            how += " (fold-over: original or follow-up rows)"
         knob = getattr(f, "sets", None)  # the knob a factor sets, where the design says it
         if knob:
             how = f"sets {knob}; {how}"

@@ -111,7 +111,7 @@ def alias_sentence(design: Design, row: pd.Series) -> str:
     low = [m for m in members if len(m) <= 2]
     high = len(members) - len(low)
     text = f"Aliases: {' = '.join(members)}."
-    blocks = {f.letter for f in design.factors if f.block}
+    folds = {f.letter for f in design.factors if f.fold}
     others = [m for m in low if m != term]
     if not others:
         text += (
@@ -121,7 +121,7 @@ def alias_sentence(design: Design, row: pd.Series) -> str:
         )
         return text
     readings = [
-        ("the block (original vs follow-up rows)" if set(m) <= blocks else word_name(design, m))
+        ("the fold (original vs follow-up rows)" if set(m) <= folds else word_name(design, m))
         + f" ({m})"
         for m in low
     ]
@@ -424,7 +424,7 @@ def next_section(study: Study, files: StudyFiles) -> list[str]:
     active = followup.active_terms(study.effects)
     lines = ["**What to run next.**"]
     items = []
-    if study.design.replications == 1 and not any(f.block for f in study.design.factors):
+    if study.design.replications == 1 and not any(f.fold for f in study.design.factors):
         pairs, proposals = followup.propose(study.design, active)
         if pairs:
             items.append(

@@ -2,10 +2,10 @@
 
 A fold-over runs the design again with the signs of some factors reversed: all of them (full
 fold-over) or one (single-factor fold-over). The combined design (original + follow-up) is again a
-regular fraction, written here as a design with one more, **block** factor (level -1: the original
+regular fraction, written here as a design with one more, **fold** factor (level -1: the original
 rows, +1: the follow-up rows). For a generator ``X = s·W`` whose word ``XW`` contains an odd number
 of folded letters, the follow-up half has ``X = -s·W``, so the combined design has ``X = -s·W·G``
-(G the block letter); the other generators are unchanged. The block is the slowest base factor, so
+(G the fold letter); the other generators are unchanged. The fold is the slowest base factor, so
 the combined design's first rows are exactly the original rows, in the same order and with the
 same run ids: the pipeline measures only the follow-up rows.
 
@@ -31,21 +31,21 @@ import yaml
 from ybscale.design import Design, DesignError, Factor, load_design
 
 FULL = "full"
-BLOCK_NAME = "block"
-BLOCK_LEVELS = ("original", "foldover")
+FOLD_NAME = "fold"
+FOLD_LEVELS = ("original", "foldover")
 
 
-def _block_letter(design: Design) -> str:
+def _fold_letter(design: Design) -> str:
     last = max(design.letters)
     if last == "Z":
-        raise DesignError(f"{design.source}: factors: no letter left for a block factor")
+        raise DesignError(f"{design.source}: factors: no letter left for the fold factor")
     return chr(ord(last) + 1)
 
 
 def _folded(design: Design, columns: str | Sequence[str]) -> set[str]:
     """The letters whose signs the follow-up reverses."""
     if isinstance(columns, str) and columns == FULL:
-        return {f.letter for f in design.factors if not f.block}
+        return {f.letter for f in design.factors if not f.fold}
     letters = {c.strip().upper() for c in ([columns] if isinstance(columns, str) else columns)}
     unknown = sorted(letters - set(design.letters))
     if unknown or not letters:
@@ -57,14 +57,14 @@ def _folded(design: Design, columns: str | Sequence[str]) -> set[str]:
 
 
 def fold(design: Design, columns: str | Sequence[str] = FULL) -> Design:
-    """The combined design: original rows (block -1) then the fold-over rows (block +1)."""
+    """The combined design: original rows (fold -1) then the fold-over rows (fold +1)."""
     if design.replications != 1:
         raise DesignError(
             f"{design.source}: replications: fold-over is defined here for unreplicated designs "
             f"(got {design.replications}); fold the single replicate, then replicate"
         )
     folded = _folded(design, columns)
-    g = _block_letter(design)
+    g = _fold_letter(design)
     generators = {}
     for letter, text in design.generators.items():
         sign, rhs = (-1, text[1:]) if text.startswith("-") else (1, text.lstrip("+"))
@@ -72,15 +72,15 @@ def fold(design: Design, columns: str | Sequence[str] = FULL) -> Design:
             sign, rhs = -sign, rhs + g
         generators[letter] = ("-" if sign < 0 else "") + "".join(sorted(rhs))
     which = "all factors" if columns == FULL else ", ".join(sorted(folded))
-    block = Factor(
+    fold_factor = Factor(
         letter=g,
-        name=_unique_name(design, BLOCK_NAME),
-        levels=BLOCK_LEVELS,
+        name=_unique_name(design, FOLD_NAME),
+        levels=FOLD_LEVELS,
         description=f"original rows (-1) or fold-over rows with the signs of {which} reversed (+1)",
-        block=True,
+        fold=True,
     )
     return Design(
-        factors=(*design.factors, block),
+        factors=(*design.factors, fold_factor),
         generators=generators,
         replications=1,
         source=f"fold-over of {design.source} ({which})",
@@ -97,14 +97,14 @@ def _unique_name(design: Design, name: str) -> str:
 
 
 def followup_rows(combined: Design) -> list[str]:
-    """Run ids of the rows a combined design adds (block at +1)."""
-    block = next(f.letter for f in combined.factors if f.block)
+    """Run ids of the rows a combined design adds (fold at +1)."""
+    letter = next(f.letter for f in combined.factors if f.fold)
     table = combined.sign_table()
-    return table.index[table[block] > 0].tolist()
+    return table.index[table[letter] > 0].tolist()
 
 
 def treatment_factors(design: Design) -> list[str]:
-    return [f.letter for f in design.factors if not f.block]
+    return [f.letter for f in design.factors if not f.fold]
 
 
 def _group_of(design: Design) -> dict[str, str]:
@@ -114,14 +114,14 @@ def _group_of(design: Design) -> dict[str, str]:
 
 def confounded_pairs(design: Design, terms: Sequence[str], order: int = 2) -> list[tuple]:
     """Pairs of treatment words of length <= order that share the alias group of ``terms``."""
-    blocks = {f.letter for f in design.factors if f.block}
+    folds = {f.letter for f in design.factors if f.fold}
     out = []
     groups = dict(design.alias_groups())
     for term in terms:
         low = [
             m.lstrip("-")
             for m in groups.get(term, [])
-            if len(m.lstrip("-")) <= order and not blocks & set(m)
+            if len(m.lstrip("-")) <= order and not folds & set(m)
         ]
         out += [(term, a, b) for a, b in combinations(low, 2)]
     return out
@@ -173,17 +173,17 @@ def active_terms(effects: pd.DataFrame) -> list[str]:
 
 
 def design_yaml(original_path: str | Path, combined: Design, note: str) -> str:
-    """The combined design as YAML: the original factor entries as written, plus the block."""
+    """The combined design as YAML: the original factor entries as written, plus the fold."""
     with open(original_path, encoding="utf-8") as fh:
         data = yaml.safe_load(fh)
     factors = dict(data["factors"])
     for f in combined.factors:
-        if f.block:
+        if f.fold:
             factors[f.letter] = {
                 "name": f.name,
                 "levels": list(f.levels),
                 "description": f.description,
-                "block": True,
+                "fold": True,
             }
     out = {
         "factors": factors,

@@ -111,14 +111,9 @@ def planned_order(
     return pd.DataFrame(_positions(units, order, seed, clusters), columns=PLANNED_COLUMNS)
 
 
-def priorities(plan: pd.DataFrame) -> dict[str, int]:
-    """Snakemake priority per run: the first planned run gets the highest number."""
-    n = len(plan)
-    return {run: n - int(pos) + 1 for run, pos in zip(plan["run"], plan["position"], strict=True)}
-
-
 def run_priorities(design, order: str, seed: int, clusters=None) -> dict[str, int]:
-    """`priorities(planned_order(...))` without pandas: what the Snakefile needs at parse time."""
+    """Snakemake priority per run, the first planned run highest: the order `planned_order`
+    gives, without pandas (the Snakefile needs it at parse time)."""
     units = [
         (run, (i % design.n_rows) + 1, i // design.n_rows + 1)
         for i, run in enumerate(design.run_ids)

@@ -11,7 +11,7 @@ ceiling of `max_repetitions`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -101,10 +101,3 @@ class Sequential:
             "repetitions": len(self.values),
             "precision_met": bool(self.met),
         }
-
-
-def repeat_until_precise(measure_once: Callable[[int], float], rule: Sequential) -> Sequential:
-    """Call `measure_once(repetition)` (1-based) until `rule.done`; returns the rule."""
-    while not rule.done:
-        rule.add(measure_once(len(rule.values) + 1))
-    return rule

@@ -148,7 +148,7 @@ def _knob_values(design, defaults: Mapping) -> tuple[dict, dict, list[str]]:
                 errors.append(f"{where}: {exc}")
     by_factor = {}
     for f in design.factors:
-        if f.block:  # analysed, never applied
+        if f.fold:  # analysed, never applied
             continue
         try:
             knob = f.knob
@@ -227,7 +227,7 @@ def resolve_rows(design, config: Mapping) -> list[Row]:
         signs = design.signs(run)
         values, sources, labels = dict(base), {}, {}
         for f in design.factors:
-            if f.block:
+            if f.fold:
                 continue
             knob, converted = by_factor[f.letter]
             index = 0 if signs[f.letter] < 0 else 1
