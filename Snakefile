@@ -19,11 +19,14 @@ if BACKEND == "gcp":
 
 
 rule all:
+    """The whole study: design, measurements, effects, charts and findings (what the report shows)."""
     default_target: True
     input:
-        "results/effects.csv",
-        "results/design/sign_table.csv",
-        "results/charts/throughput.svg",
+        rules.design.output,
+        rules.effects.output,
+        rules.effect_charts.output,
+        rules.throughput_chart.output,
+        rules.findings.output,
 
 
 onerror:

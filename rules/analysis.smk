@@ -21,16 +21,13 @@ rule ceilings:
 
 
 rule effects:
-    """Effects, ANOVA, diagnostics charts, then the findings page (the report's first page)."""
+    """Effects, allocation of variation, ANOVA, residuals and outliers of the response."""
     input:
         design=config["design"],
         ceilings="results/ceilings.csv",
         run_order="results/run_order.csv",
+        # gcp: every cluster destroyed before the study is analysed (nothing is read from them)
         clusters=cluster_teardowns,
-        # everything else the report shows, so `--report` works right after this target
-        sign_table="results/design/sign_table.csv",
-        throughput_chart="results/charts/throughput.svg",
-        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
     output:
         effects=report(
             "results/effects.csv",
@@ -46,6 +43,32 @@ rule effects:
             caption="../report/outliers.rst",
             category="4. Diagnostics",
         ),
+    log:
+        "results/logs/effects.log",
+    conda:
+        "../envs/ybscale.yaml"
+    params:
+        alpha=ANALYSIS["alpha"],
+        model=ANALYSIS["model"],
+        multiplicity=ANALYSIS["multiplicity"],
+        clusters=CLUSTER_ARGS,
+    shell:
+        "python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
+        " --response response --alpha {params.alpha} --model {params.model}"
+        " --clusters {params.clusters}"
+        " --multiplicity {params.multiplicity}"
+        " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
+        " --residuals {output.residuals} --outliers {output.outliers} --no-charts > {log} 2>&1"
+
+
+rule effect_charts:
+    """Pareto and half-normal charts of the effects, interaction and residual charts."""
+    input:
+        design=config["design"],
+        ceilings="results/ceilings.csv",
+        effects="results/effects.csv",
+        residuals="results/residuals.csv",
+    output:
         pareto=report(
             "results/charts/pareto.svg",
             caption="../report/pareto.rst",
@@ -68,6 +91,28 @@ rule effects:
             caption="../report/residuals.rst",
             category="4. Diagnostics",
         ),
+    log:
+        "results/logs/effect_charts.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.charts analysis --design {input.design} --responses {input.ceilings}"
+        " --response response --effects {input.effects} --residuals {input.residuals}"
+        " --pareto {output.pareto} --half-normal {output.half_normal}"
+        " --interactions {output.interactions} --residual-charts {output.residual_charts}"
+        " > {log} 2>&1"
+
+
+rule findings:
+    """The findings page (the report's first page) and the design page, from the results."""
+    input:
+        design=config["design"],
+        effects="results/effects.csv",
+        ceilings="results/ceilings.csv",
+        outliers="results/outliers.csv",
+        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
+        curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
+    output:
         findings=report(
             "results/findings.md",
             caption="../report/findings.rst",
@@ -76,29 +121,18 @@ rule effects:
         findings_page="results/report/findings.rst",
         design_page="results/report/design.rst",
     log:
-        "results/logs/effects.log",
+        "results/logs/findings.log",
     conda:
         "../envs/ybscale.yaml"
     params:
         alpha=ANALYSIS["alpha"],
-        model=ANALYSIS["model"],
-        multiplicity=ANALYSIS["multiplicity"],
         ceiling=ANALYSIS["ceiling"],
         runs=expand("results/runs/{run}", run=RUNS),
-        clusters=CLUSTER_ARGS,
     shell:
-        "(python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
-        " --response response --alpha {params.alpha} --model {params.model}"
-        " --clusters {params.clusters}"
-        " --multiplicity {params.multiplicity}"
-        " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
-        " --residuals {output.residuals} --outliers {output.outliers}"
-        " --pareto {output.pareto} --half-normal {output.half_normal}"
-        " --interactions {output.interactions} --residual-charts {output.residual_charts}"
-        " && python -m ybscale.findings --design {input.design} --effects {output.effects}"
-        " --ceilings {input.ceilings} --outliers {output.outliers}"
+        "python -m ybscale.findings --design {input.design} --effects {input.effects}"
+        " --ceilings {input.ceilings} --outliers {input.outliers}"
         " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
-        " --rst {output.findings_page} --design-rst {output.design_page} {params.runs})"
+        " --rst {output.findings_page} --design-rst {output.design_page} {params.runs}"
         " > {log} 2>&1"
 
 
@@ -107,6 +141,8 @@ rule throughput_chart:
     input:
         ceilings="results/ceilings.csv",
         curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
+        per_second=expand("results/runs/{run}/per_second.csv", run=RUNS),
+        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
     output:
         throughput=report(
             "results/charts/throughput.svg",

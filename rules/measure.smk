@@ -69,6 +69,22 @@ rule ceiling:
         " --repetitions {input.repetitions} {params.slo} --out {output} > {log} 2>&1"
 
 
+rule per_second:
+    """Throughput second by second of one row, from its pgbench logs (for the charts)."""
+    input:
+        # the measuring job's record of its repetitions; the logs are beside it (pgbench-logs/)
+        repetitions="results/runs/{run}/repetitions.csv",
+    output:
+        "results/runs/{run}/per_second.csv",
+    log:
+        "results/logs/per_second/{run}.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.per_second --repetitions {input.repetitions} --out {output}"
+        " > {log} 2>&1"
+
+
 rule run_order:
     """The order rows were actually measured in (start, end), next to the planned one."""
     input:

@@ -174,8 +174,10 @@ def tiny_study(tmp_path_factory) -> TinyStudy:
     """The tiny study, run once per session and shared read-only (see the module docstring)."""
     with ram_root() as root:
         work = tiny_workflow(tmp_path_factory.mktemp("tiny-study"), root, package=True)
-        tiny_snakemake(work)  # the default target: the whole study
-        report = tiny_snakemake(work, "--report", "report.html", check=False)
+        # the default target: the whole study (a minute on a quiet machine; the timeout is for
+        # a machine shared with other work, not a performance target)
+        tiny_snakemake(work, timeout=1800)
+        report = tiny_snakemake(work, "--report", "report.html", check=False, timeout=600)
         before = _snapshot(work)
         yield TinyStudy(work, root, report)
         after = _snapshot(work)

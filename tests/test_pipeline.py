@@ -38,6 +38,9 @@ def test_tiny_study_end_to_end(tiny_study):
     assert list(run07["clients"]) == [1, 2]
     assert (run07["transactions"] > 0).all()
     assert (work / "results/runs/run07/pgbench-logs").is_dir()
+    per_second = pd.read_csv(work / "results/runs/run07/per_second.csv")  # what the chart draws
+    assert list(per_second) == ["run", "clients", "repetition", "second", "tps"]
+    assert set(per_second["run"]) == {"run07"} and (per_second["tps"] >= 0).all()
     progress = (work / "results/logs/measure/run07.log").read_text()
     assert "repetition 1: " in progress and "no interval yet" in progress  # one repetition
     assert "±inf" not in progress
@@ -132,6 +135,21 @@ def test_workload_change_reruns_its_rows(tiny_study_copy):
     sign_table = pd.read_csv(work / "results/design/sign_table.csv")
     expected = set(sign_table.loc[sign_table["B"] == -1, "run"])  # every read row
     assert jobs["measure"] == expected
+
+
+def test_failed_findings_leave_the_effects_in_place(tiny_study_copy):
+    """The findings are a rule of their own: when they fail, effects.csv stays as it was."""
+    work = tiny_study_copy
+    effects = (work / "results/effects.csv").read_bytes()
+    meta = work / "results/runs/run01/measurement.json"
+    stat = meta.stat()
+    meta.write_text("{")  # unreadable, with its old time: only the forced findings job runs
+    os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    out = snakemake(work, "-f", "results/findings.md", check=False)
+    assert out.returncode != 0, failed(out)
+    assert "rule findings" in out.stdout + out.stderr
+    assert not (work / "results/findings.md").exists()
+    assert (work / "results/effects.csv").read_bytes() == effects
 
 
 def test_unknown_row_is_a_clear_error(tiny_study):

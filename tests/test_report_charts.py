@@ -13,6 +13,7 @@ from conftest import REPO
 
 from ybscale import charts
 from ybscale.design import load_design
+from ybscale.per_second import per_second
 
 PGBENCH = REPO / "tests" / "data" / "pgbench"
 
@@ -33,8 +34,14 @@ def runs(tmp_path):
         pd.DataFrame({"clients": [4], "tps": [1.0], "tps_min": [1.0], "tps_max": [1.0]}).to_csv(
             root / run / "throughput.csv", index=False
         )
+        pd.DataFrame({"clients": [4, 4], "repetition": [1, 2]}).to_csv(
+            root / run / "repetitions.csv", index=False
+        )
         meta = {"levels": design.levels(run)}
         (root / run / "measurement.json").write_text(json.dumps(meta))
+        # what the per_second rule derives once from the logs
+        table = per_second(root / run / "repetitions.csv")
+        table.to_csv(root / run / "per_second.csv", index=False)
     return root
 
 
@@ -46,14 +53,23 @@ def _png_ok(chart) -> None:
 
 
 def test_per_second_series_add_up_threads_and_nodes(runs):
-    data = charts.read_per_second(runs)
-    assert set(data["run"]) == {"run01", "run02"}
-    one = data[(data["run"] == "run01") & (data["repetition"] == 1)].sort_values("second")
+    one = per_second(runs / "run01" / "repetitions.csv")
+    assert set(one["repetition"]) == {1, 2} and set(one["run"]) == {"run01"}
+    one = one[one["repetition"] == 1].sort_values("second")
     # first interval of the two threads: 4005 + 3926 transactions
     assert one["tps"].iloc[0] == 4005 + 3926
     assert one["tps"].iloc[1] == 20846 + 20383
     assert list(one["second"])[:3] == [0, 1, 2]
-    assert set(data["clients"]) == {4}
+    data = charts.read_per_second(runs)  # what the chart draws: every row's per_second.csv
+    assert set(data["run"]) == {"run01", "run02"} and set(data["clients"]) == {4}
+    assert len(data) == 2 * len(per_second(runs / "run02" / "repetitions.csv"))
+
+
+def test_a_repetition_without_its_log_is_an_error_naming_it(runs):
+    for path in (runs / "run01" / "pgbench-logs").glob("c004_r2_*"):
+        path.unlink()
+    with pytest.raises(FileNotFoundError, match=r"run01/repetitions.csv: 4 clients, repetition 2"):
+        per_second(runs / "run01" / "repetitions.csv")
 
 
 def test_per_second_chart_has_a_panel_per_run_named_by_levels(runs):

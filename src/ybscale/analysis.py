@@ -341,6 +341,15 @@ def _charts(design, responses, response, effects, residuals, paths) -> list[Path
     return charts.analysis_charts(design, responses, response, terms, residuals, paths)
 
 
+def draw_charts(design, responses, response, effects, residuals, paths) -> list[Path]:
+    """The analysis charts from the files the effects rule wrote (design YAML, ceilings.csv,
+    effects.csv, residuals.csv), where `paths` (ybscale.charts.AnalysisChartPaths) says."""
+    design = load_design(design)
+    table = read_responses(responses, design, response)
+    column = table.attrs["response"]
+    return _charts(design, table, column, pd.read_csv(effects), pd.read_csv(residuals), paths)
+
+
 def analyze(
     design,
     responses: pd.DataFrame,

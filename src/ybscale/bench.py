@@ -285,7 +285,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
 
     def repetition(clients: int, rep: int) -> float:
         """One repetition: pgbench's run and its steady tps, recorded in `measured` and rep_rows."""
-        prefix = logs / f"c{clients:03d}_r{rep}"
+        prefix = pgbench.repetition_prefix(logs, clients, rep)
         seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
         window = utilisation.Window(cluster.cpu_seconds, skip)
         window.start()

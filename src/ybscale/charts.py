@@ -10,7 +10,6 @@ import argparse
 import itertools
 import json
 import math
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -283,43 +282,15 @@ def throughput_charts(
 
 # ---------------------------------------------------------------------------- per second
 
-_AGG_LOG = re.compile(r"c(\d+)_r(\d+)_(.+)\.\d+(\.\d+)?")
-
 
 def read_per_second(runs: Path | str | Sequence[Path | str]) -> pd.DataFrame:
-    """Per-second tps of every repetition from each run's ``pgbench-logs/`` (nodes added up).
-
-    Columns: run, clients, repetition, second (since the repetition's first interval), tps.
-    pgbench drops the last partial interval, so a 3 s repetition has 2-3 points.
-    """
-    from ybscale.pgbench import PgbenchError, parse_aggregate_logs
-
-    frames = []
-    for logs in (folder / "pgbench-logs" for folder in run_dirs(runs)):
-        if not logs.is_dir():
-            continue
-        groups: dict[tuple[int, int], list[Path]] = {}
-        for path in logs.iterdir():
-            match = _AGG_LOG.fullmatch(path.name)
-            if match:
-                key = (int(match.group(1)), int(match.group(2)))
-                groups.setdefault(key, []).append(path)
-        for (clients, rep), paths in sorted(groups.items()):
-            try:
-                agg = parse_aggregate_logs(sorted(paths))
-            except PgbenchError:
-                continue  # a repetition shorter than one interval
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "run": logs.parent.name,
-                        "clients": clients,
-                        "repetition": rep,
-                        "second": agg["interval_start"] - agg["interval_start"].min(),
-                        "tps": agg["tps"],
-                    }
-                )
-            )
+    """Each run folder's per_second.csv (`ybscale.per_second`: run, clients, repetition, second,
+    tps), concatenated; a folder without one is left out."""
+    frames = [
+        pd.read_csv(folder / "per_second.csv")
+        for folder in run_dirs(runs)
+        if (folder / "per_second.csv").is_file()
+    ]
     columns = ["run", "clients", "repetition", "second", "tps"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
@@ -712,7 +683,9 @@ def analysis_charts(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ybscale.charts throughput --ceilings C --throughput T.svg --per-second P.svg
-    RUN_DIR ...``: the paths the rule names, and exactly its runs."""
+    RUN_DIR ...`` or ``python -m ybscale.charts analysis --design D --responses C --effects E
+    --residuals R --pareto P.svg --half-normal H.svg --interactions DIR --residual-charts DIR``:
+    the paths the rules name, and exactly their runs."""
     parser = argparse.ArgumentParser(prog="ybscale.charts", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     tp = sub.add_parser("throughput", help="throughput vs clients, and per second, per run")
@@ -720,10 +693,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     tp.add_argument("--ceilings", required=True, type=Path)
     tp.add_argument("--throughput", required=True, type=Path, help="throughput chart (.svg)")
     tp.add_argument("--per-second", required=True, type=Path, help="per-second chart (.svg)")
+    an = sub.add_parser("analysis", help="pareto, half-normal, interaction and residual charts")
+    an.add_argument("--design", required=True, type=Path, help="design YAML")
+    an.add_argument("--responses", required=True, type=Path, help="responses (ceilings.csv)")
+    an.add_argument("--response", default=None, help="response column (default: the only one)")
+    an.add_argument("--effects", required=True, type=Path, help="effects.csv")
+    an.add_argument("--residuals", required=True, type=Path, help="residuals.csv")
+    for name in ("pareto", "half-normal", "interactions", "residual-charts"):
+        an.add_argument(f"--{name}", required=True, type=Path, help="this chart's path")
     args = parser.parse_args(argv)
-    paths = throughput_charts(
-        args.runs, args.ceilings, throughput=args.throughput, per_second=args.per_second
-    )
+    if args.command == "throughput":
+        paths = throughput_charts(
+            args.runs, args.ceilings, throughput=args.throughput, per_second=args.per_second
+        )
+    else:
+        from ybscale.analysis import draw_charts
+
+        where = AnalysisChartPaths(
+            args.pareto, args.half_normal, args.interactions, args.residual_charts
+        )
+        paths = draw_charts(
+            args.design, args.responses, args.response, args.effects, args.residuals, where
+        )
     for path in paths:
         print(path)
     return 0

@@ -197,6 +197,12 @@ _AGG_WIDTHS = {6, 10, 11, 15, 16}
 _MIN_MAX = ["min_latency", "max_latency", "min_lag", "max_lag"]
 
 
+def repetition_prefix(logs: Path, clients: int, repetition: int) -> Path:
+    """The log prefix of one repetition in a row's log folder; each node's files add
+    ``_<node>.<pid>[.<n>]`` (read back by `ybscale.per_second`)."""
+    return Path(logs) / f"c{clients:03d}_r{repetition}"
+
+
 def aggregate_log_paths(prefix: str | Path) -> list[Path]:
     """The per-thread log files of one run: `PREFIX.<pid>` and `PREFIX.<pid>.<n>` (per
     transaction until `ybscale.latency.reduce_log` rewrites them per second)."""

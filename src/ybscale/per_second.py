@@ -1,0 +1,80 @@
+"""One row's throughput second by second (per_second.csv), derived once from its pgbench logs.
+
+Every repetition in repetitions.csv has one per-second log per node (pgbench's aggregate format,
+as `ybscale.latency.reduce_log` leaves it) under the row's ``pgbench-logs/``, named by
+`ybscale.pgbench.repetition_prefix`; the nodes are added up second by second. The charts read
+this table, not the logs.
+
+    python -m ybscale.per_second --repetitions results/runs/run07/repetitions.csv \\
+        --out results/runs/run07/per_second.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ybscale.pgbench import PgbenchError, parse_aggregate_logs
+from ybscale.pgbench import repetition_prefix as prefix_of
+
+COLUMNS = ["run", "clients", "repetition", "second", "tps"]
+LOGS = "pgbench-logs"  # beside repetitions.csv, as the measuring job writes them
+
+
+def node_logs(logs: Path, clients: int, repetition: int) -> list[Path]:
+    """Every node's log files of one repetition (``<prefix>_<node>.<pid>[.<n>]``)."""
+    name = re.compile(re.escape(prefix_of(logs, clients, repetition).name) + r"_.+\.\d+(\.\d+)?")
+    return sorted(path for path in logs.glob("*") if name.fullmatch(path.name))
+
+
+def per_second(repetitions: Path | str, logs: Path | str | None = None) -> pd.DataFrame:
+    """run, clients, repetition, second (since the repetition's first interval), tps: the
+    nodes added up. A repetition shorter than one interval has no line."""
+    repetitions = Path(repetitions)
+    logs = Path(logs) if logs else repetitions.parent / LOGS
+    run = repetitions.parent.name
+    done = pd.read_csv(repetitions)[["clients", "repetition"]].drop_duplicates()
+    frames = []
+    for clients, rep in done.itertuples(index=False):
+        paths = node_logs(logs, int(clients), int(rep))
+        if not paths:
+            raise FileNotFoundError(
+                f"{repetitions}: {clients} clients, repetition {rep}: no log under {logs}"
+            )
+        try:
+            agg = parse_aggregate_logs(paths)
+        except PgbenchError:
+            continue  # shorter than one interval
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": run,
+                    "clients": int(clients),
+                    "repetition": int(rep),
+                    "second": agg["interval_start"] - agg["interval_start"].min(),
+                    "tps": agg["tps"],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ybscale.per_second", description=__doc__.splitlines()[0])
+    parser.add_argument("--repetitions", required=True, type=Path, help="the row's repetitions.csv")
+    parser.add_argument("--logs", type=Path, help=f"its pgbench logs (default: {LOGS}/ beside it)")
+    parser.add_argument("--out", required=True, type=Path, help="per_second.csv")
+    args = parser.parse_args(argv)
+    table = per_second(args.repetitions, args.logs)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+    print(f"{args.out}: {len(table)} lines")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
