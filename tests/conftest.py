@@ -316,3 +316,12 @@ def sshd(tmp_path_factory):
 def authorized_keys(host) -> Path:
     """The authorized_keys file of the `sshd` fixture's server."""
     return host.key.parent.parent / "authorized_keys"
+
+
+def pytest_collection_modifyitems(items):
+    """Tests on the real Pulumi engine (they take the `engine` fixture) are slow long
+    real-system tests: marked here once, so a new one is marked too (`-m "not slow"` skips them;
+    `pytest -q` and CI run them)."""
+    for item in items:
+        if "engine" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
