@@ -1,6 +1,7 @@
 """What a reader sees of the report in a browser window: the findings on opening, nothing cut off.
 
-The tiny study's report (conftest's shared `tiny_study`) is opened in headless Chromium at three window sizes.
+The tiny study's report (conftest's shared `tiny_study`) is opened in headless Chromium at three
+window sizes.
 A script injected into a copy of report.html (tests/data/report_layout.js) measures the rendered
 page with getBoundingClientRect(): the landing page at scroll position 0 and scrolled to its end,
 then every result that opens inside the report (the charts), as its button opens it. Screenshots
