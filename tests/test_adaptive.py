@@ -218,15 +218,19 @@ def test_a_curve_rising_to_max_clients_stops_there_with_the_best_at_the_edge():
 
 
 def test_only_a_larger_count_significantly_below_the_best_brackets_it():
-    """What the scan's end and the race's end both ask: a count above the best, clearly below
-    it, stops the extension; one within the noise (a plateau so far) does not."""
+    """What the scan's end and the race's end both ask, once the best is at or past the grid's
+    edge: a count above the best, clearly below it, stops the extension; one within the noise
+    does not."""
     samples = {8: [800.0, 810, 790], 16: [1000.0, 990, 1010], 32: [700.0]}
-    assert adaptive.next_extension(samples, 64) is None
+    assert adaptive.next_extension(samples, 64, edge=16) is None
     samples[32] = [995.0]
-    assert adaptive.next_extension(samples, 64) == 64
-    assert adaptive.next_extension(samples, 48) == 48
-    assert adaptive.next_extension(samples, 32) is None  # the range reached max_clients
+    assert adaptive.next_extension(samples, 64, edge=16) == 64
+    assert adaptive.next_extension(samples, 48, edge=16) == 48
+    assert adaptive.next_extension(samples, 32, edge=16) is None  # the range reached max_clients
     assert adaptive.next_extension({8: [800.0], 16: [1000.0]}, 64) == 32  # best is the largest
+    # a best inside the grid (its largest count is 32) is not extended from, even when the
+    # larger counts are within the noise: a plateau, as the refinement treats it
+    assert adaptive.next_extension(samples, 64, edge=32) is None
 
 
 def test_extension_counts_double_up_to_max_clients():
@@ -234,3 +238,14 @@ def test_extension_counts_double_up_to_max_clients():
     assert adaptive.extension_counts([1, 8, 32], 100) == [64, 100]
     assert adaptive.extension_counts([1, 8, 32], 32) == []
     assert adaptive.extension_counts([1, 8, 32], None) == []
+
+
+def test_a_noisy_peak_inside_the_grid_is_not_extended():
+    """A row's shape on a loaded machine: the best at 4 clients with huge noise; 8 to 32 are
+    below it but not significantly after the scan. The grid's edge is not the best, so no count
+    beyond 32 is measured."""
+    draws = {1: [2156, 2675, 2135], 2: [3519, 2518, 2122], 4: [4996, 3126, 3212]}
+    draws |= {8: [5287, 2036, 2232], 16: [1676, 1284], 32: [1203], 3: [3000], 6: [3000]}
+    measure, log = _loop(lambda n: draws[n].pop(0) if len(draws[n]) > 1 else draws[n][0])
+    samples = sweep([1, 2, 4, 8, 16, 32], measure, "adaptive", max_clients=128)
+    assert max(samples) == 32

@@ -115,7 +115,8 @@ def test_the_response_says_how_counts_were_measured(study):
     assert "ceiling of each row, the **empirical** ceiling" in text
     assert (
         "[1, 4] (adaptive sweep: one repetition per count, doubling past the grid up to 16 "
-        "clients until a larger count is significantly below the best, then, in turns, 3 to 5 "
+        "clients while the best is at its edge, until a larger count is significantly below the "
+        "best, then, in turns, 3 to 5 "
         "repetitions until the 95 % CI is within ±3 % for the counts not significantly below the "
         "best; "
         "3 s each, the first 1 s not counted), with pgbench on the **local** backend over 1,000 "

@@ -16,11 +16,13 @@ peak_resolution) of the best, or no integer count lies between them. A neighbour
 noise of the best means a plateau: the ceiling's value is known to the noise there, and a
 midpoint would only add one more draw to the maximum.
 
-A peak is bracketed only by a larger count significantly below it. While no count above the
-best is (the curve still rises at the grid's end, or stays within the noise of the best), the
-sweep extends the range: it doubles the largest count measured, up to `max_clients`, after the
-scan and whenever the race runs out of counts. A row whose best count is still the largest
-measured has a ceiling that is only a lower bound (`ceiling.json` says so). `grid` mode (the
+A peak is bracketed only by a larger count significantly below it. When the best is the grid's
+largest count or beyond it (the curve still rises at the grid's end) and no larger count is
+significantly below it, the sweep extends the range: it doubles the largest count measured, up
+to `max_clients`, after the scan and whenever the race runs out of counts. A best inside the
+grid is not extended from: the grid's larger counts lie below it (a plateau at worst). A row
+whose best count is still the largest measured has a ceiling that is only a lower bound
+(`ceiling.json` says so). `grid` mode (the
 classical protocol) measures every listed count to its precision rule, one after another, and
 never refines or extends.
 """
@@ -145,14 +147,18 @@ def bracketed_above(samples: dict[int, Sequence[float]], alpha: float = 0.05) ->
 
 
 def next_extension(
-    samples: dict[int, Sequence[float]], max_clients: int | None, alpha: float = 0.05
+    samples: dict[int, Sequence[float]],
+    max_clients: int | None,
+    alpha: float = 0.05,
+    edge: int | None = None,
 ) -> int | None:
     """The next count above those measured (twice the largest, at most `max_clients`) while
-    the peak is not bracketed above; None when it is, or the range reached `max_clients`."""
-    largest = max(samples)
-    if max_clients is None or largest >= max_clients or bracketed_above(samples, alpha):
+    the best is at or past `edge` (the grid's largest count; default: the largest measured)
+    and not bracketed above; None otherwise, or once the range reached `max_clients`."""
+    largest, best = max(samples), best_count(samples)
+    if max_clients is None or largest >= max_clients or best < (edge or largest):
         return None
-    return min(2 * largest, max_clients)
+    return None if bracketed_above(samples, alpha) else min(2 * largest, max_clients)
 
 
 def extension_counts(grid: Sequence[int], max_clients: int | None) -> list[int]:
@@ -184,13 +190,15 @@ def sweep(
     grid: each count in ascending order, to its rule. adaptive: a scan, then a race.
     - Scan: one repetition per count, ascending. When the last two are both below the best,
       the best gets up to CONFIRM_REPETITIONS and `_past_peak` decides whether to stop. At the
-      grid's end, `next_extension` counts follow (one repetition each; the best gets up to
-      CONFIRM_REPETITIONS to tell whether the new count is below it) until one larger than the
-      best is significantly below it, or `max_clients` (None: no extension) is reached.
+      grid's end, with the best at its largest count, `next_extension` counts follow (one
+      repetition each; the best gets up to CONFIRM_REPETITIONS to tell whether the new count is
+      below it) until one larger than the best is significantly below it, or `max_clients`
+      (None: no extension) is reached.
     - Race: one repetition per turn, round by round, over the counts not finished, the best
       first, then by decreasing mean; a count significantly below the best leaves the race.
-      Once no count is left in it, an extension joins it while the peak is not bracketed above
-      (the best moved up in the race), else a midpoint from `next_refinement`. The repetitions of
+      Once no count is left in it, an extension joins it while the best is at or past the
+      grid's largest count and not bracketed above (it moved up in the race), else a midpoint
+      from `next_refinement`. The repetitions of
       the counts near the ceiling are interleaved in time, so the machine's drift over the row
       reaches them alike instead of favouring whichever count was measured in a fast minute.
 
@@ -221,7 +229,7 @@ def sweep(
         if _looks_past_peak(samples) and _confirmed(samples, one_more, alpha):
             break
     else:
-        while (extra := next_extension(samples, max_clients, alpha)) is not None:
+        while (extra := next_extension(samples, max_clients, alpha, counts[-1])) is not None:
             one_more(extra)
             _confirm_above(samples, one_more, alpha)
     limit = max_points if max_points is not None else 2 * len(counts)
@@ -233,7 +241,7 @@ def sweep(
             if not one_more(clients):
                 racing.discard(clients)
         if not racing:
-            extra = next_extension(samples, max_clients, alpha)
+            extra = next_extension(samples, max_clients, alpha, counts[-1])
             if extra is None and len(samples) < limit:
                 extra = next_refinement(samples, peak_resolution, alpha)
             if extra is not None and one_more(extra):

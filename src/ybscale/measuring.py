@@ -90,8 +90,8 @@ class MeasuringProtocol:
         if self.sweep != "adaptive":
             return f"every count {reps} repetitions{until}; {each}"
         extend = (
-            f", doubling past the grid up to {self.max_clients} clients until a larger count is "
-            "significantly below the best"
+            f", doubling past the grid up to {self.max_clients} clients while the best is at its "
+            "edge, until a larger count is significantly below the best"
             if self.max_clients
             else ""
         )
