@@ -13,9 +13,9 @@ include: "rules/measure.smk"
 include: "rules/analysis.smk"
 
 
-if BACKEND == "gcp":
+if BACKEND.rules:  # a backend whose clusters are shared brings them up by rules of its own
 
-    include: "rules/cloud.smk"
+    include: BACKEND.rules
 
 
 rule all:
@@ -30,7 +30,4 @@ rule all:
 
 
 onerror:
-    if BACKEND == "gcp":
-        from ybscale.backends.gcp.stacks import destroy_all
-
-        destroy_all(SETTINGS, STUDY.combinations, CLUSTERS)
+    BACKEND.on_error(SETTINGS, STUDY.combinations, CLUSTERS)

@@ -5,6 +5,7 @@ import shlex
 import sys
 
 from ybscale import strata, study
+from ybscale.backends import backend_class
 from ybscale.protocol import code_digest, file_digest
 
 # shell rules run `python -m ybscale...` with the environment Snakemake runs in, activated or not
@@ -18,15 +19,13 @@ config.update(
 )  # one loader: jobs and the report see the defaults the schema fills
 DESIGN = STUDY.design
 RUNS = DESIGN.run_ids
-BACKEND = SETTINGS["backend"]
+BACKEND = backend_class(SETTINGS["backend"])  # what the rules know of it (backends.BACKENDS)
 ANALYSIS = SETTINGS["analysis"]
 COMBOS = list(STUDY.combinations)
 CLUSTER_OF = strata.cluster_of(SETTINGS, STUDY.rows)  # run -> the cluster it runs on
 CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items())
-MEASURE_CODE = code_digest(BACKEND)
-CLUSTERS = (
-    "results/clusters"  # gcp: one folder per combination (endpoints, host keys, lock)
-)
+MEASURE_CODE = code_digest(BACKEND.name)
+CLUSTERS = "results/clusters"  # shared clusters: one folder per combination
 
 
 wildcard_constraints:
@@ -44,14 +43,15 @@ def runs_of(combo):
 
 
 def cluster_endpoints(wildcards):
-    """gcp: the endpoints of the row's cluster (brought up by cluster_up); local: nothing."""
-    if BACKEND != "gcp":
+    """Shared clusters: the endpoints of the row's (brought up by cluster_up); otherwise
+    nothing (the measuring job brings the row's own cluster up and down)."""
+    if not BACKEND.shared_clusters:
         return []
     return f"{CLUSTERS}/{STUDY.row(wildcards.run).combination}/endpoints.json"
 
 
 def cluster_teardowns(wildcards):
-    """gcp: every cluster destroyed before the analysis; other backends: nothing."""
-    if BACKEND != "gcp":
+    """Shared clusters: every one destroyed before the analysis; otherwise nothing."""
+    if not BACKEND.shared_clusters:
         return []
     return expand(f"{CLUSTERS}/{{combo}}/destroyed.json", combo=COMBOS)

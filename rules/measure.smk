@@ -33,7 +33,7 @@ rule measure:
     resources:
         # one benchmark at a time on this machine; gcp rows run on their cluster's own load
         # generator (one row per cluster at a time, by a lock), so they take no slot here
-        bench=0 if BACKEND == "gcp" else 1,
+        bench=1 if BACKEND.loads_here else 0,
     params:
         # by content: a row re-runs when its knobs, its script, the measuring code or the
         # measurement settings change, never because a checkout touched a file
@@ -41,7 +41,7 @@ rule measure:
         script=lambda wildcards: file_digest(STUDY.row(wildcards.run).script_path),
         code=MEASURE_CODE,
         measurement=SETTINGS["measurement"],
-        backend=SETTINGS.get(BACKEND, {}),
+        backend=BACKEND.measuring_settings(SETTINGS),  # never prices or the analysis
         clusters=CLUSTERS,
     script:
         "scripts/measure.py"

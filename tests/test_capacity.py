@@ -9,7 +9,8 @@ from test_stacks import NOW, cloudfree_program, quiet
 
 from ybscale.backends.base import BackendError
 from ybscale.backends.gcp import capacity, stacks
-from ybscale.settings import SettingsError, gcp_section
+from ybscale.backends.gcp.config import gcp_section
+from ybscale.settings import SettingsError
 
 engine = test_stacks.engine  # the real Pulumi engine with a local file backend (fixture)
 

@@ -498,8 +498,8 @@ def test_tarball_checksum_is_verified(tmp_path, published):
 def test_server_knobs_become_tserver_flags_and_ysql_settings():
     """server.* knobs: PostgreSQL's catalogue names go to --ysql_pg_conf_csv, others are flags."""
     from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.config import gcp_section
     from ybscale.row import ClusterShape
-    from ybscale.settings import gcp_section
 
     settings = gcp_section({"gcp": {"project": "p", "owner": "ada"}})
     now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)

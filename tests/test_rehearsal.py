@@ -21,7 +21,7 @@ from test_stacks import engine_path
 
 from ybscale.backends.gcp import stacks
 from ybscale.backends.gcp.backend import LoadgenRunner
-from ybscale.settings import gcp_section
+from ybscale.backends.gcp.config import gcp_section
 
 TESTS = Path(__file__).resolve().parent
 DESIGN = {  # 2^3, one cluster factor: two clusters of four rows each

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -391,33 +390,12 @@ def _backend(study: Study) -> str:
 
 
 def backend_section(study: Study) -> list[str]:
+    """What the backend the rows were measured on cannot show (its own text)."""
+    from ybscale.backends import BACKENDS, backend_class
+
     applied = [m.get("applied", {}) for m in study.measurements.values()]
-    backend = applied[0].get("backend") if applied else None
-    if backend != "local":
-        return []
-    cpus = []
-    for a in applied:
-        quotas = [n.get("cpus") for n in (a.get("cpu") or {}).values() if n.get("cpus")]
-        if quotas:
-            cpus.append(sum(quotas))
-    mechanisms = sorted(
-        {n.get("mechanism", "?") for a in applied for n in (a.get("cpu") or {}).values()}
-    )
-    quota = (
-        f" The CPU quotas granted per row add up to {min(cpus):g} to {max(cpus):g} CPUs "
-        f"({', '.join(mechanisms)}), on a machine with {os.cpu_count()} cores."
-        if cpus
-        else ""
-    )
-    return [
-        "**What the local backend cannot show.** Every node is a PostgreSQL server on this one "
-        "machine: the nodes share its cores, memory and disk, so adding a node adds no CPU and "
-        "no network hop. The nodes effect measures the coordination cost of more servers "
-        "(sharding, quorum replication), not added capacity; node size is a CPU quota, not a "
-        "bigger machine; replication is PostgreSQL streaming replication, not a Raft group. "
-        "Absolute throughput is not that of a cluster of machines; the effects are the result."
-        + quota
-    ]
+    name = applied[0].get("backend") if applied else None
+    return backend_class(name).report_text(applied) if name in BACKENDS else []
 
 
 def next_section(study: Study, files: StudyFiles) -> list[str]:

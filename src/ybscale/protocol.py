@@ -10,7 +10,7 @@ import hashlib
 from importlib import resources
 from pathlib import Path
 
-# modules every backend measures through; plus the backend's own (see BACKEND_MODULES)
+# modules every backend measures through; plus the backend's own (`Backend.modules`)
 COMMON_MODULES = (
     "bench.py",
     "pgbench.py",
@@ -24,11 +24,6 @@ COMMON_MODULES = (
     "knobs.py",
     "backends/base.py",
 )
-BACKEND_MODULES = {
-    "local": ("backends/local/cluster.py", "backends/local/cpu.py"),
-    "existing": ("backends/existing/backend.py", "backends/ysql.py"),
-    "gcp": ("backends/gcp/backend.py", "backends/ysql.py", "backends/ssh.py"),
-}
 
 
 def _digest(chunks) -> str:
@@ -41,7 +36,9 @@ def _digest(chunks) -> str:
 def code_digest(backend: str) -> str:
     """Digest of the modules that measure a row on `backend`."""
     package = resources.files("ybscale")
-    names = COMMON_MODULES + BACKEND_MODULES.get(backend, ())
+    from ybscale.backends import backend_class
+
+    names = COMMON_MODULES + backend_class(backend).modules
     return _digest((name, package.joinpath(name).read_bytes()) for name in names)
 
 

@@ -9,13 +9,9 @@ in and the active backend's section validated, frozen (`Frozen`: a change is a n
 from __future__ import annotations
 
 import copy
-import getpass
-import json
-import os
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from pathlib import Path
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -131,43 +127,9 @@ def validated(data: Mapping, name: str, prefix: str = "", source: str = CONFIG_S
 
 
 def section(config: Mapping, name: str) -> dict:
-    """The validated `gcp:` or `existing:` section, defaults filled (mutable: a step of load)."""
+    """A backend's validated section (`<name>.schema.yaml`), defaults filled (mutable: a step
+    of load)."""
     return validated(config.get(name) or {}, name, prefix=name)
-
-
-def gcp_section(config: Mapping) -> Frozen:
-    """The `gcp:` section validated, with defaults and the derived values filled in: owner,
-    state_url (absolute, outside results/)."""
-    settings = section(config, "gcp")
-    if settings["ssh_access"] == "public" and not settings["ssh_source_cidr"]:
-        raise SettingsError(
-            f"{CONFIG_SOURCE}: gcp.ssh_source_cidr: required with ssh_access: public "
-            "(your address, e.g. 203.0.113.7/32), or use ssh_access: iap"
-        )
-    if not settings["zone"].startswith(settings["region"] + "-"):
-        raise SettingsError(
-            f"{CONFIG_SOURCE}: gcp.zone: {settings['zone']} is not in gcp.region "
-            f"{settings['region']}"
-        )
-    fallback = settings["fallback_zone"]
-    if fallback is not None and (
-        not fallback.startswith(settings["region"] + "-") or fallback == settings["zone"]
-    ):
-        raise SettingsError(
-            f"{CONFIG_SOURCE}: gcp.fallback_zone: {fallback} must be another zone of gcp.region "
-            f"{settings['region']} than gcp.zone {settings['zone']}"
-        )
-    settings["owner"] = settings["owner"] or getpass.getuser()
-    if not settings["state_url"]:
-        settings["state_url"] = default_state_url()
-    return freeze(settings)
-
-
-def default_state_url() -> str:
-    """Pulumi state outside results/ (an `rm -rf results` must not forget running clusters):
-    file://$XDG_STATE_HOME/ybscale/pulumi-state, by default ~/.local/state/ybscale/pulumi-state."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return "file://" + str(Path(base).resolve() / "ybscale" / "pulumi-state")
 
 
 EXTEND_FACTOR = 4  # measurement.max_clients: null means this many times the grid's largest
@@ -190,6 +152,8 @@ def measurement_section(measurement: dict) -> dict:
 def load(config: Mapping) -> Frozen:
     """The whole config, validated, every default filled, the active backend's section too;
     read-only."""
+    from ybscale.backends import backend_class
+
     out = validated(config, "config")
     out["measurement"] = measurement_section(out["measurement"])
     analysis = out["analysis"]
@@ -198,14 +162,8 @@ def load(config: Mapping) -> Frozen:
             f"{CONFIG_SOURCE}: analysis.latency_slo_ms: required with analysis.ceiling: "
             "latency_bound (the p95 latency target in ms)"
         )
-    if out["backend"] == "gcp":
-        out["gcp"] = gcp_section(out)
-    elif out["backend"] == "existing":
-        out["existing"] = section(out, "existing")
+    backend = backend_class(out["backend"])
+    own = backend.section(out)  # the active backend's section, when it has one of its own
+    if own is not None:
+        out[backend.name] = own
     return freeze(out)
-
-
-def write_json(path: str, data: Mapping) -> None:
-    """Write settings as JSON (what a rule hands to a command-line tool)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n")

@@ -92,12 +92,40 @@ class Cluster(abc.ABC):
 
 
 class Backend(abc.ABC):
-    """Turns a resolved design row into a cluster; translates knobs into its own mechanism."""
+    """Turns a resolved design row into a cluster; translates knobs into its own mechanism.
+
+    The class attributes are what the rest of the pipeline knows of a backend (see
+    `ybscale.backends.BACKENDS`)."""
 
     name: str
+    modules: tuple[str, ...] = ()  # its measuring modules (package paths), for the code digest
+    shared_clusters = False  # True: a combination's rows share a cluster its own rules bring up
+    rules: str | None = None  # its rules file (relative to the Snakefile), included when set
+    loads_here = True  # pgbench runs on this machine: one benchmark at a time here
 
-    def __init__(self, config: Mapping):
+    def __init__(self, config: Mapping, clusters: Path | None = None):
         self.config = config
+        self.clusters = clusters  # shared clusters: the folder of every combination's files
+
+    @classmethod
+    def section(cls, config: Mapping) -> Mapping | None:
+        """Its config section validated, defaults filled (None: the config schema covers it)."""
+        return None
+
+    @classmethod
+    def measuring_settings(cls, settings: Mapping) -> Mapping:
+        """Its settings that change a measurement (the measuring rule's params)."""
+        return settings.get(cls.name) or {}
+
+    @staticmethod
+    def report_text(applied: Sequence[Mapping]) -> list[str]:
+        """Paragraphs for the findings, from the rows' `applied` records."""
+        return []
+
+    @classmethod
+    def on_error(cls, settings: Mapping, combinations, clusters: Path) -> None:
+        """Release what a failed workflow may have left (the Snakefile's `onerror:`)."""
+        return None
 
     @abc.abstractmethod
     def node_sizes(self) -> list[str]:

@@ -87,7 +87,7 @@ def layout_sql(table: str, local_columns: Collection[str]) -> dict[str, str]:
     ready = f" AND state = '{READY_STATE}'" if "state" in local_columns else ""
     return {
         "tablets": f"SELECT num_tablets FROM yb_table_properties('{table}'::regclass)",
-        "local": (
+        "replicas": (
             "SELECT count(*) FROM yb_local_tablets WHERE namespace_name = current_database() "
             f"AND table_name = '{table}'{ready}"
         ),
@@ -337,7 +337,7 @@ class YsqlCluster(Cluster):
         queries = layout_sql(self.table, columns)
         tablets = int(self.psql(queries["tablets"], timeout=30).strip())
         local = {
-            self.name(ep): int(self.psql(queries["local"], ep, timeout=30).strip())
+            self.name(ep): int(self.psql(queries["replicas"], ep, timeout=30).strip())
             for ep in self.endpoints
         }
         leaders: dict[str, int] | None = None

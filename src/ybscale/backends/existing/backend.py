@@ -71,10 +71,15 @@ class ExistingBackend(Backend):
     """Clusters you run: pgbench runs here against the configured hosts."""
 
     name = "existing"
+    modules = ("backends/existing/backend.py", "backends/ysql.py")
 
-    def __init__(self, config: Mapping):
-        super().__init__(config)
+    def __init__(self, config: Mapping, clusters=None):
+        super().__init__(config, clusters)
         self.settings = validate_section(config)
+
+    @classmethod
+    def section(cls, config: Mapping) -> dict:
+        return validate_section(config)
 
     def node_sizes(self) -> list[str]:
         """Any name: what a size means is up to the endpoints of each combination."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from ybscale.backends import ssh, yb_catalogue
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, settings_by_source
 from ybscale.backends.gcp.balancer import load_balancer_idle
+from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.ysql import (
     FACTS_SCRIPT,
     YsqlCluster,
@@ -34,7 +35,6 @@ from ybscale.backends.ysql import (
     rename_table,
 )
 from ybscale.row import Row
-from ybscale.settings import gcp_section as validate_section
 
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
 READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script writes it last
@@ -261,11 +261,30 @@ class GcpBackend(Backend):
     """Measures on the cluster the cluster_up rule brought up for the row's combination."""
 
     name = "gcp"
+    modules = ("backends/gcp/backend.py", "backends/ysql.py", "backends/ssh.py")
+    shared_clusters = True  # one stack per combination, by the rules in rules/cloud.smk
+    rules = "rules/cloud.smk"
+    loads_here = False  # pgbench runs on each cluster's own load generator
 
     def __init__(self, config: Mapping, clusters: Path | None = None):
-        super().__init__(config)
+        super().__init__(config, clusters)
         self.settings = validate_section(config)
-        self.clusters = clusters  # the folder of every combination's ClusterFiles
+
+    @classmethod
+    def section(cls, config: Mapping):
+        return validate_section(config)
+
+    @classmethod
+    def measuring_settings(cls, settings: Mapping) -> dict:
+        """How the dataset is laid out; prices, slots and the stacks' settings are not (a
+        cluster's definition reaches a row through its endpoints)."""
+        return {"table_sharding": settings["gcp"]["table_sharding"]}
+
+    @classmethod
+    def on_error(cls, settings: Mapping, combinations, clusters: Path) -> None:
+        from ybscale.backends.gcp.stacks import destroy_all
+
+        destroy_all(settings, combinations, clusters)
 
     def node_sizes(self) -> list[str]:
         """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""

@@ -2,14 +2,17 @@
 
 This module drives `stacks` (Pulumi) and hands the gcp backend's readiness check to it.
 
-    python -m ybscale.backends.gcp.clusters up --combo C --config settings.json --out ...
-    python -m ybscale.backends.gcp.clusters down --combo C --config settings.json --out ...
+    python -m ybscale.backends.gcp.clusters up --combo C --config config/config.yaml --out ...
+    python -m ybscale.backends.gcp.clusters down --combo C --config config/config.yaml --out ...
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -18,8 +21,9 @@ from ybscale import study
 from ybscale.backends.base import BackendError
 from ybscale.backends.gcp import capacity, stacks
 from ybscale.backends.gcp.backend import ClusterFiles, wait_ready
+from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.plan import format_plan, plan
-from ybscale.settings import gcp_section
+from ybscale.row import Row
 
 
 def _load_config(path: str, overrides: list[str]) -> dict:
@@ -34,8 +38,91 @@ def _load_config(path: str, overrides: list[str]) -> dict:
     return config
 
 
+# the gcp settings that define a cluster (its stack, VMs and software); prices, slots, plan
+# estimates and timeouts do not: changing them re-provisions nothing
+DEFINES_A_CLUSTER = (
+    "project", "name", "region", "zone", "fallback_zone", "image", "disk_size_gb", "disk_type",
+    "subnet_cidr", "yugabyte", "pg_client_version", "ssh_access", "ssh_source_cidr", "ssh_user",
+    "ssh_key", "owner", "ttl_hours", "state_url", "program",
+)  # fmt: skip
+
+
+def definition(settings: Mapping, row: Row) -> dict:
+    """What defines the cluster of `row`'s combination: its shape, server settings, machine
+    types and the gcp settings in DEFINES_A_CLUSTER (the cluster rules' params)."""
+    gcp = settings["gcp"]
+    types = gcp["machine_types"]
+    return {
+        "combination": row.combination,
+        "shape": dataclasses.asdict(row.cluster),
+        "server": dict(row.server),
+        "machine_types": {k: types[k] for k in (row.cluster.node_size, "master", "loadgen")},
+        **{key: gcp[key] for key in DEFINES_A_CLUSTER},
+    }
+
+
+def run(
+    action: str,
+    combo: str,
+    config: Mapping,
+    out: Path,
+    *,
+    design: str | None = None,
+    serial_logs: Path | None = None,
+) -> int:
+    """`up` (pulumi up, wait until ready, write endpoints) or `down` (destroy, write the
+    marker) one combination's stack; an exit code, the error printed."""
+    files = ClusterFiles(out.parent)
+    stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
+    try:
+        settings = gcp_section(config)
+        if action == "up":
+            loaded = study.load({**config, "backend": "gcp"}, design)
+            print(format_plan(plan(loaded.rows, loaded.settings, [combo])))
+            if combo not in loaded.combinations:
+                raise ValueError(
+                    f"{loaded.design.source}: no row needs combination {combo!r} "
+                    f"(combinations: {', '.join(loaded.combinations)})"
+                )
+            row = loaded.row(loaded.combinations[combo][0])  # the combination's shape
+            files.known_hosts.unlink(missing_ok=True)
+            capacity.up_with_fallback(
+                stacks.up,
+                combo,
+                settings,
+                out=out,
+                ready=lambda endpoints, s: wait_ready(endpoints, s, files.known_hosts, row),
+                shape=row.cluster,
+                server=row.server,
+                serial_logs=serial_logs,
+            )
+        else:
+            stacks.destroy(combo, settings, out=out)  # forgets endpoints, host keys
+    except (BackendError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc}); what was brought up has been destroyed", file=sys.stderr)
+        return 130
+    return 0
+
+
+def job(smk, action: str) -> None:
+    """Entry point of the cluster rules (`script:`): the settings come with the job's config,
+    so only the params (what defines the cluster) decide when the rule runs again."""
+    with open(smk.log[0], "w") as log:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(log.fileno(), 1)  # the engine's and ssh's output too
+        os.dup2(log.fileno(), 2)
+        serial = smk.params.get("serial_logs")
+        code = run(action, smk.wildcards.combo, smk.config, Path(smk.output[0]),
+                   serial_logs=Path(serial) if serial else None)  # fmt: skip
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`up` / `down` one combination's stack (used by rules/cloud.smk)."""
+    """`up` / `down` one combination's stack by hand (the rules call `job`)."""
     parser = argparse.ArgumentParser(prog="python -m ybscale.backends.gcp.clusters")
     parser.add_argument("action", choices=["up", "down"])
     parser.add_argument("--combo", required=True, help="e.g. nodes3-small-reploff")
@@ -51,39 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serial-logs", type=Path, help="up: VM boot logs kept on failure")
     args = parser.parse_args(argv)
     config = _load_config(args.config, args.set)
-    files = ClusterFiles(args.out.parent)
-    stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
-    try:
-        settings = gcp_section(config)
-        if args.action == "up":
-            loaded = study.load({**config, "backend": "gcp"}, args.design)
-            print(format_plan(plan(loaded.rows, loaded.settings, [args.combo])))
-            if args.combo not in loaded.combinations:
-                raise ValueError(
-                    f"{loaded.design.source}: no row needs combination {args.combo!r} "
-                    f"(combinations: {', '.join(loaded.combinations)})"
-                )
-            row = loaded.row(loaded.combinations[args.combo][0])  # the combination's shape
-            files.known_hosts.unlink(missing_ok=True)
-            capacity.up_with_fallback(
-                stacks.up,
-                args.combo,
-                settings,
-                out=args.out,
-                ready=lambda endpoints, s: wait_ready(endpoints, s, files.known_hosts, row),
-                shape=row.cluster,
-                server=row.server,
-                serial_logs=args.serial_logs,
-            )
-        else:
-            stacks.destroy(args.combo, settings, out=args.out)  # forgets endpoints, host keys
-    except (BackendError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as exc:
-        print(f"interrupted ({exc}); what was brought up has been destroyed", file=sys.stderr)
-        return 130
-    return 0
+    return run(args.action, args.combo, config, args.out, design=args.design,
+               serial_logs=args.serial_logs)  # fmt: skip
 
 
 if __name__ == "__main__":

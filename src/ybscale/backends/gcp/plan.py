@@ -18,10 +18,10 @@ from pathlib import Path
 
 import yaml
 
+from ybscale.backends.gcp.config import gcp_section
 from ybscale.measuring import MeasuringProtocol
 from ybscale.order import cluster_order
 from ybscale.row import Row
-from ybscale.settings import gcp_section
 
 HOURS_PER_MONTH = 730  # how GCP prices a GB-month of disk per hour
 NOT_INCLUDED = (

@@ -11,7 +11,7 @@ import yaml
 
 def main(argv: list[str] | None = None, auto=None) -> int:
     from ybscale.backends.gcp import stacks
-    from ybscale.settings import gcp_section as validate_section
+    from ybscale.backends.gcp.config import gcp_section as validate_section
 
     parser = argparse.ArgumentParser(prog="ybscale sweep", description=__doc__)
     parser.add_argument("--config", default="config/config.yaml")

@@ -510,7 +510,7 @@ def destroy_all(
     (interrupted first `up`) is destroyed when it is one of `combinations` (the study's).
     `clusters`: the folder of the combinations' files (their endpoints are invalidated).
     """
-    from ybscale.settings import gcp_section as validate_section
+    from ybscale.backends.gcp.config import gcp_section as validate_section
 
     settings = validate_section(config)
     names = []

@@ -447,10 +447,17 @@ class LocalBackend(Backend):
     """Starts a real PostgreSQL cluster per row on 127.0.0.1."""
 
     name = "local"
+    modules = ("backends/local/cluster.py", "backends/local/cpu.py")
 
-    def __init__(self, config: Mapping):
-        super().__init__(config)
+    def __init__(self, config: Mapping, clusters: Path | None = None):
+        super().__init__(config, clusters)
         self.settings = config["local"]
+
+    @staticmethod
+    def report_text(applied) -> list[str]:
+        from ybscale.backends.local.report import report_text
+
+        return report_text(applied)
 
     def node_sizes(self) -> list[str]:
         return sorted(self.settings["cpu"])

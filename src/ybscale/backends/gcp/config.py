@@ -1,0 +1,46 @@
+"""The `gcp:` section of the config: validated by its schema, then checked across fields and
+completed (owner, state_url)."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ybscale.settings import CONFIG_SOURCE, Frozen, SettingsError, freeze, section
+
+
+def gcp_section(config: Mapping) -> Frozen:
+    """The `gcp:` section validated, with defaults and the derived values filled in: owner,
+    state_url (absolute, outside results/)."""
+    settings = section(config, "gcp")
+    if settings["ssh_access"] == "public" and not settings["ssh_source_cidr"]:
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: gcp.ssh_source_cidr: required with ssh_access: public "
+            "(your address, e.g. 203.0.113.7/32), or use ssh_access: iap"
+        )
+    if not settings["zone"].startswith(settings["region"] + "-"):
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: gcp.zone: {settings['zone']} is not in gcp.region "
+            f"{settings['region']}"
+        )
+    fallback = settings["fallback_zone"]
+    if fallback is not None and (
+        not fallback.startswith(settings["region"] + "-") or fallback == settings["zone"]
+    ):
+        raise SettingsError(
+            f"{CONFIG_SOURCE}: gcp.fallback_zone: {fallback} must be another zone of gcp.region "
+            f"{settings['region']} than gcp.zone {settings['zone']}"
+        )
+    settings["owner"] = settings["owner"] or getpass.getuser()
+    if not settings["state_url"]:
+        settings["state_url"] = default_state_url()
+    return freeze(settings)
+
+
+def default_state_url() -> str:
+    """Pulumi state outside results/ (an `rm -rf results` must not forget running clusters):
+    file://$XDG_STATE_HOME/ybscale/pulumi-state, by default ~/.local/state/ybscale/pulumi-state."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return "file://" + str(Path(base).resolve() / "ybscale" / "pulumi-state")

@@ -1,0 +1,79 @@
+"""The gcp rules' rerun triggers on a finished study: a cluster is re-provisioned and a row
+re-measured only when what defines them changes (issue 20, item 2)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import yaml
+from conftest import REPO, copy_workflow, failed
+from conftest import snakemake as run_snakemake
+
+FINISHED = {"backend": "gcp", "gcp": {"project": "finished-study"}}
+# what a config edit can trigger: the params (file times come from the simulation, not a run;
+# the slot's previous cluster is an ancient() input and the profile leaves out "input")
+PARAMS = ("--rerun-triggers", "params")
+
+
+def scheduled(out) -> dict[str, int]:
+    """Job name -> count from a dry run's job stats."""
+    stats = out.stdout[out.stdout.index("Job stats:") :] if "Job stats:" in out.stdout else ""
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
+
+
+def finished_study(tmp_path):
+    """The files a finished gcp study leaves, with Snakemake's provenance recorded (--touch):
+    every output present, every cluster's endpoints gone (temp) and destroyed.json there."""
+    work = copy_workflow(tmp_path / "study")
+    (work / "config" / "finished.yaml").write_text(yaml.safe_dump(FINISHED))
+    summary = run_snakemake(work, "--summary", configfile="config/finished.yaml")
+    assert summary.returncode == 0, failed(summary)
+    outputs = {line.split("\t")[0] for line in summary.stdout.splitlines()[1:] if "\t" in line}
+    for name in outputs:
+        path = work / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if "." in path.name:
+            path.touch()
+        else:
+            path.mkdir(exist_ok=True)  # directory outputs (charts of the analysis)
+    for destroyed in (work / "results" / "clusters").glob("*/destroyed.json"):
+        outputs.add(str(destroyed.with_name("endpoints.json").relative_to(work)))  # temp
+        (destroyed.with_name("endpoints.json")).touch()
+    finished = time.time() - 3600
+    for name in outputs:  # one time for all: no output is newer than what was made from it
+        os.utime(work / name, (finished, finished))
+    # --notemp: the endpoints stay until every job is recorded (removed below, as a run does)
+    touched = run_snakemake(work, "--touch", "--notemp", configfile="config/finished.yaml")
+    assert touched.returncode == 0, failed(touched)
+    for endpoints in (work / "results" / "clusters").glob("*/endpoints.json"):
+        endpoints.unlink()  # temp: a finished run has removed them
+    assert len(list((work / "results" / "clusters").glob("*/destroyed.json"))) == 8
+    return work
+
+
+def test_alpha_a_price_and_max_clusters_reprovision_and_remeasure_nothing(tmp_path):
+    work = finished_study(tmp_path)
+    unchanged = scheduled(run_snakemake(work, "-n", *PARAMS, configfile="config/finished.yaml"))
+    assert unchanged == {}, unchanged  # the simulated study is finished
+    prices = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["gcp"]["prices"]
+    prices["us-central1"]["vm_hour"]["n1-standard-2"] *= 1.5
+    edited = {
+        "backend": "gcp",
+        "gcp": {"project": "finished-study", "max_clusters": 3, "prices": prices},
+        "analysis": {"alpha": 0.1},
+    }
+    (work / "config" / "edited.yaml").write_text(yaml.safe_dump(edited))
+    out = run_snakemake(work, "-n", *PARAMS, configfile="config/edited.yaml")
+    assert out.returncode == 0, failed(out)
+    jobs = scheduled(out)
+    assert jobs.get("effects") == 1, out.stdout[-2000:]  # alpha: the analysis runs again
+    for rule in ("cluster_up", "measure", "cluster_down"):
+        assert rule not in jobs, f"{rule} scheduled: {jobs}"
+    # what defines a cluster does re-provision clusters and re-measure rows (the control)
+    resized = {**edited, "gcp": {**edited["gcp"], "disk_size_gb": 60}}
+    (work / "config" / "resized.yaml").write_text(yaml.safe_dump(resized))
+    out = run_snakemake(work, "-n", *PARAMS, configfile="config/resized.yaml")
+    jobs = scheduled(out)
+    assert jobs.get("cluster_up", 0) > 0 and jobs.get("measure", 0) > 0, jobs
