@@ -5,9 +5,9 @@ The site (`loopback_site`): per cluster, one PostgreSQL server standing in for i
 listening on one loopback address per tserver (127.0.<nodes>.<i>, all on the same YSQL port, as
 tservers on separate VMs are; one database behind all of them, as in YugabyteDB), carrying
 YugabyteDB's views and functions from the release catalogue
-(`yb_catalogue.stubs.stub_sql`: yb_servers(), version(), the isolation function, ...); a master's
-`/api/v1/masters` answered on 127.0.9.1:7000; a yb-admin stand-in saying the load balancer is
-idle (`yb_admin` output); the load generator is the `sshd` fixture on
+(`yb_catalogue.stubs.stub_sql`: yb_servers(), version(), the isolation function, ...); a
+master's `/api/v1/masters` answered on port 7000 of a 127.9.*.* address; a yb-admin stand-in
+saying the load balancer is idle (`yb_admin` output); the load generator is the `sshd` fixture on
 127.0.0.1, where pgbench and psql run. The program authorizes the study's key there, as a VM's
 metadata does, and registers component resources only: `pulumi up` and `destroy` are real, no
 cloud provider is involved.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import subprocess
 import threading
@@ -25,7 +26,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 SITE_ENV = "YBSCALE_LOOPBACK"  # the site file the program reads
-MASTER_IP = "127.0.9.1"
 SERIES = "2024.2"  # config/config.yaml pins 2024.2.1.0
 
 
@@ -54,7 +54,7 @@ def program():
         )
     outputs = {
         "tserver_ips": ips,
-        "master_addresses": f"{MASTER_IP}:7100",
+        "master_addresses": f"{site['master_ip']}:7100",
         "loadgen_ip": "127.0.0.1",
         "loadgen_name": "loopback-loadgen",
         "ysql_port": site["ysql_port"],
@@ -100,6 +100,18 @@ def _port_free_on(ips: list[str]) -> int:
             tried.append(port)
 
 
+def _masters_server() -> ThreadingHTTPServer:
+    """The master's web endpoint on port 7000 (where the readiness check asks) of a loopback
+    address no other rehearsal holds."""
+    for _ in range(100):
+        ip = f"127.9.{random.randrange(256)}.{random.randrange(1, 255)}"
+        try:
+            return ThreadingHTTPServer((ip, 7000), Masters)
+        except OSError:
+            continue
+    raise RuntimeError("no loopback address has port 7000 free")
+
+
 @contextmanager
 def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES):
     """Start the stand-in tservers for each node count in `node_counts` (the study's
@@ -123,7 +135,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
     home.mkdir()
     local._chown(home)
     with ExitStack() as stack:
-        masters = ThreadingHTTPServer((MASTER_IP, 7000), Masters)
+        masters = _masters_server()
         threading.Thread(target=masters.serve_forever, daemon=True).start()
         stack.callback(masters.server_close)
         stack.callback(masters.shutdown)
@@ -161,6 +173,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
                     "authorized_keys": str(authorized_keys(sshd)),
                     "ready_file": str(ready),
                     "yb_admin": str(yb_admin),
+                    "master_ip": masters.server_address[0],
                 }
             )
         )
