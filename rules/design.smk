@@ -19,7 +19,7 @@ rule design:
     conda:
         "../envs/ybscale.yaml"
     params:
-        backend=BACKEND,
+        backend=BACKEND.name,
         clusters=CLUSTER_ARGS,
     shell:
         "python -m ybscale.design {input} --sign-table {output.sign_table}"
