@@ -214,10 +214,11 @@ def test_findings_lead_with_a_table_of_the_active_effects(study):
     assert len(rows) == len(active)
     for (words, estimate, share, aliases), (_, row) in zip(rows, active.iterrows(), strict=True):
         assert words.endswith(f"({row['term']})") or f"({row['term']}):" in words
-        match = re.fullmatch(rf"{NUMBER} tps \[{NUMBER}, {NUMBER}\]", estimate)
+        match = re.fullmatch(rf"(raises|lowers) by {NUMBER} tps \[{NUMBER}, {NUMBER}\]", estimate)
         assert match, estimate
-        values = (row["effect"], row["ci_low"], row["ci_high"])
-        for shown, value in zip(match.groups(), values, strict=True):
+        assert match.group(1) == ("raises" if row["effect"] > 0 else "lowers")
+        bounds = sorted(abs(v) for v in (row["ci_low"], row["ci_high"]))
+        for shown, value in zip(match.groups()[1:], (abs(row["effect"]), *bounds), strict=True):
             assert parse_number(shown) == pytest.approx(value, abs=display_tolerance(shown))
         assert float(share.rstrip(" %")) == pytest.approx(row["variation_pct"], abs=0.05)
         assert aliases == row["alias"].replace("-", "")

@@ -141,8 +141,9 @@ def summary_table(design: Design, terms: pd.DataFrame) -> list:
     """The active effects as a short table, largest first, for the top of the findings page.
 
     One row per active column: the effect in level words, the estimate with its 95 % interval
-    (tps, or a ratio with the multiplicative model), its share of the variation and its alias
-    string. Without an active column, one sentence saying so."""
+    in the prose's words ("lowers by 7,088 tps [4,164, 10,011]", "divides by 12.4 [5.93, 25.9]"),
+    its share of the variation and its alias string. Without an active column, one sentence
+    saying so."""
     active = terms[terms["active"]]
     if active.empty:
         return [
@@ -162,14 +163,8 @@ def summary_table(design: Design, terms: pd.DataFrame) -> list:
             )
         else:
             words = f"{word_name(design, term)} ({term}): product of the signs +1 instead of -1"
-        effect, low, high = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
-        if model == "multiplicative":
-            estimate = f"×{number(10**effect, model)} [×{number(10**low, model)}, "
-            estimate += f"×{number(10**high, model)}]"
-        else:
-            estimate = (
-                f"{number(effect)} tps [{number(low, scale=effect)}, {number(high, scale=effect)}]"
-            )
+        bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
+        estimate = _size(*bounds, model).replace(" the ceiling", "", 1)  # as the prose says it
         aliases = " = ".join(m.lstrip("-") for m in str(row["alias"]).split(" = "))
         rows.append((words, estimate, f"{float(row['variation_pct']):.1f} %", aliases))
     return ["The effects that stand out from the noise, largest first:", ("table", rows)]
