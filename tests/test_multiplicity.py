@@ -126,3 +126,51 @@ def test_an_unknown_rule_is_named_in_the_config_error():
     with pytest.raises(ValueError, match="holm, bh, none"):
         y = _responses(DESIGN, np.random.default_rng(0), {})
         estimate_effects(DESIGN, y, multiplicity="sidak")
+
+
+def _study_effects(tmp_path, rule: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The effects table of one simulated study as analyze writes it and the findings read it
+    (noise only, 15 columns: some columns fall below α before the adjustment)."""
+    y = _responses(NULL_DESIGN, np.random.default_rng(5), {"A": 8 * SE})
+    written = estimate_effects(NULL_DESIGN, y, alpha=ALPHA, multiplicity=rule)
+    path = tmp_path / f"effects_{rule}.csv"
+    written.to_csv(path, index=False)
+    return written, pd.read_csv(path)
+
+
+@pytest.mark.parametrize("rule", ["holm", "bh", "none"])
+def test_findings_and_charts_say_the_rule_and_how_many_columns(tmp_path, rule):
+    from ybscale import charts, findings
+
+    written, effects = _study_effects(tmp_path, rule)
+    study = findings.Study(NULL_DESIGN, effects, pd.DataFrame(), pd.DataFrame(), {}, {}, 0.05, "")
+    text = findings.render(findings.effects_section(study), "md")
+    active = set(written.loc[written["active"].astype(bool), "term"])
+    assert "A" in active
+    for term in active:
+        assert f"({term})" in text  # every active column is a finding
+    if rule == "none":
+        assert "no multiplicity adjustment" in text
+        assert "about 0.8 columns are expected to be flagged active by chance" in text
+    else:
+        assert f"adjusted by {findings.mult.NAMES[rule]} over the 15 columns" in text
+        allows = "at most 5 % (family-wise" if rule == "holm" else "at most 5 % of the active"
+        assert allows in text
+    raw_only = written[(written["p_value"] < ALPHA) & ~written["active"].astype(bool)]
+    for term in raw_only["term"]:
+        assert term not in active and f"{term}" in text.split("before the adjustment")[1]
+    pareto = charts.pareto_chart(effects).to_dict()
+    subtitle = " ".join(pareto["title"]["subtitle"])
+    lines = {d["line"] for layer in pareto["layer"] for d in _data(pareto, layer)}
+    if rule == "none":
+        assert "no multiplicity adjustment" in subtitle and "t crit" in lines
+    else:
+        assert "over 15 columns" in subtitle and f"{rule} cut" in lines
+    half = charts.half_normal_chart(effects).to_dict()
+    assert "15 columns" in " ".join(half["title"]["subtitle"])
+
+
+def _data(spec: dict, layer: dict) -> list[dict]:
+    """The rows of a layer's inline data that name a reference line."""
+    name = layer.get("data", {}).get("name")
+    return [d for d in spec.get("datasets", {}).get(name, []) if "line" in d]

@@ -1,7 +1,8 @@
 """ANOVA on the estimable terms of a 2^(k-p) design, residuals and outliers.
 
 One regressor per alias group (the columns of ``design.model_matrix()``), fitted with statsmodels
-OLS; the table comes from ``anova_lm(typ=2)`` (the columns are orthogonal, so all types agree).
+OLS; the table comes from ``anova_lm(typ=1)``: the columns are orthogonal, so all types agree, and
+the sequential sums of squares come from one QR decomposition (type 2 refits per term).
 
 Error term:
 * r >= 2: the full model leaves pure error with 2^(k-p)(r−1) degrees of freedom.
@@ -111,7 +112,7 @@ def _table(
     ss_resid = float(fit.ssr) if df_resid > 0 else 0.0
     lm = None
     if (kept or blocks) and df_resid > 0:
-        lm = anova_lm(fit, typ=2)
+        lm = anova_lm(fit, typ=1)
     rows = []
     for term in effect.index:
         ss = float(lm.loc[_var(term), "sum_sq"]) if lm is not None and term in kept else None

@@ -13,14 +13,18 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import vl_convert as vlc
+from altair.utils._importers import vl_version_for_vl_convert
+from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 from scipy.stats import norm
 
+from ybscale.multiplicity import chart_note, family_rule
 from ybscale.usl import usl as usl_curve
 
 NOT_EFFECTS = {"I", "mean", "intercept", "Intercept", "(Intercept)", "error"}
@@ -34,13 +38,30 @@ PANEL = {"width": 180, "height": 130}
 # ---------------------------------------------------------------------------- saving
 
 
+class _InlineTemplate:
+    """altair's inline HTML template with vl-convert's JavaScript bundle built once per
+    process (``chart.save(inline=True)`` builds it again for every chart)."""
+
+    def render(self, **kwargs) -> str:
+        return INLINE_HTML_TEMPLATE.render(vegaembed_script=_javascript_bundle(), **kwargs)
+
+
+@cache
+def _javascript_bundle() -> str:
+    return vlc.javascript_bundle(vl_version=vl_version_for_vl_convert())
+
+
 def save(chart: alt.TopLevelMixin, stem: Path | str) -> list[Path]:
-    """Write ``stem.html`` (JavaScript inlined, works offline) and ``stem.svg``."""
+    """Write ``stem.html`` (JavaScript inlined, works offline) and ``stem.svg``, both from one
+    validated spec."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     html, svg = stem.with_suffix(".html"), stem.with_suffix(".svg")
-    chart.save(str(html), inline=True)
-    svg.write_text(vlc.vegalite_to_svg(chart.to_json()), encoding="utf-8")
+    spec = chart.to_dict()
+    versions = (alt.VEGA_VERSION, alt.VEGAEMBED_VERSION, alt.VEGALITE_VERSION)
+    page = spec_to_html(spec, "vega-lite", *versions, template=_InlineTemplate())
+    html.write_text(page, encoding="utf-8")
+    svg.write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
     return [html, svg]
 
 
@@ -363,6 +384,10 @@ def _pareto_scale(rows: pd.DataFrame) -> tuple[pd.Series, str, list[tuple[str, f
         refs = [(name, v) for name, v in (("ME", me), ("SME", sme)) if _finite(v)]
         return values, "|effect| / PSE  (Lenth)", refs
     refs = [("t crit", me)] if _finite(me) else []
+    found = family_rule(rows)
+    cut = _first(rows, "me_adjusted") / se
+    if found and found[0] != "none" and _finite(cut):
+        refs = [("t crit, one column", me), (f"{found[0]} cut", cut)]
     return values, "|t|  (effect / std. error)", refs
 
 
@@ -418,8 +443,14 @@ def pareto_chart(effects: pd.DataFrame) -> alt.LayerChart:
     return alt.layer(*layers).properties(
         width=420,
         height=alt.Step(20),
-        title=alt.TitleParams("Pareto chart of effects", subtitle=f"significance method: {method}"),
+        title=alt.TitleParams("Pareto chart of effects", subtitle=_subtitle(rows, method)),
     )
+
+
+def _subtitle(rows: pd.DataFrame, method: str) -> list[str]:
+    """The significance method, and the multiplicity rule when a replicated family was tested."""
+    note = chart_note(rows)
+    return [f"significance method: {method}"] + ([note] if note else [])
 
 
 def half_normal_data(effects: pd.DataFrame) -> pd.DataFrame:
@@ -476,9 +507,13 @@ def _half_normal_one(effects: pd.DataFrame, title: str) -> alt.LayerChart:
         height=320,
         title=alt.TitleParams(
             title,
-            subtitle="dashed: |effect| expected from noise (slope = PSE / std. error)"
-            if len(layers) > 2
-            else "no error estimate: look for effects that break away from the line of small ones",
+            subtitle=[
+                "dashed: |effect| expected from noise (slope = PSE / std. error)"
+                if len(layers) > 2
+                else "no error estimate: look for effects that break away from the line of small "
+                "ones",
+                *([chart_note(data)] if chart_note(data) else []),
+            ],
         ),
     )
 

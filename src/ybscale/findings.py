@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from ybscale import bottlenecks, followup, power, sensitivity, strata
+from ybscale import multiplicity as mult
 from ybscale.design import Design, load_design
 from ybscale.measuring import MeasuringProtocol
 from ybscale.study_files import StudyFiles
@@ -280,7 +281,7 @@ def effects_section(study: Study) -> list[str]:
             "effect ± ME"
         )
     else:
-        rule = (
+        rule = mult.rule_text(terms, study.alpha) or (
             f"t test on the replicate error at α = {study.alpha:g}: active when the 95 % "
             "interval excludes 0"
         )
@@ -290,7 +291,7 @@ def effects_section(study: Study) -> list[str]:
             "None: no effect stands out from the noise (standard error of an effect "
             f"{number(se, model)}{unit}). The study cannot tell any factor's effect from zero."
         )
-        return lines
+        return lines + mult.family_text(terms, study.alpha)
     items = [
         effect_sentence(study.design, row) + " " + alias_sentence(study.design, row)
         for _, row in active.iterrows()
@@ -303,7 +304,7 @@ def effects_section(study: Study) -> list[str]:
             "the noise: this study cannot tell their effects from zero (which is not evidence "
             "that they are zero)."
         )
-    return lines
+    return lines + mult.family_text(terms, study.alpha)
 
 
 def noise_section(study: Study) -> list[str]:
@@ -404,13 +405,15 @@ def next_section(study: Study, files: StudyFiles) -> list[str]:
                 "``ybscale next`` proposes: "
                 + followup.describe(study.design, pairs, proposals[0]).replace("\n", " ")
             )
+    found = mult.family_rule(_terms(study))  # the study's rule (replicated), else the default
+    rule = found[0] if found else mult.DEFAULT
     try:
-        items.append(
+        items.append(  # time, no cost
             "``ybscale plan --detect 10%``: "
             + power.detect(
                 DETECT,
                 study.design,
-                {"analysis": {"alpha": study.alpha}, "backend": None},  # time, no cost
+                {"analysis": {"alpha": study.alpha, "multiplicity": rule}, "backend": None},
                 files,
             ).replace("\n", " ")
         )

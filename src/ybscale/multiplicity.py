@@ -92,13 +92,6 @@ def allowance(rule: str, columns: int, alpha: float) -> str:
     )
 
 
-def describe(rule: str, columns: int, alpha: float) -> str:
-    """``"Holm over 127 columns"``, for chart subtitles and summaries."""
-    if check_rule(rule) == "none":
-        return f"no multiplicity adjustment ({columns} columns, each at α = {alpha:g})"
-    return f"{NAMES[rule]}-adjusted p < {alpha:g} over {columns} columns"
-
-
 def keep_family(table, tested, alpha: float):
     """An effects table after some columns were judged by another test (error strata: Lenth
     or MixedLM per stratum, ybscale.strata): the family is the columns still judged by the
@@ -124,3 +117,70 @@ def keep_family(table, tested, alpha: float):
         out.loc[family, "active"] = adjusted < alpha
     out.attrs["columns"] = int(family.sum())
     return out
+
+
+# ---------------------------------------------------------------------------- words for a table
+
+
+def _family(terms):
+    """The rows of an effects table tested by the replicate t test (finite p_value)."""
+    if "p_value" not in terms or "multiplicity" not in terms:
+        return terms.iloc[0:0]
+    return terms[terms["p_value"].notna() & terms["method"].eq("t")]
+
+
+def family_rule(terms) -> tuple[str, int] | None:
+    """(rule, columns) of the table's t-tested family, None when it has none."""
+    family = _family(terms)
+    return (str(family["multiplicity"].iloc[0]), len(family)) if len(family) else None
+
+
+def rule_text(terms, alpha: float) -> str | None:
+    """How a replicated study's columns were judged, for the findings (None: no t family)."""
+    found = family_rule(terms)
+    if found is None:
+        return None
+    rule, m = found
+    if rule == "none":
+        return (
+            f"t test on the replicate error at α = {alpha:g}, each of the {m} columns on its own "
+            "(no multiplicity adjustment): active when its 95 % interval excludes 0"
+        )
+    return (
+        f"t test on the replicate error; p-values adjusted by {NAMES[rule]} over the {m} "
+        f"columns the design estimates (aliases counted once): active when the adjusted p < "
+        f"{alpha:g}; the intervals are each column's own"
+    )
+
+
+def family_text(terms, alpha: float) -> list[str]:
+    """The findings' paragraph on multiplicity: what the rule allows, and the columns below α
+    before the adjustment that it does not count as findings."""
+    found = family_rule(terms)
+    if found is None:
+        return []
+    rule, m = found
+    words = allowance(rule, m, alpha)
+    text = f"**Multiplicity.** {words[0].upper()}{words[1:]}."
+    family = _family(terms)
+    raw = family[(family["p_value"] < alpha) & ~family["active"].astype(bool)]
+    if rule != "none" and len(raw):
+        text += (
+            f" {len(raw)} more column(s) had p < {alpha:g} before the adjustment "
+            f"({', '.join(raw['term'].astype(str))}); with {m} columns about {alpha * m:.1f} "
+            "such are expected by chance alone, so they are not findings."
+        )
+    if rule == "none":
+        text += " Set analysis.multiplicity to holm or bh to control this."
+    return [text]
+
+
+def chart_note(rows) -> str | None:
+    """``"active: Holm-adjusted p < α over 127 columns"`` for the effects charts."""
+    found = family_rule(rows)
+    if found is None:
+        return None
+    rule, m = found
+    if rule == "none":
+        return f"active: p < α, each of {m} columns alone (no multiplicity adjustment)"
+    return f"active: {NAMES[rule]}-adjusted p < α over {m} columns"

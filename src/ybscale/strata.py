@@ -68,14 +68,9 @@ def cluster_of(settings: Mapping, rows) -> dict[str, str]:
 def column_strata(design, clusters: Mapping[str, str]) -> dict[str, str]:
     """Term -> whole-plot | sub-plot, or single for every term when there is one stratum."""
     matrix = design.model_matrix()
-    groups: dict[str, list[str]] = {}
-    for run in matrix.index:
-        groups.setdefault(clusters.get(run, run), []).append(run)
-    whole = [
-        t
-        for t in design.terms
-        if all(matrix.loc[runs, t].nunique() == 1 for runs in groups.values())
-    ]
+    cluster = [clusters.get(run, run) for run in matrix.index]
+    constant = matrix.groupby(cluster).nunique().eq(1).all()  # one groupby, not runs × terms
+    whole = [t for t in design.terms if bool(constant[t])]
     if not whole or len(whole) == len(design.terms):
         return {t: SINGLE for t in design.terms}
     return {t: WHOLE if t in whole else SUB for t in design.terms}
