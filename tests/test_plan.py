@@ -9,7 +9,7 @@ import yaml
 
 from ybscale import measuring, study
 from ybscale.backends.gcp import plan as plan_mod
-from ybscale.backends.gcp import reap as sweep
+from ybscale.backends.gcp import reap
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENT = {
@@ -181,13 +181,13 @@ def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
     assert "config/config.yaml: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err
 
 
-def test_sweep_main_dry_run(tmp_path, capsys, monkeypatch):
+def test_reap_main_dry_run(tmp_path, capsys, monkeypatch):
     from test_stacks import FakeAuto
 
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump({"gcp": {"project": "p"}}))
-    assert sweep.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 0
+    assert reap.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 0
     assert "would destroy 0 expired stack(s)" in capsys.readouterr().out
 
 

@@ -90,6 +90,7 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, tmp_path):
             out = run_snakemake(work, configfile="config/loopback.yaml", env=env, timeout=900)
             assert out.returncode == 0, failed(out)
             stand_ins = servers_under(root)
+            master = json.loads(site.read_text())["master_ip"]
         assert servers_under(root) == []
     assert len(stand_ins) == 2, stand_ins  # one stand-in server per cluster served the study
 
@@ -114,7 +115,7 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, tmp_path):
         # after every reload the load generator asked yb-admin whether the balancer was idle
         assert applied["after_reload"] and all(w["polls"] == 1 for w in applied["after_reload"])
         assert applied["after_reload"][0]["command"].endswith(
-            "-master_addresses 127.0.9.1:7100 get_is_load_balancer_idle"
+            f"-master_addresses {master}:7100 get_is_load_balancer_idle"
         )
         throughput = pd.read_csv(folder / "throughput.csv")
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()

@@ -218,7 +218,7 @@ def test_destroy_writes_marker_and_removes_stack(settings, tmp_path):
     assert not stacks.destroy("nodes3-small-reploff", settings, auto=auto, log=lambda m: None)
 
 
-def test_sweep_destroys_only_expired(settings):
+def test_reap_destroys_only_expired(settings):
     auto = FakeAuto()
     quiet = lambda m: None  # noqa: E731
     stacks.up(
@@ -228,11 +228,11 @@ def test_sweep_destroys_only_expired(settings):
     listed = {s["name"]: s for s in stacks.list_stacks(settings, auto=auto)}
     assert set(listed) == {"ybscale-nodes3-small-reploff", "ybscale-nodes5-large-replon"}
     assert listed["ybscale-nodes5-large-replon"]["expiry"] == NOW + dt.timedelta(hours=8)
-    assert stacks.sweep(settings, NOW, auto=auto, dry_run=True, log=quiet) == [
+    assert stacks.reap(settings, NOW, auto=auto, dry_run=True, log=quiet) == [
         "ybscale-nodes3-small-reploff"
     ]
     assert len(auto.stacks) == 2
-    assert stacks.sweep(settings, NOW, auto=auto, log=quiet) == ["ybscale-nodes3-small-reploff"]
+    assert stacks.reap(settings, NOW, auto=auto, log=quiet) == ["ybscale-nodes3-small-reploff"]
     assert set(auto.stacks) == {"ybscale-nodes5-large-replon"}
 
 
@@ -428,7 +428,7 @@ def quiet(message):
     pass
 
 
-def test_real_engine_lifecycle_and_sweep(engine):
+def test_real_engine_lifecycle_and_reap(engine):
     combo = "nodes3-small-reploff"
     name = stacks.stack_name(combo, engine)
     out = gcp.ClusterFiles.of(CLUSTERS, combo).endpoints
@@ -443,9 +443,9 @@ def test_real_engine_lifecycle_and_sweep(engine):
     (info,) = stacks.list_stacks(engine)
     assert info["expiry"] == NOW + dt.timedelta(hours=8) and info["owner"] == "ada"
     assert info["expiry_source"] == "stack output"
-    assert stacks.sweep(engine, NOW, log=quiet, program=cloudfree_program) == []
+    assert stacks.reap(engine, NOW, log=quiet, program=cloudfree_program) == []
     later = NOW + dt.timedelta(hours=9)
-    assert stacks.sweep(engine, later, log=quiet, program=cloudfree_program, clusters=CLUSTERS) == [
+    assert stacks.reap(engine, later, log=quiet, program=cloudfree_program, clusters=CLUSTERS) == [
         name
     ]
     assert stacks.list_stacks(engine) == []
@@ -566,3 +566,29 @@ def test_rows_of_one_cluster_take_turns_rows_of_two_run_together(settings, tmp_p
         t.join(10)
     assert order.index("b out") < order.index("a out")  # another cluster did not wait
     assert order.index("c in") > order.index("a out")  # the same cluster did
+
+
+def test_real_engine_reap_destroys_a_stack_locked_by_a_killed_up(engine, tmp_path):
+    """SIGKILL of an `up` (engine included) leaves the stack locked; `ybscale reap` clears a
+    lock no engine process holds, then destroys the expired stack."""
+    combo = "nodes3-small-reploff"
+    stacks.up(combo, engine, now=NOW, log=quiet, program=cloudfree_program)  # expiry recorded
+    marker = tmp_path / "registered"
+    script = INTERRUPTED_UP.format(tests=str(Path(__file__).parent))
+    env = {**os.environ, "YBSCALE_TEST_SLOW": str(marker)}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), "the second up never reached the program"
+    os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its engine, no clean-up
+    proc.wait(timeout=30)
+    time.sleep(1)
+    name = stacks.stack_name(combo, engine)
+    assert stacks.stale_locks(name, engine), "the killed up left no lock"
+    later = NOW + dt.timedelta(hours=9)
+    assert stacks.reap(engine, later, log=quiet, program=cloudfree_program) == [name]
+    assert stacks.list_stacks(engine) == []
+    assert stacks.stale_locks(name, engine) == []

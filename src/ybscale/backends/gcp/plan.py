@@ -381,7 +381,7 @@ def format_plan(p: Plan) -> str:
     )  # fmt: skip
     if p.state_url:
         lines.append(
-            f"Pulumi state: {p.state_url} (outside results/: keep it until `ybscale sweep` "
+            f"Pulumi state: {p.state_url} (outside results/: keep it until `ybscale reap` "
             "reports nothing left)"
         )
     for c in p.near_ttl():

@@ -1,4 +1,4 @@
-"""`ybscale sweep`: destroy every Pulumi stack of the project whose expiry has passed."""
+"""`ybscale reap`: destroy every Pulumi stack of the project whose expiry has passed."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None, auto=None) -> int:
     from ybscale.backends.gcp import stacks
     from ybscale.backends.gcp.config import gcp_section as validate_section
 
-    parser = argparse.ArgumentParser(prog="ybscale sweep", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ybscale reap", description=__doc__)
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--dry-run", action="store_true", help="list what would be destroyed")
     parser.add_argument(
@@ -26,12 +26,12 @@ def main(argv: list[str] | None = None, auto=None) -> int:
     try:
         config = yaml.safe_load(Path(args.config).read_text()) or {}
         settings = validate_section(config)
-        expired = stacks.sweep(settings, auto=auto, dry_run=args.dry_run, clusters=args.clusters)
+        expired = stacks.reap(settings, auto=auto, dry_run=args.dry_run, clusters=args.clusters)
     except Exception as exc:  # the Automation API raises its own error types
         print(f"error: {exc}", file=sys.stderr)
         return 1
     verb = "would destroy" if args.dry_run else "destroyed"
-    print(f"sweep: {verb} {len(expired)} expired stack(s)")
+    print(f"reap: {verb} {len(expired)} expired stack(s)")
     return 0
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import time
 from collections.abc import Callable, Collection, Mapping
 from importlib import metadata
@@ -136,14 +137,15 @@ def cluster_args(
 
 
 def workspace_kwargs(settings: Mapping, auto=None) -> dict:
-    """Project settings with the configured state backend; a file backend needs a passphrase
-    (no secrets are stored, so an empty one is used unless PULUMI_CONFIG_PASSPHRASE is set)."""
+    """Project settings with the configured state backend; a self-managed backend (file://,
+    gs://, s3://, ...) needs a passphrase: no secrets are stored, so an empty one is used unless
+    PULUMI_CONFIG_PASSPHRASE is set."""
     auto = _auto(auto)
     url = settings["state_url"]
     if url.startswith("file://"):
         Path(url[len("file://") :]).mkdir(parents=True, exist_ok=True)
     env = {"PULUMI_SKIP_UPDATE_CHECK": "true"}
-    if "PULUMI_CONFIG_PASSPHRASE" not in os.environ and url.startswith("file://"):
+    if "PULUMI_CONFIG_PASSPHRASE" not in os.environ:
         env["PULUMI_CONFIG_PASSPHRASE"] = ""
     return {
         "project_settings": auto.ProjectSettings(
@@ -216,6 +218,37 @@ def release_lock(stack, log=print) -> None:
         log(f"{stack.name}: released the lock of the interrupted update")
     except Exception as exc:  # the Automation API raises its own error types
         log(f"{stack.name}: no lock to release ({str(exc).strip()[-200:]})")
+
+
+def stale_locks(name: str, settings: Mapping) -> list[Path]:
+    """Lock files of stack `name` that no engine process holds: in a file:// state, taken on
+    this host by a process that is gone (SIGKILL, OOM, a closed laptop). Other state backends
+    cannot be judged from here: none."""
+    url = settings["state_url"]
+    if not url.startswith("file://"):
+        return []
+    found = []
+    for path in (Path(url[len("file://") :]) / ".pulumi" / "locks").rglob("*.json"):
+        if path.parent.name != name:
+            continue
+        try:
+            lock = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if lock.get("hostname") == socket.gethostname() and not _running(int(lock["pid"])):
+            found.append(path)
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z")
 
 
 def install_signal_handlers() -> None:
@@ -365,8 +398,8 @@ def up(
             teardown(stack, log)
             stack.workspace.remove_stack(name)
             log(f"{name}: destroyed and removed")
-        except BaseException as inner:  # keep the first error; sweep can retry later
-            log(f"{name}: destroy after failure failed too: {inner!r}; run `ybscale sweep`")
+        except BaseException as inner:  # keep the first error; reap can retry later
+            log(f"{name}: destroy after failure failed too: {inner!r}; run `ybscale reap`")
         if interrupted:
             raise
         raise BackendError(f"{name}: bring-up failed: {exc}") from exc
@@ -418,6 +451,8 @@ def destroy_stack(
     except auto.StackNotFoundError:
         log(f"{name}: no such stack, nothing to destroy")
         return False
+    if stale_locks(name, settings):  # an engine killed mid-update left its lock
+        release_lock(stack, log)
     teardown(stack, log)
     stack.workspace.remove_stack(name)
     log(f"{name}: destroyed")
@@ -472,7 +507,7 @@ def list_stacks(settings: Mapping, *, auto=None) -> list[dict]:
     return found
 
 
-def sweep(
+def reap(
     settings: Mapping, now: dt.datetime | None = None, *, auto=None, dry_run=False, log=print,
     program: Callable | None = None, clusters: Path | None = None,
 ) -> list[str]:  # fmt: skip
@@ -530,5 +565,5 @@ def destroy_all(
                           clusters=clusters)  # fmt: skip
             names.append(info["name"])
         except Exception as exc:
-            log(f"{info['name']}: destroy failed: {exc}; run `ybscale sweep` or destroy by hand")
+            log(f"{info['name']}: destroy failed: {exc}; run `ybscale reap` or destroy by hand")
     return names
