@@ -26,7 +26,6 @@ with the cluster as a random effect.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from functools import lru_cache
@@ -42,27 +41,12 @@ SEED = 20000  # Ye & Hamada (2000)
 # ---------------------------------------------------------------------------- clusters
 
 
-def _endpoint_key(entry: Mapping | None, combination: str) -> str:
-    if not entry:
-        return combination
-    return json.dumps([entry.get("hosts"), entry.get("port"), entry.get("database")])
-
-
 def cluster_of(settings: Mapping, rows) -> dict[str, str]:
-    """Run id -> the cluster it ran on (a label; equal labels: the same cluster)."""
-    backend = settings["backend"]
-    if backend == "local":
-        return {row.run: row.run for row in rows}
-    if backend == "existing":
-        combos = settings.get("existing", {}).get("combinations", {})
-        keys = {
-            row.run: _endpoint_key(combos.get(row.combination), row.combination) for row in rows
-        }
-        first = {}
-        for row in rows:  # label each endpoint set by the first combination that uses it
-            first.setdefault(keys[row.run], row.combination)
-        return {run: first[key] for run, key in keys.items()}
-    return {row.run: row.combination for row in rows}
+    """Run id -> the cluster it ran on (a label; equal labels: the same cluster), as the
+    backend tells (`Backend.cluster_labels`)."""
+    from ybscale.backends import backend_class
+
+    return backend_class(settings["backend"]).cluster_labels(settings, rows)
 
 
 def column_strata(design, clusters: Mapping[str, str]) -> dict[str, str]:
@@ -223,10 +207,15 @@ def findings_text(effects, backend: str, number=lambda v: f"{v:.3g}") -> list[st
     if not strata:
         return []
     if not stratified(effects):
-        shared = {
-            "local": "every row ran on a fresh cluster, so cluster-to-cluster variation is in "
-            "every row's error alike",
-        }.get(backend, "no column is constant within every cluster the rows shared")
+        from ybscale.backends import BACKENDS, backend_class
+
+        fresh = backend in BACKENDS and backend_class(backend).fresh_cluster_per_row
+        shared = (
+            "every row ran on a fresh cluster, so cluster-to-cluster variation is in every "
+            "row's error alike"
+            if fresh
+            else "no column is constant within every cluster the rows shared"
+        )
         return [f"**Error strata.** One stratum ({backend}): {shared}; every column is judged "
                 "against the same noise."]  # fmt: skip
     terms = effects.set_index(effects["term"].astype(str))

@@ -102,6 +102,7 @@ class Backend(abc.ABC):
     shared_clusters = False  # True: a combination's rows share a cluster its own rules bring up
     rules: str | None = None  # its rules file (relative to the Snakefile), included when set
     loads_here = True  # pgbench runs on this machine: one benchmark at a time here
+    fresh_cluster_per_row = False  # every row on a cluster of its own (no shared error stratum)
 
     def __init__(self, config: Mapping, clusters: Path | None = None):
         self.config = config
@@ -116,6 +117,12 @@ class Backend(abc.ABC):
     def measuring_settings(cls, settings: Mapping) -> Mapping:
         """Its settings that change a measurement (the measuring rule's params)."""
         return settings.get(cls.name) or {}
+
+    @classmethod
+    def cluster_labels(cls, settings: Mapping, rows: Sequence[Row]) -> dict[str, str]:
+        """Run id -> the cluster it runs on (equal labels: the same cluster): by default
+        its combination's."""
+        return {row.run: row.combination for row in rows}
 
     @staticmethod
     def report_text(applied: Sequence[Mapping]) -> list[str]:

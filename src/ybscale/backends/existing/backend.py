@@ -7,6 +7,7 @@ database and table name nothing else uses.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
@@ -67,6 +68,12 @@ def check_endpoints(settings: Mapping, rows: Sequence[Row]) -> list[str]:
     return sorted(set(errors))
 
 
+def _endpoint_key(entry: Mapping | None, combination: str) -> str:
+    if not entry:
+        return combination
+    return json.dumps([entry.get("hosts"), entry.get("port"), entry.get("database")])
+
+
 class ExistingBackend(Backend):
     """Clusters you run: pgbench runs here against the configured hosts."""
 
@@ -80,6 +87,18 @@ class ExistingBackend(Backend):
     @classmethod
     def section(cls, config: Mapping) -> dict:
         return validate_section(config)
+
+    @classmethod
+    def cluster_labels(cls, settings: Mapping, rows) -> dict[str, str]:
+        """Combinations pointing at the same endpoints ran on the same cluster: labelled by
+        the first combination that uses them."""
+        combos = settings.get(cls.name, {}).get("combinations", {})
+        keys = {row.run: _endpoint_key(combos.get(row.combination), row.combination)
+                for row in rows}  # fmt: skip
+        first: dict[str, str] = {}
+        for row in rows:
+            first.setdefault(keys[row.run], row.combination)
+        return {run: first[key] for run, key in keys.items()}
 
     def node_sizes(self) -> list[str]:
         """Any name: what a size means is up to the endpoints of each combination."""

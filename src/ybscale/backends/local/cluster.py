@@ -448,6 +448,11 @@ class LocalBackend(Backend):
 
     name = "local"
     modules = ("backends/local/cluster.py", "backends/local/cpu.py")
+    fresh_cluster_per_row = True
+
+    @classmethod
+    def cluster_labels(cls, settings, rows) -> dict[str, str]:
+        return {row.run: row.run for row in rows}  # one fresh cluster per row
 
     def __init__(self, config: Mapping, clusters: Path | None = None):
         super().__init__(config, clusters)
