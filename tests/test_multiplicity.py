@@ -13,6 +13,7 @@ from ybscale import settings
 from ybscale.anova import fit_anova
 from ybscale.design import design_from_dict
 from ybscale.effects import estimate_effects
+from ybscale.multiplicity import family_rule
 
 ALPHA = 0.05
 SIMULATIONS = 200
@@ -174,3 +175,30 @@ def _data(spec: dict, layer: dict) -> list[dict]:
     """The rows of a layer's inline data that name a reference line."""
     name = layer.get("data", {}).get("name")
     return [d for d in spec.get("datasets", {}).get(name, []) if "line" in d]
+
+
+def test_split_plot_family_is_the_columns_left_to_the_t_test(tmp_path):
+    """Replicates reusing clusters that hold A, B, C fixed: the 7 whole-plot columns are judged
+    by Lenth among themselves (no p-values), the 8 sub-plot columns keep the t test and form the
+    family the adjustment runs over."""
+    from ybscale.analysis import analyze
+
+    design = _design("ABCD", {}, 2)
+    signs = design.sign_table()
+    clusters = {run: f"c{s.A}{s.B}{s.C}" for run, s in signs.iterrows()}
+    x = design.model_matrix()
+    y = 1000 + np.random.default_rng(9).normal(0, SIGMA, design.n_runs) + 30 * x["D"]
+    responses = pd.DataFrame({"response": y}, index=x.index)
+    tables = analyze(design, responses, "response", tmp_path, charts=False, clusters=clusters)
+    effects = tables["effects"]
+    terms = effects[effects["term"].isin(design.terms)].set_index("term")
+    whole = terms[terms["stratum"] == "whole-plot"]
+    sub = terms[terms["stratum"] == "sub-plot"]
+    assert len(whole) == 7 and len(sub) == 8
+    assert whole["p_value"].isna().all() and set(whole["multiplicity"]) == {"none"}
+    from statsmodels.stats.multitest import multipletests
+
+    assert np.allclose(sub["p_adjusted"], multipletests(sub["p_value"], method="holm")[1])
+    assert (sub["active"] == (sub["p_adjusted"] < ALPHA)).all()
+    assert sub.loc["D", "active"]
+    assert family_rule(terms) == ("holm", 8)  # what the findings and charts name

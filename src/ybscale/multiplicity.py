@@ -99,12 +99,13 @@ def keep_family(table, tested, alpha: float):
     family, the others' p columns emptied (their ``active`` is their stratum's)."""
     from scipy import stats
 
-    t_rows = table["method"].eq("t") & table["p_value"].notna()
-    if not t_rows.any() or bool((t_rows == (t_rows & tested)).all()):
+    has_p = table["p_value"].notna()
+    left = has_p & ~tested
+    if not left.any():
         return table
     out = table.copy()
-    rule = str(out.loc[t_rows, "multiplicity"].iloc[0])
-    left = t_rows & ~tested
+    rule = str(out.loc[has_p, "multiplicity"].iloc[0])
+    t_rows = has_p & table["method"].eq("t")
     out.loc[left, ["p_value", "p_adjusted", "me_adjusted"]] = np.nan
     out.loc[left, "multiplicity"] = "none"
     family = t_rows & tested
