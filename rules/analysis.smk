@@ -16,7 +16,7 @@ rule ceilings:
     params:
         ceiling=ANALYSIS["ceiling"],
     shell:
-        "python -m ybscale.ceiling collect --design {input.design} --ceiling {params.ceiling}"
+        "python -m ybscale.analysis.ceiling collect --design {input.design} --ceiling {params.ceiling}"
         " --out {output} {input.ceilings} > {log} 2>&1"
 
 
@@ -53,7 +53,7 @@ rule effects:
         multiplicity=ANALYSIS["multiplicity"],
         clusters=CLUSTER_ARGS,
     shell:
-        "python -m ybscale.analysis --design {input.design} --responses {input.ceilings}"
+        "python -m ybscale.analysis.analyze --design {input.design} --responses {input.ceilings}"
         " --response response --alpha {params.alpha} --model {params.model}"
         " --clusters {params.clusters}"
         " --multiplicity {params.multiplicity}"
@@ -96,7 +96,7 @@ rule effect_charts:
     conda:
         "../envs/ybscale.yaml"
     shell:
-        "python -m ybscale.charts analysis --design {input.design} --responses {input.ceilings}"
+        "python -m ybscale.report.charts analysis --design {input.design} --responses {input.ceilings}"
         " --response response --effects {input.effects} --residuals {input.residuals}"
         " --pareto {output.pareto} --half-normal {output.half_normal}"
         " --interactions {output.interactions} --residual-charts {output.residual_charts}"
@@ -129,7 +129,7 @@ rule findings:
         ceiling=ANALYSIS["ceiling"],
         runs=expand("results/runs/{run}", run=RUNS),
     shell:
-        "python -m ybscale.findings --design {input.design} --effects {input.effects}"
+        "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
         " --ceilings {input.ceilings} --outliers {input.outliers}"
         " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
         " --rst {output.findings_page} --design-rst {output.design_page} {params.runs}"
@@ -161,6 +161,6 @@ rule throughput_chart:
     params:
         runs=expand("results/runs/{run}", run=RUNS),
     shell:
-        "python -m ybscale.charts throughput --ceilings {input.ceilings}"
+        "python -m ybscale.report.charts throughput --ceilings {input.ceilings}"
         " --throughput {output.throughput} --per-second {output.per_second} {params.runs}"
         " > {log} 2>&1"

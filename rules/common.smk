@@ -4,9 +4,11 @@ import os
 import shlex
 import sys
 
-from ybscale import strata, study
+from ybscale import study
+
+from ybscale.design import strata
 from ybscale.backends import backend_class
-from ybscale.protocol import code_digest, file_digest
+from ybscale.measure.protocol import code_digest, file_digest
 
 # shell rules run `python -m ybscale...` with the environment Snakemake runs in, activated or not
 shell.prefix(

@@ -22,6 +22,6 @@ rule design:
         backend=BACKEND.name,
         clusters=CLUSTER_ARGS,
     shell:
-        "python -m ybscale.design {input} --sign-table {output.sign_table}"
+        "python -m ybscale.design.factorial {input} --sign-table {output.sign_table}"
         " --aliases {output.aliases} --summary {output.summary}"
         " --backend {params.backend} --clusters {params.clusters} > {log} 2>&1"

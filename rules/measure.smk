@@ -1,4 +1,4 @@
-from ybscale.order import run_priorities
+from ybscale.design.order import run_priorities
 
 # the order rows are measured in: drawn from measurement.seed, one block per replicate
 # (per cluster where rows share one)
@@ -65,7 +65,7 @@ rule ceiling:
             else ""
         ),
     shell:
-        "python -m ybscale.ceiling fit --run {wildcards.run} --throughput {input.throughput}"
+        "python -m ybscale.analysis.ceiling fit --run {wildcards.run} --throughput {input.throughput}"
         " --repetitions {input.repetitions} {params.slo} --out {output} > {log} 2>&1"
 
 
@@ -81,7 +81,7 @@ rule per_second:
     conda:
         "../envs/ybscale.yaml"
     shell:
-        "python -m ybscale.per_second --repetitions {input.repetitions} --out {output}"
+        "python -m ybscale.measure.per_second --repetitions {input.repetitions} --out {output}"
         " > {log} 2>&1"
 
 
@@ -101,6 +101,6 @@ rule run_order:
         seed=SETTINGS["measurement"]["seed"],
         clusters=CLUSTER_ARGS,
     shell:
-        "python -m ybscale.order --design {input.design} --order {params.order}"
+        "python -m ybscale.design.order --design {input.design} --order {params.order}"
         " --seed {params.seed} --out {output} {input.measurements}"
         " --clusters {params.clusters} > {log} 2>&1"

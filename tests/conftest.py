@@ -195,8 +195,9 @@ def tiny_study_copy(tiny_study, tmp_path) -> Path:
 
 def row_from_levels(levels: dict, dataset_rows: int, run: str = "run01", **extra):
     """A resolved Row from seed-style levels (nodes, workload, isolation, ...), for tests."""
-    from ybscale import knobs, workload
-    from ybscale.row import ClusterShape, Row
+    from ybscale.design import knobs
+    from ybscale.design.row import ClusterShape, Row
+    from ybscale.measure import workload
 
     shape = ClusterShape(
         nodes=int(levels["nodes"]),

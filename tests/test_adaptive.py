@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ybscale import adaptive
-from ybscale.adaptive import midpoint, next_refinement, significantly_below, sweep
+from ybscale.measure import adaptive
+from ybscale.measure.adaptive import midpoint, next_refinement, significantly_below, sweep
 
 GRID = [1, 2, 4, 8, 16, 32, 64]
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from ybscale.analysis import AnalysisPaths, ResponsesError, analyze, main, read_responses
-from ybscale.design import design_from_dict, load_design
+from ybscale.analysis.analyze import AnalysisPaths, ResponsesError, analyze, main, read_responses
+from ybscale.design.factorial import design_from_dict, load_design
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "stats"
@@ -72,7 +72,7 @@ def test_analyze_function_returns_tables(tmp_path):
 
 def test_every_output_goes_exactly_where_it_is_named(tmp_path):
     """The rule names each file: nothing is written anywhere else (no folder layout assumed)."""
-    from ybscale.charts import AnalysisChartPaths
+    from ybscale.report.charts import AnalysisChartPaths
 
     design = design_from_dict(HALF)
     responses = pd.DataFrame({"rate": RATES}, index=pd.Index(design.run_ids, name="run"))
@@ -191,7 +191,7 @@ def test_missing_responses_file(tmp_path, design_file):
 def test_module_entry_point_has_no_traceback(tmp_path, design_file):
     path = _write(tmp_path, _by_run().replace("run05", "run99"))
     proc = subprocess.run(
-        [sys.executable, "-m", "ybscale.analysis", "--design", str(design_file)]
+        [sys.executable, "-m", "ybscale.analysis.analyze", "--design", str(design_file)]
         + ["--responses", str(path), "--out", str(tmp_path / "out"), "--no-charts"],
         capture_output=True,
         text=True,

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ybscale.analysis import read_responses
-from ybscale.anova import ANOVA_COLUMNS, RESIDUAL_COLUMNS, fit_anova, outliers
-from ybscale.design import design_from_dict, load_design
+from ybscale.analysis.analyze import read_responses
+from ybscale.analysis.anova import ANOVA_COLUMNS, RESIDUAL_COLUMNS, fit_anova, outliers
+from ybscale.design.factorial import design_from_dict, load_design
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "stats"
@@ -128,7 +128,7 @@ def test_saturated_without_pooling_has_nan_tests():
 def test_external_residuals_match_statsmodels_refit_per_run(replications):
     """The deletion identity gives what outlier_test's leave-one-out refits give (pooled
     unreplicated model and full replicated model with blocks)."""
-    from ybscale.anova import _fit, externally_studentized, pooled_terms
+    from ybscale.analysis.anova import _fit, externally_studentized, pooled_terms
 
     design = design_from_dict({"factors": FACTORS, "replications": replications})
     x = design.model_matrix()

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ybscale.ceiling import empirical_ceiling, main, row_ceiling
+from ybscale.analysis.ceiling import empirical_ceiling, main, row_ceiling
 
 CLIENTS = [1, 2, 4, 8, 16, 32]
 
@@ -114,7 +114,7 @@ def test_the_latency_bound_is_the_best_count_within_the_p95_target():
 def test_the_latency_bound_can_be_the_studys_response(tmp_path):
     from conftest import REPO
 
-    from ybscale.ceiling import collect
+    from ybscale.analysis.ceiling import collect
 
     thr = pd.DataFrame(
         {"clients": [1, 2], "tps": [10.0, 19.0], "latency_p50_ms": [1.0, 1.5]}

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import vl_convert as vlc
 
-from ybscale import charts
-from ybscale.design import load_design
-from ybscale.usl import usl as usl_curve
+from ybscale.analysis.usl import usl as usl_curve
+from ybscale.design.factorial import load_design
+from ybscale.report import charts
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = [1, 2, 4, 8, 16, 32]

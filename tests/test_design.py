@@ -1,4 +1,4 @@
-"""Tests for ybscale.design: sign table, defining relation, aliases, validation, outputs."""
+"""Tests for ybscale.design.factorial: sign table, defining relation, aliases, checks, output."""
 
 import copy
 import json
@@ -13,7 +13,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from ybscale.design import Design, DesignError, Factor, design_from_dict, load_design, main
+from ybscale.design.factorial import (
+    Design,
+    DesignError,
+    Factor,
+    design_from_dict,
+    load_design,
+    main,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "config" / "design.yaml"
@@ -366,7 +373,7 @@ def test_main_writes_outputs(tmp_path):
 def test_python_m_writes_outputs(tmp_path):
     out = tmp_path / "results" / "design"
     proc = subprocess.run(
-        [sys.executable, "-m", "ybscale.design", str(SEED), str(out)],
+        [sys.executable, "-m", "ybscale.design.factorial", str(SEED), str(out)],
         capture_output=True,
         text=True,
         check=False,

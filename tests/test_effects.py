@@ -6,9 +6,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ybscale.analysis import read_responses
-from ybscale.design import design_from_dict, load_design
-from ybscale.effects import COLUMNS, estimate_effects, lenth
+from ybscale.analysis.analyze import read_responses
+from ybscale.analysis.effects import COLUMNS, estimate_effects, lenth
+from ybscale.design.factorial import design_from_dict, load_design
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "stats"
@@ -233,7 +233,7 @@ def test_effects_smaller_than_measurement_noise_are_marked():
 
 
 def test_blocks_are_taken_out_of_pure_error():
-    from ybscale.anova import fit_anova
+    from ybscale.analysis.anova import fit_anova
 
     design = _two_factor(2)
     base = [100.0, 110.0, 101.0, 111.0]
@@ -257,7 +257,7 @@ def test_blocks_are_taken_out_of_pure_error():
 
 
 def test_residual_order_follows_the_executed_order():
-    from ybscale.anova import fit_anova
+    from ybscale.analysis.anova import fit_anova
 
     design = _two_factor(2)
     y = pd.Series([100.0, 110, 101, 111, 99, 108, 100, 112], index=design.run_ids)

@@ -439,8 +439,8 @@ def test_a_100_row_insert_visits_the_new_key_sequence_once_not_per_row(postgres,
     """Issue 20, item 6: real pgbench runs the real write script (one 100-row INSERT) against
     the sequence as the ysql backends (dataset_sql) and the local one (SCHEMA_SQL) create it;
     PostgreSQL counts every visit to the sequence's block in pg_statio_user_sequences."""
-    from ybscale import workload
     from ybscale.backends.local import find_bindir
+    from ybscale.measure import workload
 
     node, runner = postgres
     db = f"seq_{schema.split('.')[0]}"

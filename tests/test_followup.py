@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from ybscale.design import Design, DesignError, Factor, load_design
-from ybscale.effects import estimate_effects
-from ybscale.followup import confounded_pairs, fold, followup_rows, main, propose
+from ybscale.analysis.effects import estimate_effects
+from ybscale.design.factorial import Design, DesignError, Factor, load_design
+from ybscale.design.followup import confounded_pairs, fold, followup_rows, main, propose
 
 
 @pytest.fixture

@@ -499,7 +499,7 @@ def test_server_knobs_become_tserver_flags_and_ysql_settings():
     """server.* knobs: PostgreSQL's catalogue names go to --ysql_pg_conf_csv, others are flags."""
     from ybscale.backends.gcp import stacks
     from ybscale.backends.gcp.config import gcp_section
-    from ybscale.row import ClusterShape
+    from ybscale.design.row import ClusterShape
 
     settings = gcp_section({"gcp": {"project": "p", "owner": "ada"}})
     now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)

@@ -17,9 +17,11 @@ import pytest
 import yaml
 from conftest import REPO, copy_workflow, ram_root, servers_under
 
-from ybscale import knobs, study, workload
-from ybscale.design import DesignError
-from ybscale.row import RowError
+from ybscale import study
+from ybscale.design import knobs
+from ybscale.design.factorial import DesignError
+from ybscale.design.row import RowError
+from ybscale.measure import workload
 
 SEED = yaml.safe_load((REPO / "config" / "design.yaml").read_text())
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

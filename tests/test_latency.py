@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import row_from_levels, settings_with
 
-from ybscale import bench, latency, pgbench, precision, workload
 from ybscale.backends.local import LocalBackend
+from ybscale.measure import bench, latency, pgbench, precision, workload
 
 T0 = 1_700_000_000  # epoch second of the synthetic run's start
 

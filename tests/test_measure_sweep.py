@@ -6,8 +6,8 @@ from pathlib import Path
 
 from conftest import row_from_levels, settings_with
 
-from ybscale import bench, workload
 from ybscale.backends.local import LocalBackend
+from ybscale.measure import bench, workload
 
 
 def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import settings_with
 
-from ybscale.measuring import ADAPTIVE_EXTRA_COUNTS, MeasuringProtocol
+from ybscale.measure.measuring import ADAPTIVE_EXTRA_COUNTS, MeasuringProtocol
 
 
 def test_it_is_read_from_loaded_settings_and_from_an_older_rows_record():

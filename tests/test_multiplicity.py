@@ -10,10 +10,10 @@ import yaml
 from conftest import REPO
 
 from ybscale import settings
-from ybscale.anova import fit_anova
-from ybscale.design import design_from_dict
-from ybscale.effects import estimate_effects
-from ybscale.multiplicity import family_rule
+from ybscale.analysis.anova import fit_anova
+from ybscale.analysis.effects import estimate_effects
+from ybscale.analysis.multiplicity import family_rule
+from ybscale.design.factorial import design_from_dict
 
 ALPHA = 0.05
 SIMULATIONS = 200
@@ -141,7 +141,7 @@ def _study_effects(tmp_path, rule: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 @pytest.mark.parametrize("rule", ["holm", "bh", "none"])
 def test_findings_and_charts_say_the_rule_and_how_many_columns(tmp_path, rule):
-    from ybscale import charts, findings
+    from ybscale.report import charts, findings
 
     written, effects = _study_effects(tmp_path, rule)
     study = findings.Study(NULL_DESIGN, effects, pd.DataFrame(), pd.DataFrame(), {}, {}, 0.05, "")
@@ -181,7 +181,7 @@ def test_split_plot_family_is_the_columns_left_to_the_t_test(tmp_path):
     """Replicates reusing clusters that hold A, B, C fixed: the 7 whole-plot columns are judged
     by Lenth among themselves (no p-values), the 8 sub-plot columns keep the t test and form the
     family the adjustment runs over."""
-    from ybscale.analysis import analyze
+    from ybscale.analysis.analyze import analyze
 
     design = _design("ABCD", {}, 2)
     signs = design.sign_table()

@@ -8,8 +8,8 @@ import textwrap
 
 import pandas as pd
 
-from ybscale.design import Design, Factor
-from ybscale.order import executed_order, planned_order, run_priorities
+from ybscale.design.factorial import Design, Factor
+from ybscale.design.order import executed_order, planned_order, run_priorities
 
 
 def _design(r: int) -> Design:
@@ -94,7 +94,7 @@ def test_snakemake_executes_measuring_jobs_in_priority_order(tmp_path):
 
 
 def test_executed_positions_read_back(tmp_path):
-    from ybscale.order import executed_positions
+    from ybscale.design.order import executed_positions
 
     plan = planned_order(_design(1).sign_table(), "random", 2)
     paths = []

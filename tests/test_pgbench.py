@@ -1,4 +1,4 @@
-"""Tests for ybscale.pgbench against real pgbench 15.18 output (tests/data/pgbench/README.md)."""
+"""Tests for ybscale.measure.pgbench on real pgbench 15.18 output (tests/data/pgbench/README.md)."""
 
 import math
 import shutil
@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ybscale import pgbench
-from ybscale.pgbench import PgbenchError, PgbenchResult
+from ybscale.measure import pgbench
+from ybscale.measure.pgbench import PgbenchError, PgbenchResult
 
 DATA = Path(__file__).parent / "data" / "pgbench"
 

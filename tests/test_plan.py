@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ybscale import measuring, study
+from ybscale import study
 from ybscale.backends.gcp import plan as plan_mod
 from ybscale.backends.gcp import reap
+from ybscale.measure import measuring
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENT = {

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ybscale.precision import Sequential, mean_ci, steady_tps
+from ybscale.measure.precision import Sequential, mean_ci, steady_tps
 
 
 def _series(rel_noise: float, seed: int):
@@ -69,7 +69,7 @@ def test_a_repetition_shorter_than_one_interval_falls_back_to_pgbench_tps(tmp_pa
     """A run that logged no transaction (an empty log) keeps pgbench's own figure."""
     import math
 
-    from ybscale.bench import steady_throughput
+    from ybscale.measure.bench import steady_throughput
 
     (tmp_path / "c001_r1_node1.4242").write_text("")
     tps, seconds, latencies = steady_throughput([tmp_path / "c001_r1_node1"], 1, 1, 1234.5)

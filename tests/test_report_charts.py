@@ -11,9 +11,9 @@ import pytest
 import vl_convert as vlc
 from conftest import REPO
 
-from ybscale import charts
-from ybscale.design import load_design
-from ybscale.per_second import per_second
+from ybscale.design.factorial import load_design
+from ybscale.measure.per_second import per_second
+from ybscale.report import charts
 
 PGBENCH = REPO / "tests" / "data" / "pgbench"
 

@@ -6,11 +6,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ybscale.analysis import analyze
-from ybscale.design import design_from_dict, load_design
-from ybscale.findings import effect_sentence
-from ybscale.scale import box_cox, choose, decide, main_effect_terms, profile_terms, read_choice
-from ybscale.sensitivity import margin_split, one_scale_only, scale_text
+from ybscale.analysis.analyze import analyze
+from ybscale.analysis.scale import (
+    box_cox,
+    choose,
+    decide,
+    main_effect_terms,
+    profile_terms,
+    read_choice,
+)
+from ybscale.analysis.sensitivity import margin_split, one_scale_only, scale_text
+from ybscale.design.factorial import design_from_dict, load_design
+from ybscale.report.findings import effect_sentence
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = load_design(ROOT / "config" / "design.yaml")

@@ -22,7 +22,7 @@ from conftest import row_from_levels
 from ybscale.backends.base import BackendError
 from ybscale.backends.gcp import backend as gcp
 from ybscale.backends.gcp import clusters, stacks
-from ybscale.row import ClusterShape
+from ybscale.design.row import ClusterShape
 
 NOW = dt.datetime(2026, 11, 22, 15, 0, tzinfo=dt.UTC)
 CLUSTERS = Path("results/clusters")  # the rules' folder; every test runs in its own tmp_path

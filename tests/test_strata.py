@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from ybscale import study
-from ybscale.effects import estimate_effects, lenth
-from ybscale.strata import (
+from ybscale.analysis.effects import estimate_effects, lenth
+from ybscale.design.strata import (
     SINGLE,
     SUB,
     WHOLE,
@@ -113,7 +113,7 @@ def test_judge_rewrites_margins_per_stratum_and_leaves_small_strata_untested():
 
 
 def test_shared_clusters_run_in_random_cluster_order_recorded_as_blocks():
-    from ybscale.order import planned_order, run_priorities
+    from ybscale.design.order import planned_order, run_priorities
 
     design, clusters = _seed("gcp")
     plan = planned_order(design.sign_table(), "random", 20240501, clusters)
@@ -141,9 +141,9 @@ def test_shared_clusters_run_in_random_cluster_order_recorded_as_blocks():
 def test_design_json_analysis_and_findings_name_each_columns_stratum(tmp_path):
     import json
 
-    from ybscale.analysis import analyze
-    from ybscale.design import main as design_main
-    from ybscale.strata import findings_text
+    from ybscale.analysis.analyze import analyze
+    from ybscale.design.factorial import main as design_main
+    from ybscale.design.strata import findings_text
 
     design, clusters = _seed("gcp")
     args = [f"{r}={c}" for r, c in clusters.items()]
@@ -181,7 +181,7 @@ def test_plan_lists_each_columns_stratum_for_gcp_and_the_configs_backend(capsys,
 def test_half_normal_plot_per_stratum():
     import altair as alt
 
-    from ybscale import charts
+    from ybscale.report import charts
 
     design, clusters = _seed("gcp")
     rng = np.random.default_rng(2)
@@ -201,8 +201,8 @@ def test_half_normal_plot_per_stratum():
 def test_replicates_on_fresh_clusters_use_mixedlm_with_the_cluster_as_random_effect():
     """2^3, 3 replicates, each (A, B) combination a fresh cluster per replicate: 12 clusters,
     whole-plot columns A, B, AB (8 df), sub-plot C, AC, BC, ABC."""
-    from ybscale.design import design_from_dict
-    from ybscale.strata import mixed, mixed_applies
+    from ybscale.design.factorial import design_from_dict
+    from ybscale.design.strata import mixed, mixed_applies
 
     spec = {f: {"name": n, "levels": [0, 1]} for f, n in zip("ABC", ["a", "b", "c"], strict=True)}
     design = design_from_dict({"factors": spec, "replications": 3}, "split")

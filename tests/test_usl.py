@@ -5,13 +5,13 @@ import math
 import numpy as np
 import pytest
 
-from ybscale.usl import fit_usl, main, usl
+from ybscale.analysis.usl import fit_usl, main, usl
 
 N = np.array([1, 2, 4, 8, 16, 32, 64], dtype=float)
 
 
 def _usl(n, sigma, kappa, lam):
-    """Written out independently of ybscale.usl."""
+    """Written out independently of ybscale.analysis.usl."""
     return lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
 
 

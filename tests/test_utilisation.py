@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import row_from_levels, settings_with
 
-from ybscale import bench, utilisation, workload
 from ybscale.backends.local import LocalBackend
+from ybscale.measure import bench, utilisation, workload
 
 STAT = """cpu  1000 50 300 8000 200 10 20 5 0 0
 cpu0 500 25 150 4000 100 5 10 3 0 0

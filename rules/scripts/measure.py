@@ -1,5 +1,5 @@
-"""Measuring rule: one design row on its own cluster (see ybscale.bench.measure_job)."""
+"""Measuring rule: one design row on its own cluster (see ybscale.measure.bench.measure_job)."""
 
-from ybscale.bench import measure_job
+from ybscale.measure.bench import measure_job
 
 measure_job(snakemake)  # noqa: F821 - injected by Snakemake's script directive

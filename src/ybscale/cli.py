@@ -6,13 +6,25 @@ import importlib
 import sys
 
 COMMANDS = {
-    "analyze": ("ybscale.analysis", "effects, ANOVA, diagnostics and charts of a responses table"),
-    "usl": ("ybscale.usl", "fit the Universal Scalability Law to one throughput curve"),
+    "analyze": (
+        "ybscale.analysis.analyze",
+        "effects, ANOVA, diagnostics and charts of a responses table",
+    ),
+    "usl": ("ybscale.analysis.usl", "fit the Universal Scalability Law to one throughput curve"),
     "plan": ("ybscale.backends.gcp.plan", "clusters, VM-hours, cost and wall time of a gcp study"),
     "reap": ("ybscale.backends.gcp.reap", "destroy every gcp stack whose expiry has passed"),
-    "design": ("ybscale.design", "write the sign table, aliases and resolution of a design"),
-    "next": ("ybscale.followup", "the fold-over follow-up design that de-aliases active effects"),
-    "compare": ("ybscale.compare", "do two studies of the same design agree? (effects.csv)"),
+    "design": (
+        "ybscale.design.factorial",
+        "write the sign table, aliases and resolution of a design",
+    ),
+    "next": (
+        "ybscale.design.followup",
+        "the fold-over follow-up design that de-aliases active effects",
+    ),
+    "compare": (
+        "ybscale.analysis.compare",
+        "do two studies of the same design agree? (effects.csv)",
+    ),
 }
 
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ybscale.backends import get_backend
-from ybscale.design import Design, load_design
-from ybscale.row import Row, RowError, resolve_rows
+from ybscale.design.factorial import Design, load_design
+from ybscale.design.row import Row, RowError, resolve_rows
 from ybscale.settings import load as load_settings
 
 

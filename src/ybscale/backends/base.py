@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ybscale.row import Row
+from ybscale.design.row import Row
 
 
 class BackendError(RuntimeError):

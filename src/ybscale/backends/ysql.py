@@ -18,10 +18,10 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ybscale import utilisation, workload
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, Cluster, Endpoint, Target, spawn_local
-from ybscale.row import Row
+from ybscale.design.row import Row
+from ybscale.measure import utilisation, workload
 
 PSQL_TIMEOUT = 60
 LOAD_TIMEOUT = 1800

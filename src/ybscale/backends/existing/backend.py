@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
 from ybscale.backends.ysql import LocalRunner, YsqlCluster
-from ybscale.row import Row
+from ybscale.design.row import Row
 from ybscale.settings import section
 
 CONFIG_SOURCE = "config/config.yaml"

@@ -34,7 +34,7 @@ from ybscale.backends.ysql import (
     psql_argv,
     rename_table,
 )
-from ybscale.row import Row
+from ybscale.design.row import Row
 
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
 READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script writes it last

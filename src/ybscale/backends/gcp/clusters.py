@@ -23,7 +23,7 @@ from ybscale.backends.gcp import capacity, stacks
 from ybscale.backends.gcp.backend import ClusterFiles, wait_ready
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.plan import format_plan, plan
-from ybscale.row import Row
+from ybscale.design.row import Row
 
 
 def _load_config(path: str, overrides: list[str]) -> dict:

@@ -19,9 +19,9 @@ from pathlib import Path
 import yaml
 
 from ybscale.backends.gcp.config import gcp_section
-from ybscale.measuring import MeasuringProtocol
-from ybscale.order import cluster_order
-from ybscale.row import Row
+from ybscale.design.order import cluster_order
+from ybscale.design.row import Row
+from ybscale.measure.measuring import MeasuringProtocol
 
 HOURS_PER_MONTH = 730  # how GCP prices a GB-month of disk per hour
 NOT_INCLUDED = (
@@ -273,7 +273,7 @@ def plan(
             f"(gcp.zone {settings['zone']}); add them: the plan never borrows another region's"
         )
     prov_s = settings["provisioning_minutes"] * 60
-    # clusters in the measuring order (ybscale.order: random from measurement.seed)
+    # clusters in the measuring order (ybscale.design.order: random from measurement.seed)
     order = cluster_order(runs, key, measurement["order"], measurement["seed"])
     busy = {combo: prov_s + sum(seconds[r] for r in runs if key[r] == combo) for combo in order}
     slots = schedule(order, busy, settings["max_clusters"])
@@ -403,7 +403,7 @@ def replicated_cost(design, config: Mapping, replications: int) -> str:
     """The gcp cost line of the design run with `replications` replications."""
     from dataclasses import replace
 
-    from ybscale.row import resolve_rows
+    from ybscale.design.row import resolve_rows
 
     p = plan(resolve_rows(replace(design, replications=replications), config), config)
     return (
@@ -424,7 +424,7 @@ def format_factors(design) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from ybscale import study
-    from ybscale.strata import cluster_of, format_strata
+    from ybscale.design.strata import cluster_of, format_strata
 
     parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
@@ -443,8 +443,8 @@ def main(argv: list[str] | None = None) -> int:
 
             update_config(config, yaml.safe_load(Path(profile).read_text()) or {})
         if args.detect:
-            from ybscale.power import detect
-            from ybscale.study_files import StudyFiles
+            from ybscale.design.power import detect
+            from ybscale.report.study_files import StudyFiles
 
             loaded = study.load(config, args.design)
             files = StudyFiles.under(args.analysis, loaded.design.run_ids)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError
-from ybscale.row import ClusterShape
+from ybscale.design.row import ClusterShape
 
 EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
 COMBO = re.compile(r"^nodes(?P<nodes>\d+)-(?P<size>[a-z0-9_]+)-repl(?P<repl>[a-z0-9_]+)$")

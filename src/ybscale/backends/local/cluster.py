@@ -29,7 +29,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ybscale import utilisation, workload
 from ybscale.backends import catalogue
 from ybscale.backends.base import (
     Backend,
@@ -41,7 +40,8 @@ from ybscale.backends.base import (
     spawn_local,
 )
 from ybscale.backends.local.cpu import CpuLimits, reap_orphan_groups
-from ybscale.row import Row
+from ybscale.design.row import Row
+from ybscale.measure import utilisation, workload
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
 PREFIX = "ybscale-"

@@ -7,7 +7,7 @@ the design cannot separate (the design), the noise and the outlier rows (``outli
 the backend cannot show, and the follow-up ``ybscale next`` and ``ybscale plan --detect`` propose.
 Only effects flagged ``active`` are presented as findings.
 
-``python -m ybscale.findings --design D --effects E --ceilings C --outliers O --out F.md
+``python -m ybscale.report.findings --design D --effects E --ceilings C --outliers O --out F.md
 --rst F.rst RUN_DIR ...``: the exact paths the rule names, and exactly its rows' folders (the
 report includes the .rst copy).
 """
@@ -24,11 +24,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ybscale import bottlenecks, followup, power, sensitivity, strata
-from ybscale import multiplicity as mult
-from ybscale.design import Design, load_design
-from ybscale.measuring import MeasuringProtocol
-from ybscale.study_files import StudyFiles
+from ybscale.analysis import multiplicity as mult
+from ybscale.analysis import sensitivity
+from ybscale.design import followup, power, strata
+from ybscale.design.factorial import Design, load_design
+from ybscale.measure.measuring import MeasuringProtocol
+from ybscale.report import bottlenecks
+from ybscale.report.study_files import StudyFiles
 
 DETECT = "10%"
 
@@ -515,7 +517,9 @@ def write_findings(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ybscale.findings", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="ybscale.report.findings", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("runs", nargs="+", type=Path, help="the rows' folders (results/runs/<run>)")
     parser.add_argument("--design", required=True, type=Path)
     parser.add_argument("--effects", required=True, type=Path)
@@ -531,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs)
     text = write_findings(design, files, args.out, args.rst, args.alpha, args.ceiling)
     if args.design_rst:
-        from ybscale.design_report import design_rst
+        from ybscale.report.design_report import design_rst
 
         args.design_rst.parent.mkdir(parents=True, exist_ok=True)
         effects = pd.read_csv(args.effects)

@@ -12,16 +12,16 @@ from pathlib import Path
 
 # modules every backend measures through; plus the backend's own (`Backend.modules`)
 COMMON_MODULES = (
-    "bench.py",
-    "pgbench.py",
-    "precision.py",
-    "adaptive.py",
-    "measuring.py",
-    "latency.py",
-    "utilisation.py",
-    "workload.py",
-    "row.py",
-    "knobs.py",
+    "measure/bench.py",
+    "measure/pgbench.py",
+    "measure/precision.py",
+    "measure/adaptive.py",
+    "measure/measuring.py",
+    "measure/latency.py",
+    "measure/utilisation.py",
+    "measure/workload.py",
+    "design/row.py",
+    "design/knobs.py",
     "backends/base.py",
 )
 

@@ -94,7 +94,7 @@ def allowance(rule: str, columns: int, alpha: float) -> str:
 
 def keep_family(table, tested, alpha: float):
     """An effects table after some columns were judged by another test (error strata: Lenth
-    or MixedLM per stratum, ybscale.strata): the family is the columns still judged by the
+    or MixedLM per stratum, ybscale.design.strata): the family is the columns still judged by the
     replicate t test (`tested`, a boolean mask); their p-values are adjusted again over that
     family, the others' p columns emptied (their ``active`` is their stratum's)."""
     from scipy import stats

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ybscale.design import load_design
-from ybscale.usl import UslFit, fit_usl, peak
+from ybscale.analysis.usl import UslFit, fit_usl, peak
+from ybscale.design.factorial import load_design
 
 USL_FIELDS = ("sigma", "kappa", "lam", "n_star", "x_n_star", "r2", "ci_low", "ci_high")
 CONFIDENCE = 0.95
@@ -243,7 +243,7 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ybscale.ceiling", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ybscale.analysis.ceiling", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     fit = sub.add_parser("fit", help="ceiling.json of one row from its throughput.csv")
     fit.add_argument("--run", required=True)

@@ -1,7 +1,8 @@
 """Altair charts for the scalability study, each saved as offline (inline) HTML and as SVG.
 
 Chart builders are pure (DataFrames in, altair chart out); ``save`` and the ``*_charts``
-writers do the I/O. ``python -m ybscale.charts throughput|analysis ...`` renders from results/.
+writers do the I/O. ``python -m ybscale.report.charts throughput|analysis ...`` renders from
+results/.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from altair.utils._importers import vl_version_for_vl_convert
 from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 from scipy.stats import norm
 
-from ybscale.multiplicity import chart_note, family_rule
-from ybscale.usl import usl as usl_curve
+from ybscale.analysis.multiplicity import chart_note, family_rule
+from ybscale.analysis.usl import usl as usl_curve
 
 NOT_EFFECTS = {"I", "mean", "intercept", "Intercept", "(Intercept)", "error"}
 ACTIVE_COLOR = alt.Scale(domain=[True, False], range=["#d62728", "#4c78a8"])
@@ -305,7 +306,7 @@ def throughput_charts(
 
 
 def read_per_second(runs: Path | str | Sequence[Path | str]) -> pd.DataFrame:
-    """Each run folder's per_second.csv (`ybscale.per_second`: run, clients, repetition, second,
+    """Each run folder's per_second.csv (`measure.per_second`: run, clients, repetition, second,
     tps), concatenated; a folder without one is left out."""
     frames = [
         pd.read_csv(folder / "per_second.csv")
@@ -463,7 +464,7 @@ def half_normal_data(effects: pd.DataFrame) -> pd.DataFrame:
 
 def half_normal_chart(effects: pd.DataFrame) -> alt.LayerChart | alt.HConcatChart:
     """Half-normal plot of |effect|; active effects labelled, PSE line when available; one
-    plot per error stratum when the columns were judged in two (ybscale.strata)."""
+    plot per error stratum when the columns were judged in two (ybscale.design.strata)."""
     strata = effects["stratum"].dropna() if "stratum" in effects else pd.Series(dtype=str)
     split = [s for s in ("whole-plot", "sub-plot") if s in set(strata)]
     if len(split) == 2:
@@ -717,11 +718,12 @@ def analysis_charts(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ybscale.charts throughput --ceilings C --throughput T.svg --per-second P.svg
-    RUN_DIR ...`` or ``python -m ybscale.charts analysis --design D --responses C --effects E
+    """``python -m ybscale.report.charts throughput --ceilings C --throughput T.svg
+    --per-second P.svg
+    RUN_DIR ...`` or ``python -m ybscale.report.charts analysis --design D --responses C --effects E
     --residuals R --pareto P.svg --half-normal H.svg --interactions DIR --residual-charts DIR``:
     the paths the rules name, and exactly their runs."""
-    parser = argparse.ArgumentParser(prog="ybscale.charts", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ybscale.report.charts", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     tp = sub.add_parser("throughput", help="throughput vs clients, and per second, per run")
     tp.add_argument("runs", nargs="+", type=Path, help="run folders (results/runs/<run>)")
@@ -742,7 +744,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.runs, args.ceilings, throughput=args.throughput, per_second=args.per_second
         )
     else:
-        from ybscale.analysis import draw_charts
+        from ybscale.analysis.analyze import draw_charts
 
         where = AnalysisChartPaths(
             args.pareto, args.half_normal, args.interactions, args.residual_charts

@@ -14,7 +14,7 @@ Error term:
 
 Multiplicity (r >= 2): ``p_adjusted`` is each term's p-value adjusted over the family of terms
 (one per alias group; the block line is not in it) by the rule ``multiplicity`` (holm, bh, none;
-ybscale.multiplicity), as in the effects table. Unreplicated designs: NaN (the pooled F tests
+analysis.multiplicity), as in the effects table. Unreplicated designs: NaN (the pooled F tests
 are chosen by Lenth's ME; Lenth's SME is the simultaneous test).
 
 Blocks (`blocks=True`, r >= 2, each replicate measured as one block): the block enters the OLS
@@ -42,8 +42,8 @@ from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.outliers_influence import OLSInfluence
 
-from ybscale import multiplicity as mult
-from ybscale.effects import aligned_responses, contrasts, lenth, term_sum_sq, transform
+from ybscale.analysis import multiplicity as mult
+from ybscale.analysis.effects import aligned_responses, contrasts, lenth, term_sum_sq, transform
 
 OUTLIER_Z = 3.0
 RESIDUAL = "residual"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ybscale.design import Design
+from ybscale.design.factorial import Design
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -57,7 +57,7 @@ def _low_order(design: Design) -> list[str]:
 
 
 def design_rst(design: Design, strata: Mapping[str, str] | None = None) -> str:
-    """The design section of the report; `strata` (term -> error stratum, ybscale.strata)
+    """The design section of the report; `strata` (term -> error stratum, ybscale.design.strata)
     adds each column's stratum."""
     k, p = len(design.factors), len(design.generators)
     rows = []

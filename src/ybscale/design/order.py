@@ -4,7 +4,7 @@ Montgomery ch. 1 / Jain ch. 16: measure the rows in random order so that slow dr
 machine is not confounded with whichever factors happen to follow the standard order. With
 r >= 2 replicates each replicate is a block (all rows once), run in its own random order, one
 block after the other; the block is then a term of the ANOVA. Where rows share a cluster (gcp,
-existing: ybscale.strata) the cluster is the block: clusters in random order, and the rows of
+existing: ybscale.design.strata) the cluster is the block: clusters in random order, and the rows of
 each (its replicates included, since they reuse it) in random order, all drawn from the seed.
 """
 
@@ -157,10 +157,10 @@ def executed_positions(path: str | Path) -> pd.Series:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ybscale.order --design D --order random --seed S --out run_order.csv M...`."""
-    from ybscale.design import load_design
+    """`python -m ybscale.design.order --design D --order random --seed S --out O M...`."""
+    from ybscale.design.factorial import load_design
 
-    parser = argparse.ArgumentParser(prog="python -m ybscale.order", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ybscale.design.order", description=__doc__)
     parser.add_argument("--design", required=True)
     parser.add_argument("--order", choices=ORDERS, default="random")
     parser.add_argument("--seed", type=int, default=0)
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("measurements", nargs="*", type=Path, help="measurement.json files")
     parser.add_argument("--clusters", nargs="*", metavar="RUN=CLUSTER", help="shared clusters")
     args = parser.parse_args(argv)
-    from ybscale.strata import parse_clusters
+    from ybscale.design.strata import parse_clusters
 
     clusters = parse_clusters(args.clusters)
     plan = planned_order(load_design(args.design).sign_table(), args.order, args.seed, clusters)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from ybscale import adaptive, precision, settings
+from ybscale import settings
+from ybscale.measure import adaptive, precision
 
 ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (planning estimate)
 

@@ -8,7 +8,8 @@ Words (effects) are written with their letters in alphabetical order (``"ABF"``)
 negative sign is written with a leading minus (``"-ABCE"``). Words are sorted by (length, letters).
 A full factorial (no generators) has an empty defining relation and ``resolution == math.inf``.
 
-Run ``python -m ybscale.design config/design.yaml results/design`` to write ``sign_table.csv``,
+Run ``python -m ybscale.design.factorial config/design.yaml results/design`` to write
+``sign_table.csv``,
 ``aliases.csv`` and ``design.json``.
 """
 
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 import yaml
 from jsonschema import Draft202012Validator
 
-from ybscale import knobs, settings
+from ybscale import settings
+from ybscale.design import knobs
 
 # A signed word: (sign, letters). The identity I is (1, frozenset()).
 Word = tuple[int, frozenset]
@@ -97,7 +99,7 @@ class Factor:
 
     @property
     def knob(self) -> str:
-        """The knob this factor sets, e.g. ``cluster.nodes`` (see ``ybscale.knobs``)."""
+        """The knob this factor sets, e.g. ``cluster.nodes`` (see ``ybscale.design.knobs``)."""
         return knobs.knob_of(self.name, self.sets)
 
     def level(self, sign: int) -> object:
@@ -340,7 +342,7 @@ def _check_factors(factors: tuple[Factor, ...], src: str) -> None:
         if f.levels[0] == f.levels[1]:
             raise _fail(src, f"{where}.levels", f"duplicate level label {f.levels[0]!r}")
         if f.fold or not f.sets and f.name not in knobs.SHORTHANDS:
-            continue  # fine for analysis; measuring it needs `sets:` (ybscale.row says so)
+            continue  # fine for analysis; measuring it needs `sets:` (ybscale.design.row says so)
         field_name = f"{where}.sets" if f.sets else f"{where}.name"
         try:
             knob = f.knob
@@ -514,8 +516,10 @@ def write_design_outputs(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ybscale.design DESIGN.yaml OUT_DIR``, or each output named."""
-    parser = argparse.ArgumentParser(prog="ybscale.design", description=__doc__.splitlines()[0])
+    """``python -m ybscale.design.factorial DESIGN.yaml OUT_DIR``, or each output named."""
+    parser = argparse.ArgumentParser(
+        prog="ybscale.design.factorial", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("design", help="design YAML file")
     parser.add_argument("out_dir", nargs="?", help="folder for all three (or name each one)")
     parser.add_argument("--sign-table", help="sign table CSV")
@@ -534,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     paths = write_design_outputs(design, args.out_dir, **named)
     if args.clusters is not None:  # the error strata of the rows as the backend runs them
-        from ybscale.strata import describe, parse_clusters
+        from ybscale.design.strata import describe, parse_clusters
 
         summary = json.loads(paths["summary"].read_text(encoding="utf-8"))
         summary["strata"] = describe(design, parse_clusters(args.clusters), args.backend)

@@ -199,13 +199,13 @@ _MIN_MAX = ["min_latency", "max_latency", "min_lag", "max_lag"]
 
 def repetition_prefix(logs: Path, clients: int, repetition: int) -> Path:
     """The log prefix of one repetition in a row's log folder; each node's files add
-    ``_<node>.<pid>[.<n>]`` (read back by `ybscale.per_second`)."""
+    ``_<node>.<pid>[.<n>]`` (read back by `ybscale.measure.per_second`)."""
     return Path(logs) / f"c{clients:03d}_r{repetition}"
 
 
 def aggregate_log_paths(prefix: str | Path) -> list[Path]:
     """The per-thread log files of one run: `PREFIX.<pid>` and `PREFIX.<pid>.<n>` (per
-    transaction until `ybscale.latency.reduce_log` rewrites them per second)."""
+    transaction until `ybscale.measure.latency.reduce_log` rewrites them per second)."""
     prefix = Path(prefix)
     pat = re.compile(re.escape(prefix.name) + r"\.\d+(\.\d+)?")
     return sorted(p for p in prefix.parent.glob(prefix.name + ".*") if pat.fullmatch(p.name))
@@ -298,7 +298,9 @@ def command(
     for key, value in variables.items():
         argv += ["-D", f"{key}={value}"]
     argv += ["-h", str(endpoint_host), "-p", str(port), "-U", str(user)]
-    if log_prefix is not None:  # every transaction (ybscale.latency reduces it after the run)
+    if (
+        log_prefix is not None
+    ):  # every transaction (ybscale.measure.latency reduces it after the run)
         argv += ["--log", "--failures-detailed", f"--log-prefix={log_prefix}"]
     argv += [*extra, dbname]
     return argv

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ybscale import knobs, workload
+from ybscale.design import knobs
+from ybscale.measure import workload
 
 CONFIG_SOURCE = "config/config.yaml"
 

@@ -1,11 +1,11 @@
 """One row's throughput second by second (per_second.csv), derived once from its pgbench logs.
 
 Every repetition in repetitions.csv has one per-second log per node (pgbench's aggregate format,
-as `ybscale.latency.reduce_log` leaves it) under the row's ``pgbench-logs/``, named by
-`ybscale.pgbench.repetition_prefix`; the nodes are added up second by second. The charts read
+as `ybscale.measure.latency.reduce_log` leaves it) under the row's ``pgbench-logs/``, named by
+`measure.pgbench.repetition_prefix`; the nodes are added up second by second. The charts read
 this table, not the logs.
 
-    python -m ybscale.per_second --repetitions results/runs/run07/repetitions.csv \\
+    python -m ybscale.measure.per_second --repetitions results/runs/run07/repetitions.csv \\
         --out results/runs/run07/per_second.csv
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ybscale.pgbench import PgbenchError, parse_aggregate_logs
-from ybscale.pgbench import repetition_prefix as prefix_of
+from ybscale.measure.pgbench import PgbenchError, parse_aggregate_logs
+from ybscale.measure.pgbench import repetition_prefix as prefix_of
 
 COLUMNS = ["run", "clients", "repetition", "second", "tps"]
 LOGS = "pgbench-logs"  # beside repetitions.csv, as the measuring job writes them
@@ -64,7 +64,9 @@ def per_second(repetitions: Path | str, logs: Path | str | None = None) -> pd.Da
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ybscale.per_second", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="ybscale.measure.per_second", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--repetitions", required=True, type=Path, help="the row's repetitions.csv")
     parser.add_argument("--logs", type=Path, help=f"its pgbench logs (default: {LOGS}/ beside it)")
     parser.add_argument("--out", required=True, type=Path, help="per_second.csv")

@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ybscale.design import Design, DesignError, Factor, load_design
+from ybscale.design.factorial import Design, DesignError, Factor, load_design
 
 FULL = "full"
 FOLD_NAME = "fold"

@@ -33,9 +33,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ybscale import multiplicity as mult
-from ybscale.strata import detect_lines
-from ybscale.study_files import StudyFiles
+from ybscale.analysis import multiplicity as mult
+from ybscale.design.strata import detect_lines
+from ybscale.report.study_files import StudyFiles
 
 POWER = 0.8
 MAX_REPLICATIONS = 64

@@ -10,7 +10,7 @@ Significance, always on the effect scale:
 * r >= 2: Jain ch. 18. s_e² = SSE / (2^(k-p)(r−1)), s_q = s_e / sqrt(2^(k-p)·r),
   CI = q ± t(1−α/2, 2^(k-p)(r−1))·s_q, reported doubled (effect scale); ``p_value`` is the
   column's two-sided t test. The family of columns tested (one per alias group) is controlled by
-  ``multiplicity`` (ybscale.multiplicity: holm, bh or none): ``p_adjusted`` is the adjusted
+  ``multiplicity`` (ybscale.analysis.multiplicity: holm, bh or none): ``p_adjusted`` is the adjusted
   p-value, active = p_adjusted < α, and ``me_adjusted`` is the |effect| the rule's cut
   corresponds to (active = |effect| > me_adjusted). The CI stays the column's own 95 % interval.
   Unreplicated designs (Lenth) have no p-values: NaN, multiplicity "none" (active is at ME).
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ybscale import multiplicity as mult
+from ybscale.analysis import multiplicity as mult
 
 MODELS = ("additive", "multiplicative")
 COLUMNS = [

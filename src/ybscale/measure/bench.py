@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ybscale import __version__, latency, pgbench, precision, utilisation, workload
+from ybscale import __version__
 from ybscale.backends import get_backend
 from ybscale.backends.base import BackendError, Cluster
-from ybscale.measuring import MeasuringProtocol
-from ybscale.row import Row
+from ybscale.design.row import Row
+from ybscale.measure import latency, pgbench, precision, utilisation, workload
+from ybscale.measure.measuring import MeasuringProtocol
 
 THROUGHPUT_COLUMNS = [
     "clients",

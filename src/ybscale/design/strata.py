@@ -132,7 +132,7 @@ def stratum_lenth(effects, alpha: float = 0.05) -> dict:
     boolean arrays active (|effect| > me) and active_sme."""
     import numpy as np
 
-    from ybscale.effects import lenth
+    from ybscale.analysis.effects import lenth
 
     e = np.asarray(effects, dtype=float)
     pse = lenth(e, alpha)["pse"]
@@ -248,7 +248,7 @@ def detect_lines(effects_path, design, delta: float, alpha: float, unit: str = "
     """`plan --detect` per stratum: replications to detect `delta` against each stratum's σ."""
     import pandas as pd
 
-    from ybscale.power import replications_needed
+    from ybscale.design.power import replications_needed
 
     effects = pd.read_csv(effects_path)
     if not stratified(effects):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ybscale import scale as scales
+from ybscale.analysis import scale as scales
 
 SCALE_WORDS = {"additive": "additive", "multiplicative": "log"}
 ACTIVE_ON = {m: f"active_{m}" for m in SCALE_WORDS}

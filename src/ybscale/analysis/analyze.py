@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ybscale.anova import fit_anova, outliers
-from ybscale.design import DesignError, load_design
-from ybscale.effects import (
+from ybscale.analysis.anova import fit_anova, outliers
+from ybscale.analysis.effects import (
     BLOCK_TERM,
     ERROR_TERM,
     MODELS,
@@ -29,12 +28,13 @@ from ybscale.effects import (
     noise_se_from_ci,
     transform,
 )
-from ybscale.multiplicity import DEFAULT as MULTIPLICITY
-from ybscale.multiplicity import RULES, keep_family
-from ybscale.order import executed_positions
-from ybscale.scale import AUTO, choose
-from ybscale.sensitivity import with_other_scale
-from ybscale.strata import column_strata, judge, mixed, mixed_applies, parse_clusters
+from ybscale.analysis.multiplicity import DEFAULT as MULTIPLICITY
+from ybscale.analysis.multiplicity import RULES, keep_family
+from ybscale.analysis.scale import AUTO, choose
+from ybscale.analysis.sensitivity import with_other_scale
+from ybscale.design.factorial import DesignError, load_design
+from ybscale.design.order import executed_positions
+from ybscale.design.strata import column_strata, judge, mixed, mixed_applies, parse_clusters
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 
@@ -47,7 +47,7 @@ class AnalysisPaths:
     anova: Path
     residuals: Path
     outliers: Path
-    charts: object | None = None  # ybscale.charts.AnalysisChartPaths (altair loads lazily)
+    charts: object | None = None  # ybscale.report.charts.AnalysisChartPaths (altair loads lazily)
 
     @classmethod
     def under(cls, folder: Path | str, charts: bool = True) -> AnalysisPaths:
@@ -55,7 +55,7 @@ class AnalysisPaths:
         folder = Path(folder)
         chart_paths = None
         if charts:
-            from ybscale.charts import AnalysisChartPaths
+            from ybscale.report.charts import AnalysisChartPaths
 
             chart_paths = AnalysisChartPaths.under(folder / "charts")
         return cls(*(folder / f"{name}.csv" for name in OUTPUTS), charts=chart_paths)
@@ -334,8 +334,8 @@ def _noise_se(responses: pd.DataFrame, response: str) -> pd.Series | None:
 
 
 def _charts(design, responses, response, effects, residuals, paths) -> list[Path]:
-    """The diagnostics charts of the analysis (ybscale.charts)."""
-    from ybscale import charts  # altair is heavy: only when charts are drawn
+    """The diagnostics charts of the analysis (ybscale.report.charts)."""
+    from ybscale.report import charts  # altair is heavy: only when charts are drawn
 
     terms = effects[~effects["term"].isin([ERROR_TERM, BLOCK_TERM])]
     return charts.analysis_charts(design, responses, response, terms, residuals, paths)
@@ -343,7 +343,7 @@ def _charts(design, responses, response, effects, residuals, paths) -> list[Path
 
 def draw_charts(design, responses, response, effects, residuals, paths) -> list[Path]:
     """The analysis charts from the files the effects rule wrote (design YAML, ceilings.csv,
-    effects.csv, residuals.csv), where `paths` (ybscale.charts.AnalysisChartPaths) says."""
+    effects.csv, residuals.csv), where `paths` (ybscale.report.charts.AnalysisChartPaths) says."""
     design = load_design(design)
     table = read_responses(responses, design, response)
     column = table.attrs["response"]
@@ -369,10 +369,10 @@ def analyze(
     Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
     as ceilings.csv has them) is carried into the effects; with replications the replicate is a
     block; ``run_order`` (results/run_order.csv) orders the residuals as they were measured.
-    ``model`` ``auto`` picks the scale from the data (ybscale.scale); the effects table records
+    ``model`` ``auto`` picks the scale from the data (analysis.scale); the effects table records
     the scale, how it was chosen, and which effects are active on the other scale.
     ``clusters`` (run -> the cluster it ran on; default: each its own) sets the error strata:
-    each column is judged against the noise of its stratum (ybscale.strata).
+    each column is judged against the noise of its stratum (ybscale.design.strata).
     ``multiplicity`` adjusts the replicated design's p-values over its columns (holm, bh, none)."""
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
     y = _response_series(responses, response)
@@ -495,7 +495,7 @@ def _paths(args, parser) -> AnalysisPaths:
         parser.error(f"give --out DIR or every output path (missing: {', '.join(missing)})")
     charts = None
     if not args.no_charts:
-        from ybscale.charts import AnalysisChartPaths
+        from ybscale.report.charts import AnalysisChartPaths
 
         charts = AnalysisChartPaths(*(getattr(args, n) for n in chart_args))
     return AnalysisPaths(*(getattr(args, n) for n in OUTPUTS), charts=charts)

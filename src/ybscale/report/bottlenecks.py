@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from ybscale.design import Design
+from ybscale.design.factorial import Design
 
 HOST_SATURATED = 0.95  # the machine's busy share above which the host, not a quota, limited
 

@@ -1,0 +1,1 @@
+"""From ceilings to conclusions: USL, effects, ANOVA, scale, strata, comparisons."""

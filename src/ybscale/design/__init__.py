@@ -1,0 +1,1 @@
+"""The experiment: the design as data (sign table, aliases), knobs, rows, order, strata, power."""

@@ -1,0 +1,1 @@
+"""Measuring one row: pgbench commands, the client-count sweep, the precision rule."""

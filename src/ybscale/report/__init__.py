@@ -1,0 +1,1 @@
+"""What a reader sees: charts, the findings page, the design page."""
