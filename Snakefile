@@ -13,7 +13,8 @@ include: "rules/measure.smk"
 include: "rules/analysis.smk"
 
 
-if BACKEND.rules:  # a backend whose clusters are shared brings them up by rules of its own
+# a backend whose clusters are shared brings them up by rules of its own
+if BACKEND.rules:
 
     include: BACKEND.rules
 

@@ -8,7 +8,8 @@ from ybscale.backends.gcp.plan import format_plan, plan, previous_in_slot
 # destroyed the previous one (a resource cannot span up -> measure -> down; a chain can)
 PREVIOUS_IN_SLOT = previous_in_slot(STUDY.rows, SETTINGS)
 CLUSTER_DEFINITIONS = {
-    combo: definition(SETTINGS, STUDY.row(runs[0])) for combo, runs in STUDY.combinations.items()
+    combo: definition(SETTINGS, STUDY.row(runs[0]))
+    for combo, runs in STUDY.combinations.items()
 }
 
 

@@ -21,7 +21,8 @@ config.update(
 )  # one loader: jobs and the report see the defaults the schema fills
 DESIGN = STUDY.design
 RUNS = DESIGN.run_ids
-BACKEND = backend_class(SETTINGS["backend"])  # what the rules know of it (backends.BACKENDS)
+# what the rules know of the backend (backends.BACKENDS)
+BACKEND = backend_class(SETTINGS["backend"])
 ANALYSIS = SETTINGS["analysis"]
 COMBOS = list(STUDY.combinations)
 CLUSTER_OF = strata.cluster_of(SETTINGS, STUDY.rows)  # run -> the cluster it runs on

@@ -3,7 +3,10 @@ from ybscale.design.order import run_priorities
 # the order rows are measured in: drawn from measurement.seed, one block per replicate
 # (per cluster where rows share one)
 RUN_PRIORITY = run_priorities(
-    DESIGN, SETTINGS["measurement"]["order"], SETTINGS["measurement"]["seed"], CLUSTER_OF
+    DESIGN,
+    SETTINGS["measurement"]["order"],
+    SETTINGS["measurement"]["seed"],
+    CLUSTER_OF,
 )
 
 
