@@ -103,7 +103,7 @@ def test_editing_the_measuring_code_remeasures_every_row(tiny_study_copy):
     """The rows re-run when the code that measures them changes content (the copy's package)."""
     work = tiny_study_copy
     env = {**os.environ, "PYTHONPATH": str(work / "src")}
-    bench = work / "src" / "ybscale" / "bench.py"
+    bench = work / "src" / "ybscale" / "measure" / "bench.py"
     assert "measure" not in planned(work, "results/effects.csv", env=env)
     bench.write_text(bench.read_text() + "# an edit\n")
     assert planned(work, "results/effects.csv", env=env)["measure"] == {
