@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import row_from_levels, servers_under, settings_with
 
-from ybscale.backends.base import BackendError
+from ybscale.backends.base import BackendError, alive
 from ybscale.backends.local import cluster as local
 from ybscale.backends.local import cpu
-from ybscale.backends.local.cluster import LocalBackend, _alive
+from ybscale.backends.local.cluster import LocalBackend
 
 LEVELS = {
     "operation_size": 1,
@@ -129,8 +129,8 @@ def test_cpu_groups_of_a_dead_process_are_reaped():
     if "path" not in record:
         pytest.fail(f"no cgroup mechanism works on this machine: {record}")
     group = Path(record["path"]).parent
-    assert group.exists() and not _alive(dead.pid)
-    assert str(group) in cpu.reap_orphan_groups(_alive)
+    assert group.exists() and not alive(dead.pid)
+    assert str(group) in cpu.reap_orphan_groups(alive)
     assert not group.exists()
 
 

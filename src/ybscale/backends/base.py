@@ -17,6 +17,20 @@ class BackendError(RuntimeError):
     """A cluster could not be provided or failed while measuring; the message says which."""
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie (a lock's or a server's owner)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """One SQL endpoint a pgbench client can connect to."""

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ybscale.backends import yb_catalogue
-from ybscale.backends.base import BackendError
+from ybscale.backends.base import BackendError, alive
 from ybscale.design.row import ClusterShape
 
 EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
@@ -235,20 +235,9 @@ def stale_locks(name: str, settings: Mapping) -> list[Path]:
             lock = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if lock.get("hostname") == socket.gethostname() and not _running(int(lock["pid"])):
+        if lock.get("hostname") == socket.gethostname() and not alive(int(lock["pid"])):
             found.append(path)
     return found
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z")
 
 
 def install_signal_handlers() -> None:

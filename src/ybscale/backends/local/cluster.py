@@ -36,6 +36,7 @@ from ybscale.backends.base import (
     Cluster,
     Endpoint,
     Target,
+    alive,
     settings_by_source,
     spawn_local,
 )
@@ -191,7 +192,7 @@ class Node:
 
     def running(self) -> bool:
         pid = postmaster_pid(self.datadir)
-        return pid is not None and _alive(pid)
+        return pid is not None and alive(pid)
 
     def psql(self, sql: str, env: Mapping[str, str] = {}, timeout: float = COMMAND_TIMEOUT) -> str:
         """Run SQL statements one by one (not in one transaction); return stdout."""
@@ -229,26 +230,13 @@ def kill_postmaster(datadir: Path) -> None:
     memory segments from /dev/shm), SIGKILL if it has not exited within 5 s."""
     pid = postmaster_pid(datadir)
     for sig in (signal.SIGQUIT, signal.SIGKILL):
-        if not (pid and _alive(pid)):
+        if not (pid and alive(pid)):
             return
         os.kill(pid, sig)
         for _ in range(50):
-            if not _alive(pid):
+            if not alive(pid):
                 return
             time.sleep(0.1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def _run(argv: Sequence[str], what: str, timeout: float = COMMAND_TIMEOUT) -> str:
@@ -275,7 +263,7 @@ def reap_orphans(root: Path) -> list[str]:
             pid = json.loads(owner.read_text())["pid"]
         except (OSError, ValueError, KeyError):
             continue
-        if _alive(pid):
+        if alive(pid):
             continue
         for datadir in owner.parent.glob("*/"):
             kill_postmaster(datadir)
@@ -527,7 +515,7 @@ class LocalBackend(Backend):
         runas = self.runas()
         root, storage = choose_data_root(self.settings["data_root"], workdir / "pgdata")
         root.mkdir(parents=True, exist_ok=True)
-        reaped = reap_orphans(root) + reap_orphan_groups(_alive)
+        reaped = reap_orphans(root) + reap_orphan_groups(alive)
         template = self.template(root, bindir, runas)
         cluster_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         home = root / (PREFIX + cluster_id)
