@@ -20,6 +20,7 @@ from ybscale import study
 from ybscale.backends import yb_catalogue, ysql
 from ybscale.backends.base import BackendError, Endpoint
 from ybscale.backends.existing import backend as existing
+from ybscale.measure.pgbench import PgbenchCommand
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = {
@@ -215,8 +216,18 @@ def test_local_runner_runs_pgbench_here_on_the_renamed_script(tmp_path):
         "print(open(args[args.index('-f') + 1]).read())\nprint(os.environ['PGOPTIONS'])\n",
     )
     runner = ysql.LocalRunner("ybscale_kv")
-    proc = runner.popen([str(fake), "-f", str(ROOT / "workloads" / "write.sql"), "yugabyte"],
-                        {"PGOPTIONS": "-c x=y"}, 10, tmp_path)  # fmt: skip
+    command = PgbenchCommand(
+        scripts=(ROOT / "workloads" / "write.sql",),
+        endpoint=Endpoint("db1", 5433, "yugabyte", "yugabyte"),
+        clients=1,
+        threads=1,
+        seconds=1,
+        variables={},
+        env={"PGOPTIONS": "-c x=y"},
+        workdir=tmp_path,
+        timeout=10,
+    )
+    proc = runner.popen(command, str(fake))
     assert os.getpgid(proc.pid) == proc.pid  # its own process group: bench may killpg it
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

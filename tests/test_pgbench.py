@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ybscale.backends.base import Endpoint
 from ybscale.measure import pgbench
 from ybscale.measure.pgbench import PgbenchError, PgbenchResult
 
@@ -204,22 +205,25 @@ def test_merge_missing_stddev_and_single():
     assert math.isclose(pgbench.merge([result("read"), result("progress")]).tps, 70752.197111)
 
 
-def test_command():
-    argv = pgbench.command(
-        bindir_or_exe="/opt/pg/bin/pgbench",
-        script=Path("workloads/read.sql"),
-        endpoint_host="10.0.0.5",
-        port=5433,
-        dbname="yugabyte",
-        user="yugabyte",
+def command(**kw) -> pgbench.PgbenchCommand:
+    fields = dict(
+        scripts=(Path("workloads/read.sql"),),
+        endpoint=Endpoint("10.0.0.5", 5433, "yugabyte", "yugabyte"),
         clients=16,
         threads=4,
         seconds=30,
         variables={"rows": 10000, "size": 1},
-        log_prefix="/tmp/run01/c16",
+        env={},
+        workdir=Path("/tmp/run01"),
+        timeout=90,
+        log_prefix=Path("/tmp/run01/c16"),
     )
+    return pgbench.PgbenchCommand(**{**fields, **kw})
+
+
+def test_command():
     assert (
-        argv
+        command().argv("/opt/pg/bin/pgbench")
         == (
             "/opt/pg/bin/pgbench -n -M prepared -c 16 -j 4 -T 30 --max-tries=10 "
             "-f workloads/read.sql -D rows=10000 -D size=1 -h 10.0.0.5 -p 5433 -U yugabyte "
@@ -228,14 +232,10 @@ def test_command():
     )
 
 
-def test_command_bindir_progress_extra(tmp_path):
-    argv = pgbench.command(
-        bindir_or_exe=str(tmp_path),
-        script="s.sql",
-        endpoint_host="h",
-        port="5432",
-        dbname="db",
-        user="u",
+def test_command_bindir_progress_seed_scripts(tmp_path):
+    argv = command(
+        scripts=("s.sql", "t.sql"),
+        endpoint=Endpoint("h", 5432, "db", "u"),
         clients=1,
         threads=1,
         seconds=5,
@@ -243,31 +243,16 @@ def test_command_bindir_progress_extra(tmp_path):
         log_prefix=None,
         max_tries=1,
         progress=1,
-        extra=["-r"],
-    )
+        random_seed=7,
+    ).argv(tmp_path)
     assert argv == [
         str(tmp_path / "pgbench"),
-        *"-n -M prepared -c 1 -j 1 -T 5 --max-tries=1 --progress=1 -f s.sql".split(),
-        *"-h h -p 5432 -U u -r db".split(),
+        *"-n -M prepared -c 1 -j 1 -T 5 --max-tries=1 --progress=1 -f s.sql -f t.sql".split(),
+        *"-h h -p 5432 -U u --random-seed=7 db".split(),
     ]
-    with pytest.raises(ValueError):
-        pgbench.command(**{**_kw(), "clients": 0})
-
-
-def _kw():
-    return dict(
-        bindir_or_exe="pgbench",
-        script="s.sql",
-        endpoint_host="h",
-        port=1,
-        dbname="d",
-        user="u",
-        clients=1,
-        threads=1,
-        seconds=1,
-        variables={},
-        log_prefix=None,
-    )
+    for bad in ({"clients": 0}, {"seconds": 0}, {"max_tries": -1}, {"scripts": ()}):
+        with pytest.raises(ValueError):
+            command(**bad)
 
 
 @pytest.mark.skipif(shutil.which("pgbench") is None, reason="pgbench not installed")

@@ -13,7 +13,8 @@ import pytest
 from conftest import _free_port
 
 from ybscale.backends import ssh
-from ybscale.backends.base import BackendError
+from ybscale.backends.base import BackendError, Endpoint
+from ybscale.measure.pgbench import PgbenchCommand
 
 
 def test_run_returns_remote_output_and_status(sshd):
@@ -141,47 +142,91 @@ def _master_connection(sshd, tmp_path):
     assert proc.communicate(timeout=30)[0] == "direct\n"
 
 
-def test_loadgen_runner_maps_paths_and_fetches_logs(sshd, tmp_path):
-    """gcp: a pgbench-like command on the 'load generator' (here sshd on 127.0.0.1), with the
-    work folder relative to the login directory as on the VMs (a `cd` into it before the
-    command once doubled every relative path: no script, no logs)."""
+FAKE_PGBENCH = """#!/bin/sh
+# pgbench's stand-in: writes two log files under --log-prefix from the -f script
+for a; do case "$a" in --log-prefix=*) p="${a#--log-prefix=}";; esac; done
+args="$*"
+while [ $# -gt 0 ]; do [ "$1" = -f ] && f="$2"; shift; done
+cat "$f" > "$p.77"; echo t2 > "$p.77.1"; echo "$PGOPTIONS"; pwd; echo "$args"
+"""
+
+
+def one_command(tmp_path: Path) -> PgbenchCommand:
+    """A repetition's command as bench builds it: the script, the log prefix in the row's log
+    folder (its work folder)."""
+    workdir = tmp_path / "results" / "runs" / "run01" / "pgbench-logs"
+    workdir.mkdir(parents=True, exist_ok=True)
+    script = tmp_path / "workloads" / "read.sql"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text("SELECT 1;\n")
+    return PgbenchCommand(
+        scripts=(script,),
+        endpoint=Endpoint("10.0.0.12", 5433, "yugabyte", "yugabyte", role="tserver1"),
+        clients=4,
+        threads=2,
+        seconds=5,
+        variables={"rows": 1000},
+        env={"PGOPTIONS": r"-c default_transaction_isolation=read\ committed", "HOME": "/x"},
+        workdir=workdir,
+        timeout=20,
+        log_prefix=workdir / "c004_r1_tserver1",
+        progress=1,
+        random_seed=11,
+    )
+
+
+def test_one_command_renders_here_and_on_the_load_generator(sshd, tmp_path):
+    """Issue 23, 2: the same command as argv on this machine and on the load generator (its
+    script uploaded there over the real sshd, paths relative to the login directory)."""
     from ybscale.backends.gcp.backend import LoadgenRunner
 
+    command = one_command(tmp_path)
+    here = command.argv("/usr/lib/postgresql/15/bin/pgbench")
+    runner = LoadgenRunner(sshd)
+    rdir = runner.remote_dir(command.workdir)
+    there = runner.remote(command).argv("pgbench")
+    common = ["-n", "-M", "prepared", "-c", "4", "-j", "2", "-T", "5", "--max-tries=10",
+              "--progress=1"]  # fmt: skip
+    tail = ["-D", "rows=1000", "-h", "10.0.0.12", "-p", "5433", "-U", "yugabyte", "--log",
+            "--failures-detailed"]  # fmt: skip
+    assert here == ["/usr/lib/postgresql/15/bin/pgbench", *common,
+                    "-f", str(tmp_path / "workloads" / "read.sql"), *tail,
+                    f"--log-prefix={command.workdir / 'c004_r1_tserver1'}",
+                    "--random-seed=11", "yugabyte"]  # fmt: skip
+    assert there == ["pgbench", *common, "-f", f"{rdir}/scripts/read.sql", *tail,
+                     f"--log-prefix={rdir}/c004_r1_tserver1", "--random-seed=11",
+                     "yugabyte"]  # fmt: skip
+    assert not Path(rdir).is_absolute()
+    assert (Path.home() / rdir / "scripts" / "read.sql").read_text() == "SELECT 1;\n"
+    shutil.rmtree(Path.home() / rdir)
+
+
+def test_loadgen_runner_runs_the_command_and_fetches_logs(sshd, tmp_path):
+    """gcp: a command run on the 'load generator' (here sshd on 127.0.0.1), with the work folder
+    relative to the login directory as on the VMs (a `cd` into it before the command once
+    doubled every relative path: no script, no logs); only PG* variables travel."""
+    from ybscale.backends.gcp.backend import LoadgenRunner
+
+    fake = tmp_path / "pgbench"
+    fake.write_text(FAKE_PGBENCH)
+    fake.chmod(0o755)
     runner = LoadgenRunner(sshd)  # remote_root "ybscale": under the login directory
-    workdir = tmp_path / "results" / "runs" / "run01" / "pgbench-logs"
-    workdir.mkdir(parents=True)
-    script = tmp_path / "workloads" / "read.sql"
-    script.parent.mkdir()
-    script.write_text("SELECT 1;\n")
-    body = 'p="${1#--log-prefix=}"; cat "$3" > "$p.77"; echo t2 > "$p.77.1"; echo "$PGOPTIONS"; pwd'
-    argv = ["sh", "-c", body, "sh", f"--log-prefix={workdir / 'c001_r1_tserver0'}", "-f", script]
-    env = {"PGOPTIONS": r"-c default_transaction_isolation=read\ committed", "HOME": "/nope"}
-    proc = runner.popen(argv, env, 20, workdir)
+    command = one_command(tmp_path)
+    workdir = command.workdir
+    proc = runner.popen(command, str(fake))
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     lines = out.splitlines()
     assert lines[0] == r"-c default_transaction_isolation=read\ committed"
     assert lines[1] == str(Path.home())  # the login directory (sshd's user is this one)
-    assert (workdir / "c001_r1_tserver0.77").read_text() == "SELECT 1;\n"
-    assert (workdir / "c001_r1_tserver0.77.1").read_text() == "t2\n"
+    assert lines[2] == " ".join(runner.remote(command).argv(fake)[1:])
+    assert (workdir / "c004_r1_tserver1.77").read_text() == "SELECT 1;\n"
+    assert (workdir / "c004_r1_tserver1.77.1").read_text() == "t2\n"
     # explicit fetch of a single file, named by its local-style path
-    (workdir / "c001_r1_tserver0.77").unlink()
-    runner.fetch(workdir / "c001_r1_tserver0.77", workdir / "again.77")
+    (workdir / "c004_r1_tserver1.77").unlink()
+    runner.fetch(workdir / "c004_r1_tserver1.77", workdir / "again.77")
     assert (workdir / "again.77").read_text() == "SELECT 1;\n"
     shutil.rmtree(Path.home() / runner.remote_dir(workdir))
-
-
-def test_loadgen_runner_command_rewrites(tmp_path):
-    from ybscale.backends.gcp.backend import LoadgenRunner
-
-    runner = LoadgenRunner(ssh.SshHost("lg", "u", tmp_path / "k", tmp_path / "kh"), table="kv")
-    runner._uploaded[(tmp_path / "w.sql").resolve()] = "ybscale/x/scripts/w.sql"
-    argv = ["/usr/lib/postgresql/15/bin/pgbench", "-c", "4", "-f", str(tmp_path / "w.sql"),
-            f"--log-prefix={tmp_path / 'logs' / 'c004_r1_tserver1'}", "yugabyte"]  # fmt: skip
-    remote, rlog, llog = runner.command(argv, tmp_path)
-    assert remote[0] == "pgbench" and remote[3:5] == ["-f", "ybscale/x/scripts/w.sql"]
-    assert rlog == f"{runner.remote_dir(tmp_path)}/logs/c004_r1_tserver1"
-    assert remote[5] == f"--log-prefix={rlog}" and llog == tmp_path / "logs" / "c004_r1_tserver1"
 
 
 def test_loadgen_facts_are_read_on_the_load_generator(sshd, tmp_path):

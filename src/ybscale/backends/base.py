@@ -9,8 +9,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ybscale.design.row import Row
+
+if TYPE_CHECKING:
+    from ybscale.measure.pgbench import PgbenchCommand
 
 
 class BackendError(RuntimeError):
@@ -72,10 +76,9 @@ class Cluster(abc.ABC):
         """Endpoints that can serve `workload` (read | write: `Row.kind`), with key variables."""
 
     @abc.abstractmethod
-    def run(
-        self, argv: Sequence[str], env: Mapping[str, str], timeout: float, cwd: Path
-    ) -> subprocess.Popen:
-        """Start a command (pgbench) where the load is generated; the caller waits on it."""
+    def run(self, command: PgbenchCommand) -> subprocess.Popen:
+        """Start one pgbench where the load is generated, its argv rendered for that place
+        (`command.argv`); the caller waits on it (text pipes, its own process group)."""
 
     def load_cores(self) -> int:
         """Cores of the machine that runs pgbench (pgbench -j); here: this machine's."""

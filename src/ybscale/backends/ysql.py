@@ -9,6 +9,7 @@ reloaded before client counts. Point it at a database and table name nothing els
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -16,12 +17,15 @@ import subprocess
 import time
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, Cluster, Endpoint, Target, spawn_local
 from ybscale.design.row import Row
 from ybscale.measure import utilisation, workload
+
+if TYPE_CHECKING:
+    from ybscale.measure.pgbench import PgbenchCommand
 
 PSQL_TIMEOUT = 60
 LOAD_TIMEOUT = 1800
@@ -149,9 +153,9 @@ def is_yugabyte(version: str) -> bool:
 class Runner(Protocol):
     """Where pgbench and psql run: this machine, or the load generator over SSH."""
 
-    def popen(
-        self, argv: Sequence[str], env: Mapping[str, str], timeout: float, cwd: Path
-    ) -> subprocess.Popen: ...
+    def popen(self, command: PgbenchCommand, pgbench: str) -> subprocess.Popen:
+        """Start `command` where the runner runs it (`pgbench`: its executable there)."""
+        ...
 
     def psql(self, endpoint: Endpoint, sql: str, env: Mapping[str, str], timeout: float) -> str: ...
 
@@ -257,8 +261,8 @@ class YsqlCluster(Cluster):
                              strict=True)
         ]  # fmt: skip
 
-    def run(self, argv, env, timeout, cwd) -> subprocess.Popen:
-        return self.runner.popen(argv, env, timeout, Path(cwd))
+    def run(self, command) -> subprocess.Popen:
+        return self.runner.popen(command, self.pgbench)
 
     def psql(self, sql: str, endpoint: Endpoint | None = None, env=None, timeout=PSQL_TIMEOUT):
         endpoint = endpoint or self.endpoints[0]
@@ -474,19 +478,18 @@ class LocalRunner:
         self.table = table
         self.psql_exe = psql
 
-    def _script(self, path: Path, cwd: Path) -> Path:
+    def _script(self, path: Path, workdir: Path) -> Path:
         if self.table == "kv":
             return path
-        out = cwd / f"{path.stem}.{self.table}{path.suffix}"
+        out = workdir / f"{path.stem}.{self.table}{path.suffix}"
         out.write_text(rename_table(path.read_text(), self.table))
         return out
 
-    def popen(self, argv, env, timeout, cwd) -> subprocess.Popen:
-        argv = list(argv)
-        for i, arg in enumerate(argv[:-1]):
-            if arg == "-f":
-                argv[i + 1] = str(self._script(Path(argv[i + 1]), Path(cwd)))
-        return spawn_local(argv, env, cwd)
+    def popen(self, command, pgbench) -> subprocess.Popen:
+        """pgbench here, its scripts on the configured table (copies in the work folder)."""
+        scripts = tuple(self._script(Path(s), command.workdir) for s in command.scripts)
+        command = dataclasses.replace(command, scripts=scripts)
+        return spawn_local(command.argv(pgbench), command.env, command.workdir)
 
     def psql(self, endpoint, sql, env, timeout) -> str:
         try:

@@ -82,40 +82,42 @@ def run_pgbench(
     log_prefix: Path | None,
     seed: int | None = None,
     variables: Mapping[str, str] | None = None,
+    workdir: Path | None = None,
 ) -> pgbench.PgbenchResult:
     """One pgbench per serving node at the same time; their results merged.
 
     `seed` makes the key choices repeatable: target i runs with --random-seed=seed+i.
     `variables` are the row's workload variables; each target adds its key space.
+    `workdir`: where the runs' files go (default: the log prefix's folder).
     """
     targets = cluster.targets(kind)
     shares = split(clients, len(targets))
     threads = load_threads(clients, len(targets), cluster.load_cores())
+    workdir = workdir or (log_prefix.parent if log_prefix else Path.cwd())
+    timeout = seconds + settings["timeout"]
     procs = []
     for i, (target, share) in enumerate(zip(targets, shares, strict=True)):
         if share == 0:
             continue
-        argv = pgbench.command(
-            bindir_or_exe=getattr(cluster, "pgbench", "pgbench"),
-            script=script,
-            endpoint_host=target.endpoint.host,
-            port=target.endpoint.port,
-            dbname=target.endpoint.dbname,
-            user=target.endpoint.user,
+        prefix = Path(f"{log_prefix}_{target.endpoint.role}") if log_prefix else None
+        command = pgbench.PgbenchCommand(
+            scripts=(script,),
+            endpoint=target.endpoint,
             clients=share,
             threads=threads[i],
             seconds=seconds,
             variables={**(variables or {}), **target.variables},
-            log_prefix=f"{log_prefix}_{target.endpoint.role}" if log_prefix else None,
+            env=env,
+            workdir=workdir,
+            timeout=timeout,
+            log_prefix=prefix,
             max_tries=settings["max_tries"],
             progress=1,
-            extra=(f"--random-seed={seed + i}",) if seed is not None else (),
+            random_seed=seed + i if seed is not None else None,
         )
-        cwd = log_prefix.parent if log_prefix else Path.cwd()
-        raw = Path(f"{log_prefix}_{target.endpoint.role}") if log_prefix else None
-        procs.append((target, raw, cluster.run(argv, env, seconds + settings["timeout"], cwd)))
+        procs.append((target, prefix, cluster.run(command)))
     try:
-        results = [_wait(t, raw, proc, seconds + settings["timeout"]) for t, raw, proc in procs]
+        results = [_wait(t, raw, proc, timeout) for t, raw, proc in procs]
     finally:
         for _, _, proc in procs:
             if proc.poll() is None:
@@ -282,6 +284,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 settings,
                 None,
                 variables=variables,
+                workdir=logs,
             )
 
     def repetition(clients: int, rep: int) -> float:

@@ -16,12 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from ybscale.backends.base import Endpoint
+
 __all__ = [
     "AGG_COLUMNS",
+    "PgbenchCommand",
     "PgbenchError",
     "PgbenchResult",
     "aggregate_log_paths",
-    "command",
     "executable",
     "merge",
     "parse_aggregate_logs",
@@ -263,47 +265,60 @@ def executable(bindir_or_exe: str | Path) -> str:
     return str(p / "pgbench") if p.is_dir() else str(bindir_or_exe)
 
 
-def command(
-    *,
-    bindir_or_exe: str | Path,
-    script: str | Path,
-    endpoint_host: str,
-    port: int | str,
-    dbname: str,
-    user: str,
-    clients: int,
-    threads: int,
-    seconds: int,
-    variables: Mapping[str, int | str],
-    log_prefix: str | Path | None,
-    max_tries: int = 10,
-    progress: int | None = None,
-    extra: Sequence[str] = (),
-) -> list[str]:
-    """argv for one timed pgbench run of a custom script (-n: no vacuum, prepared statements).
+@dataclass(frozen=True)
+class PgbenchCommand:
+    """One timed pgbench run of custom scripts against one endpoint: what to run, not where.
 
-    `progress` adds `--progress=N` (live tps on stderr); note that pgbench then reports the
-    measured latency with a stddev line instead of the "(including failures)" estimate.
+    A runner turns it into argv where pgbench runs (`argv`, the one place pgbench's command line
+    is written), with `dataclasses.replace` for what differs there (scripts and log prefix on a
+    load generator). -n: no vacuum; prepared statements; `progress` adds `--progress=N` (pgbench
+    then reports a latency stddev instead of the "(including failures)" estimate); `log_prefix`
+    logs every transaction (`ybscale.measure.latency` reduces the log after the run).
     """
-    if clients < 1 or threads < 1 or seconds < 1:
-        raise ValueError(f"clients, threads, seconds must be >= 1: {clients}, {threads}, {seconds}")
-    if max_tries < 0:
-        raise ValueError(f"max_tries must be >= 0, got {max_tries}")
-    argv = [executable(bindir_or_exe), "-n", "-M", "prepared"]
-    argv += ["-c", str(clients), "-j", str(threads), "-T", str(seconds)]
-    argv += [f"--max-tries={max_tries}"]
-    if progress:
-        argv += [f"--progress={progress}"]
-    argv += ["-f", str(script)]
-    for key, value in variables.items():
-        argv += ["-D", f"{key}={value}"]
-    argv += ["-h", str(endpoint_host), "-p", str(port), "-U", str(user)]
-    if (
-        log_prefix is not None
-    ):  # every transaction (ybscale.measure.latency reduces it after the run)
-        argv += ["--log", "--failures-detailed", f"--log-prefix={log_prefix}"]
-    argv += [*extra, dbname]
-    return argv
+
+    scripts: tuple[Path, ...]
+    endpoint: Endpoint
+    clients: int
+    threads: int
+    seconds: int
+    variables: Mapping[str, int | str]  # -D variables
+    env: Mapping[str, str]  # the sessions' environment (PGOPTIONS)
+    workdir: Path  # where its files go on this machine (logs, adapted scripts)
+    timeout: float  # seconds until the run is killed
+    log_prefix: Path | None = None
+    max_tries: int = 10
+    progress: int | None = None
+    random_seed: int | None = None
+
+    def __post_init__(self):
+        if self.clients < 1 or self.threads < 1 or self.seconds < 1:
+            raise ValueError(
+                f"clients, threads, seconds must be >= 1: {self.clients}, {self.threads}, "
+                f"{self.seconds}"
+            )
+        if self.max_tries < 0:
+            raise ValueError(f"max_tries must be >= 0, got {self.max_tries}")
+        if not self.scripts:
+            raise ValueError("pgbench needs at least one script")
+
+    def argv(self, exe: str | Path = "pgbench") -> list[str]:
+        """pgbench's command line, `exe` being pgbench (or its bin directory) where it runs."""
+        ep = self.endpoint
+        argv = [executable(exe), "-n", "-M", "prepared"]
+        argv += ["-c", str(self.clients), "-j", str(self.threads), "-T", str(self.seconds)]
+        argv += [f"--max-tries={self.max_tries}"]
+        if self.progress:
+            argv += [f"--progress={self.progress}"]
+        for script in self.scripts:
+            argv += ["-f", str(script)]
+        for key, value in self.variables.items():
+            argv += ["-D", f"{key}={value}"]
+        argv += ["-h", ep.host, "-p", str(ep.port), "-U", ep.user]
+        if self.log_prefix is not None:
+            argv += ["--log", "--failures-detailed", f"--log-prefix={self.log_prefix}"]
+        if self.random_seed is not None:
+            argv += [f"--random-seed={self.random_seed}"]
+        return [*argv, ep.dbname]
 
 
 def version(bindir_or_exe: str | Path = "pgbench") -> str:

@@ -12,6 +12,7 @@ Where those files live is the rules' choice: `ClusterFiles` is handed the folder
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -21,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ybscale.backends import ssh, yb_catalogue
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, settings_by_source
@@ -35,6 +37,9 @@ from ybscale.backends.ysql import (
     rename_table,
 )
 from ybscale.design.row import Row
+
+if TYPE_CHECKING:
+    from ybscale.measure.pgbench import PgbenchCommand
 
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
 READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script writes it last
@@ -145,9 +150,9 @@ class _LogFetchingPopen(subprocess.Popen):
 class LoadgenRunner:
     """pgbench and psql on the load-generator VM over SSH.
 
-    Local paths in argv are mapped into a remote work folder: `-f script` is uploaded,
-    `--log-prefix=P` writes under the folder and the logs are copied back next to P when pgbench
-    has finished (also on demand with `fetch`). Only PG* environment variables are sent.
+    A command's local files are mapped into a remote work folder: its scripts are uploaded, its
+    log prefix moves under the folder and the logs are copied back next to the local prefix when
+    pgbench has finished (also on demand with `fetch`). Only PG* environment variables are sent.
     """
 
     def __init__(self, host: ssh.SshHost, table: str = "kv", remote_root: str = "ybscale"):
@@ -183,50 +188,38 @@ class LoadgenRunner:
             self._uploaded[script] = remote
         return self._uploaded[script]
 
-    def command(self, argv, cwd: Path) -> tuple[list[str], str | None, Path | None]:
-        """(remote argv, remote log prefix, local log prefix) for a local pgbench argv."""
-        rdir = self.remote_dir(cwd)
-        out, remote_log, local_log = [], None, None
-        args = list(argv)
-        i = 0
-        while i < len(args):
-            arg = str(args[i])
-            if i == 0 and Path(arg).name == "pgbench":
-                arg = "pgbench"
-            elif arg == "-f" and i + 1 < len(args):
-                out += ["-f", self._upload(Path(args[i + 1]), rdir)]
-                i += 2
-                continue
-            elif arg.startswith("--log-prefix="):
-                local_log = Path(arg.split("=", 1)[1])
-                remote_log = self.remote_path(local_log, cwd)
-                arg = f"--log-prefix={remote_log}"
-            out.append(arg)
-            i += 1
-        return out, remote_log, local_log
+    def remote(self, command: PgbenchCommand) -> PgbenchCommand:
+        """The command as it runs on the load generator: its scripts uploaded (paths relative
+        to the login directory) and its log prefix in the remote work folder."""
+        rdir = self.remote_dir(command.workdir)
+        scripts = tuple(self._upload(Path(script), rdir) for script in command.scripts)
+        log_prefix = command.log_prefix
+        if log_prefix is not None:
+            log_prefix = Path(self.remote_path(log_prefix, command.workdir))
+        return dataclasses.replace(command, scripts=scripts, log_prefix=log_prefix)
 
-    def popen(self, argv, env, timeout, cwd) -> subprocess.Popen:
+    def popen(self, command: PgbenchCommand, pgbench: str = "pgbench") -> subprocess.Popen:
         """One ssh connection: clear earlier logs of this prefix, run pgbench."""
-        self._cwd = Path(cwd)
-        remote_argv, remote_log, local_log = self.command(argv, Path(cwd))
-        rdir = self.remote_dir(cwd)
-        prep = f"mkdir -p {shlex.quote(rdir)}"
-        if remote_log:  # a re-run must not fetch an earlier attempt's logs
-            prep += f" {shlex.quote(str(Path(remote_log).parent))}"
+        self._cwd = Path(command.workdir)
+        there = self.remote(command)
+        prep = f"mkdir -p {shlex.quote(self.remote_dir(command.workdir))}"
+        if there.log_prefix is not None:  # a re-run must not fetch an earlier attempt's logs
+            remote_log = str(there.log_prefix)
+            prep += f" {shlex.quote(str(there.log_prefix.parent))}"
             prep += f" && rm -f -- {shlex.quote(remote_log)}*"
-        pg_env = {k: v for k, v in env.items() if PASS_ENV.match(k)}
+        pg_env = {k: v for k, v in command.env.items() if PASS_ENV.match(k)}
         # from the login directory: the script and log paths are relative to it, as for scp
-        command = prep + " && " + ssh.remote_command(remote_argv, env=pg_env, timeout=timeout)
+        line = ssh.remote_command(there.argv(pgbench), env=pg_env, timeout=command.timeout)
         proc = _LogFetchingPopen(
-            ssh.ssh_argv(self.host, command),
+            ssh.ssh_argv(self.host, prep + " && " + line),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
         )
-        if remote_log:
-            proc.fetch_back = (self, remote_log, local_log)
+        if there.log_prefix is not None:
+            proc.fetch_back = (self, str(there.log_prefix), command.log_prefix)
         return proc
 
     def psql(self, endpoint: Endpoint, sql: str, env, timeout) -> str:

@@ -310,8 +310,10 @@ class LocalCluster(Cluster):
         serving = self.nodes if kind == "read" else self.nodes[:1]
         return [Target(node.endpoint, workload.key_variables(self.rows, 0, 1)) for node in serving]
 
-    def run(self, argv, env, timeout, cwd) -> subprocess.Popen:
-        return spawn_local([*self.client_prefix, *argv], env, cwd)
+    def run(self, command) -> subprocess.Popen:
+        """pgbench here, in its CPU group (`client_prefix`)."""
+        argv = [*self.client_prefix, *command.argv(self.pgbench)]
+        return spawn_local(argv, command.env, command.workdir)
 
     def cpu_seconds(self) -> dict[str, float]:
         """Each node's and pgbench's CPU group counter, and the machine's busy time."""
