@@ -31,4 +31,4 @@ rule all:
 
 
 onerror:
-    BACKEND.on_error(SETTINGS, STUDY.combinations, CLUSTERS)
+    BACKEND.on_error(SETTINGS, STUDY.clusters, CLUSTERS)

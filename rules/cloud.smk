@@ -9,7 +9,7 @@ from ybscale.backends.gcp.plan import format_plan, plan, previous_in_slot
 PREVIOUS_IN_SLOT = previous_in_slot(STUDY.rows, SETTINGS)
 CLUSTER_DEFINITIONS = {
     combo: definition(SETTINGS, STUDY.row(runs[0]))
-    for combo, runs in STUDY.combinations.items()
+    for combo, runs in STUDY.clusters.items()
 }
 
 

@@ -24,11 +24,12 @@ RUNS = DESIGN.run_ids
 # what the rules know of the backend (backends.BACKENDS)
 BACKEND = backend_class(SETTINGS["backend"])
 ANALYSIS = SETTINGS["analysis"]
-COMBOS = list(STUDY.combinations)
 CLUSTER_OF = strata.cluster_of(SETTINGS, STUDY.rows)  # run -> the cluster it runs on
+# shared clusters: one per combination (gcp: and per replicate)
+COMBOS = list(STUDY.clusters)
 CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items())
 MEASURE_CODE = code_digest(BACKEND.name)
-CLUSTERS = "results/clusters"  # shared clusters: one folder per combination
+CLUSTERS = "results/clusters"  # shared clusters: one folder per cluster (CLUSTER_OF's labels)
 
 
 wildcard_constraints:
@@ -42,7 +43,7 @@ def row_of(run):
 
 
 def runs_of(combo):
-    return STUDY.combinations[combo]
+    return STUDY.clusters[combo]
 
 
 def cluster_endpoints(wildcards):
@@ -50,7 +51,7 @@ def cluster_endpoints(wildcards):
     nothing (the measuring job brings the row's own cluster up and down)."""
     if not BACKEND.shared_clusters:
         return []
-    return f"{CLUSTERS}/{STUDY.row(wildcards.run).combination}/endpoints.json"
+    return f"{CLUSTERS}/{CLUSTER_OF[wildcards.run]}/endpoints.json"
 
 
 def cluster_teardowns(wildcards):

@@ -77,3 +77,27 @@ def test_alpha_a_price_and_max_clusters_reprovision_and_remeasure_nothing(tmp_pa
     out = run_snakemake(work, "-n", *PARAMS, configfile="config/resized.yaml")
     jobs = scheduled(out)
     assert jobs.get("cluster_up", 0) > 0 and jobs.get("measure", 0) > 0, jobs
+
+
+def test_each_replicate_is_brought_up_on_a_cluster_of_its_own(tmp_path):
+    """Issue 19, item 4: with 2 replications a dry run brings up 16 clusters (replicate 2 of a
+    combination on <combination>-r2, its rows measured there), 8 with cluster_per_replicate
+    false; a value that is not a boolean stops the dry run naming the field."""
+    work = copy_workflow(tmp_path / "study")
+    design = yaml.safe_load((work / "config" / "design.yaml").read_text())
+    (work / "config" / "design.yaml").write_text(yaml.safe_dump({**design, "replications": 2}))
+    for per_replicate, clusters in ((True, 16), (False, 8)):
+        config = {**FINISHED, "gcp": {**FINISHED["gcp"], "cluster_per_replicate": per_replicate}}
+        (work / "config" / "replicated.yaml").write_text(yaml.safe_dump(config))
+        out = run_snakemake(work, "-n", configfile="config/replicated.yaml")
+        assert out.returncode == 0, failed(out)
+        jobs = scheduled(out)
+        counts = (jobs["cluster_up"], jobs["measure"], jobs["cluster_down"])
+        assert counts == (clusters, 32, clusters), jobs
+        r2 = set(re.findall(r"results/clusters/([\w.-]+-r2)/endpoints\.json", out.stdout))
+        assert len(r2) == (8 if per_replicate else 0), sorted(r2)
+    config = {**FINISHED, "gcp": {**FINISHED["gcp"], "cluster_per_replicate": "maybe"}}
+    (work / "config" / "replicated.yaml").write_text(yaml.safe_dump(config))
+    out = run_snakemake(work, "-n", configfile="config/replicated.yaml")
+    assert out.returncode != 0
+    assert "gcp.cluster_per_replicate: 'maybe' is not of type 'boolean'" in out.stdout + out.stderr

@@ -52,7 +52,7 @@ def seed():
 def test_seed_design_needs_eight_clusters(seed):
     p = plan_of(CONFIG)
     assert len(p.clusters) == 8 and all(len(c.runs) == 2 for c in p.clusters)
-    by = {c.combination: c for c in p.clusters}
+    by = {c.cluster: c for c in p.clusters}
     small = by["nodes3-small-reploff"]
     assert (small.masters, small.tservers, small.vms) == (1, 3, 5)
     assert small.machine_types == {"n2-standard-2": 4, "e2-standard-4": 1}
@@ -73,10 +73,10 @@ def test_times_and_cost(seed):
     # every cluster: 12 min provisioning + its two rows (both read or both write: they differ
     # in isolation only); two slots of four, clusters in the measuring order (random): a slot
     # ends when its clusters' work does
-    busy = {c.combination: 12 * 60 + c.measure_seconds for c in p.clusters}
+    busy = {c.cluster: 12 * 60 + c.measure_seconds for c in p.clusters}
     ends = {}
     for c in p.clusters:
-        ends[c.slot] = ends.get(c.slot, 0) + busy[c.combination]
+        ends[c.slot] = ends.get(c.slot, 0) + busy[c.cluster]
         assert c.end_seconds == ends[c.slot]
     assert p.wall_seconds == max(ends.values())
     assert {c.measure_seconds for c in p.clusters} == {2 * 161, 2 * 168}
@@ -140,11 +140,11 @@ def test_a_cluster_planned_near_its_ttl_is_warned(seed):
     ttl = longest.hours_min / 0.85
     p = plan_of({**CONFIG, "gcp": {**CONFIG["gcp"], "ttl_hours": ttl}})
     near = p.near_ttl()
-    assert longest.combination in [c.combination for c in near]
+    assert longest.cluster in [c.cluster for c in near]
     assert all(c.hours_min > 0.8 * ttl for c in near)
     assert all(c.hours_min <= 0.8 * ttl for c in p.clusters if c not in near)
     assert (
-        f"WARNING: {longest.combination} is planned for 0.3 h, 85% of gcp.ttl_hours {ttl:g}: "
+        f"WARNING: {longest.cluster} is planned for 0.3 h, 85% of gcp.ttl_hours {ttl:g}: "
         f"max_run_duration deletes its VMs at {ttl:g} h" in plan_mod.format_plan(p)
     )
     below = {**CONFIG, "gcp": {**CONFIG["gcp"], "ttl_hours": longest.hours_min / 0.75}}
@@ -164,8 +164,47 @@ def test_a_changed_zone_never_keeps_another_regions_prices(seed):
 
 def test_one_combination(seed):
     p = plan_of(CONFIG, ["nodes3-small-reploff"])
-    assert [c.combination for c in p.clusters] == ["nodes3-small-reploff"]
+    assert [c.cluster for c in p.clusters] == ["nodes3-small-reploff"]
     assert len(p.row_seconds) == 2
+
+
+def replicated(tmp_path, per_replicate=None):
+    """The seed config on the seed design with 2 replications (and gcp.cluster_per_replicate)."""
+    design = yaml.safe_load((ROOT / "config" / "design.yaml").read_text())
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump({**design, "replications": 2}))
+    gcp = dict(CONFIG["gcp"])
+    if per_replicate is not None:
+        gcp["cluster_per_replicate"] = per_replicate
+    return {**CONFIG, "design": str(path), "gcp": gcp}
+
+
+def test_each_replicate_gets_clusters_of_its_own_unless_told_to_reuse(seed, tmp_path):
+    """Issue 19, item 4: replicate 2 of a combination runs on <combination>-r2 by default, so
+    the plan counts 16 clusters (and their cost); cluster_per_replicate false keeps 8."""
+    loaded = study.load(replicated(tmp_path))
+    fresh = plan_mod.plan(loaded.rows, loaded.settings)
+    assert len(fresh.clusters) == 16 and all(len(c.runs) == 2 for c in fresh.clusters)
+    by = {c.cluster: c for c in fresh.clusters}
+    rows = {r.run: r for r in loaded.rows}
+    assert {rows[r].replicate for r in by["nodes3-small-reploff-r2"].runs} == {2}
+    assert {rows[r].replicate for r in by["nodes3-small-reploff"].runs} == {1}
+    reused = plan_of(replicated(tmp_path, per_replicate=False))
+    assert len(reused.clusters) == 8 and all(len(c.runs) == 4 for c in reused.clusters)
+    assert fresh.cost(False) > reused.cost(False)  # 8 more provisionings and NAT addresses
+    assert fresh.costs()["external IPs"] == pytest.approx(2 * reused.costs()["external IPs"])
+    text = plan_mod.format_plan(fresh)
+    assert "Plan: 16 clusters for 32 rows" in text
+    assert "replicates on clusters of its own (gcp.cluster_per_replicate: true)" in text
+    assert "nodes5-large-replon-r2" in text
+    assert "share its cluster (gcp.cluster_per_replicate: false)" in plan_mod.format_plan(reused)
+    chain = plan_mod.previous_in_slot(loaded.rows, loaded.settings)
+    assert len(chain) == 16 and sum(before is None for before in chain.values()) == 2
+
+
+def test_cluster_per_replicate_is_validated(tmp_path):
+    with pytest.raises(ValueError, match="cluster_per_replicate: 'no' is not of type 'boolean'"):
+        study.load(replicated(tmp_path, per_replicate="no"))
 
 
 def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
@@ -216,7 +255,7 @@ def test_at_most_max_clusters_live_and_the_chain_that_enforces_it(seed):
     prev = plan_mod.previous_in_slot(seed.rows, seed.settings)
     firsts = [combo for combo, before in prev.items() if before is None]
     assert len(firsts) == 2 and len(prev) == 8
-    by = {c.combination: c for c in p.clusters}
+    by = {c.cluster: c for c in p.clusters}
     for combo, before in prev.items():
         if before is not None:
             assert by[before].end_seconds == by[combo].start_seconds

@@ -361,7 +361,7 @@ def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
     assert "gcp.ssh_access" in capsys.readouterr().err
     assert clusters.main(["up", "--combo", "nodes7-small-reploff", "--config", str(cfg),
                      "--out", str(out)]) == 1  # fmt: skip
-    assert "no row needs combination 'nodes7-small-reploff'" in capsys.readouterr().err
+    assert "no row runs on cluster 'nodes7-small-reploff'" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ the real Pulumi engine

@@ -47,6 +47,41 @@ def test_gcp_shares_a_cluster_per_combination_and_the_seed_is_a_split_plot():
     assert {t for t, s in strata.items() if s == SUB} == set(design.terms) - SEED_WHOLE
 
 
+def test_gcp_replicates_run_on_clusters_of_their_own_so_cluster_variance_has_df(tmp_path):
+    """Issue 19, item 4: each replicate of a combination on a cluster of its own (16 clusters
+    for the seed design twice), the same whole-plot columns, and the cluster-to-cluster
+    variance gets degrees of freedom (MixedLM applies); reusing the cluster gives it none."""
+    from ybscale.backends import get_backend
+    from ybscale.backends.base import BackendError
+    from ybscale.design.row import Row
+    from ybscale.design.strata import describe, mixed_applies
+
+    design = yaml.safe_load((ROOT / "config" / "design.yaml").read_text())
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump({**design, "replications": 2}))
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["backend"] = "gcp"
+    loaded = study.load(config, str(path))
+    clusters = cluster_of(loaded.settings, loaded.rows)
+    assert len(set(clusters.values())) == 16 and len(loaded.clusters) == 16
+    strata = column_strata(loaded.design, clusters)
+    assert {t for t, s in strata.items() if s == WHOLE} == SEED_WHOLE
+    assert mixed_applies(strata, clusters, 2)
+    assert len(describe(loaded.design, clusters, "gcp")["clusters"]) == 16  # design.json
+    # the measuring job finds a replicate-2 row's cluster from its params alone
+    row = Row.from_dict(loaded.rows[16].params())
+    assert row.replicate == 2 and clusters[row.run] == f"{row.combination}-r2"
+    backend = get_backend(loaded.settings, tmp_path / "clusters")
+    with pytest.raises(BackendError, match=rf"clusters/{row.combination}-r2/endpoints.json"):
+        with backend.cluster(row, tmp_path):
+            pass
+    config["gcp"] = {"cluster_per_replicate": False}
+    reused = study.load(config, str(path))
+    clusters = cluster_of(reused.settings, reused.rows)
+    assert len(set(clusters.values())) == 8
+    assert not mixed_applies(column_strata(reused.design, clusters), clusters, 2)
+
+
 def test_local_is_one_stratum_and_existing_follows_the_endpoints():
     design, clusters = _seed("local")
     assert len(set(clusters.values())) == 16

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ybscale.backends import get_backend
+from ybscale.backends import backend_class, get_backend
 from ybscale.design.factorial import Design, load_design
 from ybscale.design.row import Row, RowError, resolve_rows
 from ybscale.settings import load as load_settings
@@ -30,11 +30,13 @@ class Study:
         )
 
     @property
-    def combinations(self) -> dict[str, list[str]]:
-        """Infrastructure combination -> its runs (rows sharing a cluster)."""
+    def clusters(self) -> dict[str, list[str]]:
+        """Cluster label -> its runs (rows sharing a cluster), as the backend labels them
+        (`Backend.cluster_labels`; gcp: a combination's, per replicate by default)."""
+        labels = backend_class(self.settings["backend"]).cluster_labels(self.settings, self.rows)
         out: dict[str, list[str]] = {}
         for row in self.rows:
-            out.setdefault(row.combination, []).append(row.run)
+            out.setdefault(labels[row.run], []).append(row.run)
         return dict(sorted(out.items()))
 
 

@@ -48,6 +48,7 @@ class Row:
     read_only: bool  # the script changes nothing: it may run on replicas
     levels: dict[str, object] = field(default_factory=dict)  # factor name -> level label
     sources: dict[str, str] = field(default_factory=dict)  # knob -> "file: field" it came from
+    replicate: int = 1  # which replicate of its design row (1 .. design.replications)
 
     @property
     def kind(self) -> str:
@@ -74,9 +75,12 @@ class Row:
 
     def params(self) -> dict:
         """What the measuring rule depends on: everything but where the values came from, so a
-        combined design (fold-over) that keeps a row's knobs reuses its measurement."""
+        combined design (fold-over) that keeps a row's knobs reuses its measurement. The
+        replicate only when it is not the first (a backend may give it a cluster of its own)."""
         data = self.to_dict()
         del data["sources"]
+        if data["replicate"] == 1:
+            del data["replicate"]
         return data
 
     @classmethod
@@ -92,11 +96,16 @@ def combination_key(cluster: ClusterShape, server: Mapping[str, str]) -> str:
         "replon" if cluster.replication else "reploff",
     ]
     parts += [f"{name}-{value}" for name, value in sorted(server.items())]
-    key = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
-    if len(key) > 44:  # stack and VM names are limited (GCP: 63 characters in all)
-        digest = hashlib.sha1(key.encode()).hexdigest()[:8]
-        key = f"{key[:35].rstrip('-')}-{digest}"
-    return key
+    return resource_name(re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-"))
+
+
+def resource_name(key: str) -> str:
+    """`key` if at most 44 characters, else its first 35 and a digest of the whole: stack and
+    VM names are limited (GCP: 63 characters in all)."""
+    if len(key) <= 44:
+        return key
+    digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+    return f"{key[:35].rstrip('-')}-{digest}"
 
 
 # --------------------------------------------------------------------------- resolution
@@ -224,6 +233,7 @@ def resolve_rows(design, config: Mapping) -> list[Row]:
     if errors:
         raise RowError("\n".join(errors))
     rows = []
+    replicates = design.sign_table()["replicate"]
     for run in design.run_ids:
         signs = design.signs(run)
         values, sources, labels = dict(base), {}, {}
@@ -235,11 +245,12 @@ def resolve_rows(design, config: Mapping) -> list[Row]:
             values[knob] = converted[index]
             sources[knob] = f"{design.source}: factors.{f.letter}.levels[{index}]"
             labels[f.name] = f.levels[index]
-        rows.append(_row(run, values, sources, labels, workloads_dir, by_factor))
+        replicate = int(replicates[run])
+        rows.append(_row(run, replicate, values, sources, labels, workloads_dir, by_factor))
     return rows
 
 
-def _row(run, values, sources, labels, workloads_dir, by_factor) -> Row:
+def _row(run, replicate, values, sources, labels, workloads_dir, by_factor) -> Row:
     def of(kind: str) -> dict[str, str]:
         return {
             k.split(".", 1)[1]: v for k, v in sorted(values.items()) if k.startswith(kind + ".")
@@ -266,4 +277,5 @@ def _row(run, values, sources, labels, workloads_dir, by_factor) -> Row:
         read_only=workload.read_only(text),
         levels=dict(sorted(labels.items())),
         sources=sources,
+        replicate=replicate,
     )

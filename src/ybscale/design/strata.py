@@ -5,7 +5,8 @@ Which rows share a cluster depends on the backend:
 * ``local``: every row starts a fresh cluster, so cluster-to-cluster variation is part of every
   row's error alike: one stratum (``single``), every column judged against the same noise.
 * ``gcp``: one cluster per infrastructure combination (the rows differing only in session or
-  workload knobs share it; replicates reuse it).
+  workload knobs share it) and per replicate (``gcp.cluster_per_replicate``, default true:
+  replicate k >= 2 on ``<combination>-r<k>``; false: the replicates reuse the combination's).
 * ``existing``: the endpoints you configured: rows whose combinations point at the same
   endpoints share a cluster (one for all when every combination names the same hosts).
 
@@ -20,8 +21,8 @@ fewer than ``MIN_COLUMNS`` columns has no noise estimate: its columns are not te
 empty, never active), and the findings say so. With replicates that reuse their cluster the
 sub-plot columns keep the replicate (pure-error) t test (that error holds no cluster-to-cluster
 variance) and the whole-plot columns get Lenth among themselves; with replicates on clusters of
-their own the cluster variance has degrees of freedom and ``mixed`` fits statsmodels MixedLM
-with the cluster as a random effect.
+their own (gcp's default) the cluster variance has degrees of freedom and ``mixed`` fits
+statsmodels MixedLM with the cluster as a random effect.
 """
 
 from __future__ import annotations

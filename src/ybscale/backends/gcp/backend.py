@@ -1,4 +1,5 @@
-"""`gcp` backend: YugabyteDB VMs on Google Compute Engine, one Pulumi stack per combination.
+"""`gcp` backend: YugabyteDB VMs on Google Compute Engine, one Pulumi stack per cluster: an
+infrastructure combination's, and a replicate's with gcp.cluster_per_replicate (`cluster_label`).
 
 Clusters are brought up and destroyed by the cluster_up / cluster_down rules (rules/cloud.smk),
 which call this module's CLI; `GcpBackend.cluster()` only reads the endpoints they wrote and runs
@@ -36,7 +37,7 @@ from ybscale.backends.ysql import (
     psql_argv,
     rename_table,
 )
-from ybscale.design.row import Row
+from ybscale.design.row import Row, resource_name
 
 if TYPE_CHECKING:
     from ybscale.measure.pgbench import PgbenchCommand
@@ -250,6 +251,14 @@ class LoadgenRunner:
             ssh.copy_back(self.host, path, local)
 
 
+def cluster_label(row: Row, per_replicate: bool) -> str:
+    """The cluster (and stack) a row runs on: its combination's; with `per_replicate`
+    (gcp.cluster_per_replicate) replicate k >= 2 on ``<combination>-r<k>`` of its own."""
+    if per_replicate and row.replicate > 1:
+        return resource_name(f"{row.combination}-r{row.replicate}")
+    return row.combination
+
+
 class GcpBackend(Backend):
     """Measures on the cluster the cluster_up rule brought up for the row's combination."""
 
@@ -274,6 +283,13 @@ class GcpBackend(Backend):
         return {"table_sharding": settings["gcp"]["table_sharding"]}
 
     @classmethod
+    def cluster_labels(cls, settings: Mapping, rows) -> dict[str, str]:
+        """A cluster per combination, and per replicate unless gcp.cluster_per_replicate is
+        false (`cluster_label`)."""
+        per_replicate = validate_section(settings)["cluster_per_replicate"]
+        return {row.run: cluster_label(row, per_replicate) for row in rows}
+
+    @classmethod
     def on_error(cls, settings: Mapping, combinations, clusters: Path) -> None:
         from ybscale.backends.gcp.stacks import destroy_all
 
@@ -292,7 +308,7 @@ class GcpBackend(Backend):
 
     @contextmanager
     def cluster(self, row, workdir) -> Iterator[Cluster]:
-        combo = row.combination
+        combo = cluster_label(row, self.settings["cluster_per_replicate"])
         if self.clusters is None:
             raise BackendError("gcp: the measuring rule passes the clusters folder (params)")
         files = ClusterFiles.of(self.clusters, combo)
@@ -301,7 +317,8 @@ class GcpBackend(Backend):
         nodes = tserver_endpoints(endpoints)
         record = {
             "backend": "gcp",
-            "combination": combo,
+            "combination": row.combination,
+            "cluster": combo,
             "stack": endpoints.get("stack"),
             "machine_type": endpoints.get("machine_type"),
             "replication_factor": endpoints.get("replication_factor"),

@@ -1,4 +1,5 @@
-"""`up` / `down` one infrastructure combination's cluster (rules/cloud.smk): the cloud lifecycle.
+"""`up` / `down` one cluster (rules/cloud.smk): the cloud lifecycle. A cluster is a combination's
+(and, with gcp.cluster_per_replicate, a replicate's: ``<combination>-r<k>``).
 
 This module drives `stacks` (Pulumi) and hands the gcp backend's readiness check to it.
 
@@ -48,7 +49,7 @@ DEFINES_A_CLUSTER = (
 
 
 def definition(settings: Mapping, row: Row) -> dict:
-    """What defines the cluster of `row`'s combination: its shape, server settings, machine
+    """What defines the cluster `row` runs on: its combination's shape, server settings, machine
     types and the gcp settings in DEFINES_A_CLUSTER (the cluster rules' params)."""
     gcp = settings["gcp"]
     types = gcp["machine_types"]
@@ -79,12 +80,12 @@ def run(
         if action == "up":
             loaded = study.load({**config, "backend": "gcp"}, design)
             print(format_plan(plan(loaded.rows, loaded.settings, [combo])))
-            if combo not in loaded.combinations:
+            if combo not in loaded.clusters:
                 raise ValueError(
-                    f"{loaded.design.source}: no row needs combination {combo!r} "
-                    f"(combinations: {', '.join(loaded.combinations)})"
+                    f"{loaded.design.source}: no row runs on cluster {combo!r} "
+                    f"(clusters: {', '.join(loaded.clusters)})"
                 )
-            row = loaded.row(loaded.combinations[combo][0])  # the combination's shape
+            row = loaded.row(loaded.clusters[combo][0])  # the combination's shape
             files.known_hosts.unlink(missing_ok=True)
             capacity.up_with_fallback(
                 stacks.up,

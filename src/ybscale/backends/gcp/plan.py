@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from ybscale.backends.gcp.backend import GcpBackend
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
@@ -38,7 +39,7 @@ LOAD_ROWS_PER_S = 20_000  # dataset (re)load speed assumed for write rows (estim
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    combination: str
+    cluster: str  # its label and stack (GcpBackend.cluster_labels): combination[-r<replicate>]
     runs: list[str]
     masters: int
     tservers: int
@@ -76,6 +77,8 @@ class Plan:
     quotas: dict | None = None  # quota metric -> (limit, usage), None when not read
     quota_note: str = ""
     ttl_hours: float = 0.0
+    replicates: int = 1  # the design's replications
+    cluster_per_replicate: bool = True  # gcp.cluster_per_replicate
 
     def vm_hours(self, worst: bool = True) -> float:
         return sum(c.vms * (c.hours_max if worst else c.hours_min) for c in self.clusters)
@@ -165,13 +168,13 @@ def schedule(order: Sequence[str], seconds: Mapping[str, float], slots: int) -> 
 
 
 def previous_in_slot(rows: Sequence[Row], config: Mapping) -> dict[str, str | None]:
-    """combo -> the combination its slot destroys before bringing it up (None: first in its slot).
+    """cluster -> the cluster its slot destroys before bringing it up (None: first in its slot).
     rules/cloud.smk makes cluster_up depend on that one's destroyed.json, which bounds the live
     clusters to gcp.max_clusters."""
     p = plan(rows, config)
     by_slot: dict[int, list] = {}
     for c in sorted(p.clusters, key=lambda c: c.start_seconds):
-        by_slot.setdefault(c.slot, []).append(c.combination)
+        by_slot.setdefault(c.slot, []).append(c.cluster)
     prev: dict[str, str | None] = {}
     for combos in by_slot.values():
         for i, combo in enumerate(combos):
@@ -255,13 +258,15 @@ def read_quotas(project: str | None, region: str) -> tuple[dict | None, str]:
 def plan(
     rows: Sequence[Row], config: Mapping, combos: Sequence[str] | None = None, *, quotas=False
 ) -> Plan:
-    """The plan for the rows (only those of `combos` when given); `config` as settings.load."""
+    """The plan for the rows (only those of the clusters `combos` when given); `config` as
+    settings.load. A cluster per label of `GcpBackend.cluster_labels` (per combination, and per
+    replicate unless gcp.cluster_per_replicate is false)."""
     settings = gcp_section(config)
     measurement = config["measurement"]
     types = settings["machine_types"]
     by_run = {row.run: row for row in rows}
     runs = list(by_run)
-    key = {r: by_run[r].combination for r in runs}
+    key = GcpBackend.cluster_labels({**config, "gcp": settings}, rows)
     if combos is not None:
         runs = [r for r in runs if key[r] in combos]
     seconds = {r: row_seconds(by_run[r], measurement) for r in runs}
@@ -290,7 +295,7 @@ def plan(
         slot, start, end = slots[combo]
         clusters.append(
             ClusterPlan(
-                combination=combo,
+                cluster=combo,
                 runs=own,
                 masters=masters,
                 tservers=nodes,
@@ -332,6 +337,8 @@ def plan(
         quotas=quota_table,
         quota_note=quota_note,
         ttl_hours=settings["ttl_hours"],
+        replicates=max((by_run[r].replicate for r in runs), default=1),
+        cluster_per_replicate=settings["cluster_per_replicate"],
     )
 
 
@@ -340,19 +347,35 @@ def _hm(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+def _replicate_clusters(p: Plan) -> str:
+    """How a replicated design's replicates get clusters (gcp.cluster_per_replicate)."""
+    if p.replicates < 2:
+        return ""
+    if p.cluster_per_replicate:
+        return (
+            f"; each of the {p.replicates} replicates on clusters of its own "
+            "(gcp.cluster_per_replicate: true), so the replicate error holds cluster-to-cluster "
+            "variance"
+        )
+    return (
+        f"; the {p.replicates} replicates of a combination share its cluster "
+        "(gcp.cluster_per_replicate: false): no error term holds cluster-to-cluster variance"
+    )
+
+
 def format_plan(p: Plan) -> str:
     """A human-readable plan, with the estimate caveats spelled out."""
-    width = max([24, *(len(c.combination) for c in p.clusters)])
+    width = max([24, *(len(c.cluster) for c in p.clusters)])
     lines = [
         f"Plan: {len(p.clusters)} clusters for {len(p.row_seconds)} rows "
-        f"({sum(c.vms for c in p.clusters)} VMs in all)",
-        f"{'combination':<{width}} {'rows':>4} {'masters':>7} {'tservers':>8} {'VMs':>4}"
+        f"({sum(c.vms for c in p.clusters)} VMs in all)" + _replicate_clusters(p),
+        f"{'cluster':<{width}} {'rows':>4} {'masters':>7} {'tservers':>8} {'VMs':>4}"
         "  machine types",
     ]
     for c in p.clusters:
         types = ", ".join(f"{n}x {mt}" for mt, n in c.machine_types.items())
         counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {c.vms:>4}"
-        lines.append(f"{c.combination:<{width}} {counts}  {types}")
+        lines.append(f"{c.cluster:<{width}} {counts}  {types}")
     lines += [
         f"Expected wall time: {_hm(p.wall_seconds)}: at most {p.max_clusters} clusters at a time "
         "(gcp.max_clusters), each destroyed after its last row; the rows of one cluster one at a "
@@ -387,7 +410,7 @@ def format_plan(p: Plan) -> str:
     for c in p.near_ttl():
         share = c.hours_min / p.ttl_hours
         lines.append(
-            f"WARNING: {c.combination} is planned for {c.hours_min:.1f} h, {share:.0%} of "
+            f"WARNING: {c.cluster} is planned for {c.hours_min:.1f} h, {share:.0%} of "
             f"gcp.ttl_hours {p.ttl_hours:g}: max_run_duration deletes its VMs at "
             f"{p.ttl_hours:g} h, measured or not; raise gcp.ttl_hours or split its rows"
         )

@@ -1,4 +1,4 @@
-"""Pulumi Automation API driver: one stack per infrastructure combination.
+"""Pulumi Automation API driver: one stack per cluster (a combination's, or a replicate's).
 
 `auto` (the `pulumi.automation` module by default) is a parameter everywhere so that tests can
 pass a fake: the Pulumi CLI is needed only for real runs.
