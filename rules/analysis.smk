@@ -26,8 +26,6 @@ rule effects:
         design=config["design"],
         ceilings="results/ceilings.csv",
         run_order="results/run_order.csv",
-        # gcp: every cluster destroyed before the study is analysed (nothing is read from them)
-        clusters=cluster_teardowns,
     output:
         effects=report(
             "results/effects.csv",

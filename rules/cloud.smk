@@ -48,11 +48,12 @@ rule cluster_up:
 
 
 rule cluster_down:
-    """Destroy the stack of one combination once every row that uses it is measured."""
+    """Destroy the stack of one combination once every row that uses it was attempted
+    (measured or failed: its status), so a failed row releases it too."""
     input:
         endpoints=f"{CLUSTERS}/{{combo}}/endpoints.json",
         rows=lambda wildcards: expand(
-            "results/runs/{run}/throughput.csv", run=runs_of(wildcards.combo)
+            "results/runs/{run}/status.json", run=runs_of(wildcards.combo)
         ),
     output:
         f"{CLUSTERS}/{{combo}}/destroyed.json",

@@ -54,8 +54,9 @@ def cluster_endpoints(wildcards):
     return f"{CLUSTERS}/{CLUSTER_OF[wildcards.run]}/endpoints.json"
 
 
-def cluster_teardowns(wildcards):
-    """Shared clusters: every one destroyed before the analysis; otherwise nothing."""
+def cluster_released(wildcards):
+    """Shared clusters: the row's, destroyed (its measurements are published after);
+    otherwise nothing."""
     if not BACKEND.shared_clusters:
         return []
-    return expand(f"{CLUSTERS}/{{combo}}/destroyed.json", combo=COMBOS)
+    return f"{CLUSTERS}/{STUDY.row(wildcards.run).combination}/destroyed.json"

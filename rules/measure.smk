@@ -11,23 +11,13 @@ RUN_PRIORITY = run_priorities(
 
 
 rule measure:
-    """Measure one design row on its own cluster: pgbench at every client count."""
+    """Measure one design row on its cluster, pgbench at every client count: an attempt that
+    records ok or failed in status.json, so the cluster is released either way."""
     input:
         cluster=cluster_endpoints,
     output:
-        throughput=report(
-            "results/runs/{run}/throughput.csv",
-            caption="../report/measurement.rst",
-            category="2. Measurements",
-            subcategory="{run}",
-        ),
-        repetitions="results/runs/{run}/repetitions.csv",
-        measurement=report(
-            "results/runs/{run}/measurement.json",
-            caption="../report/measurement.rst",
-            category="2. Measurements",
-            subcategory="{run}",
-        ),
+        status="results/runs/{run}/status.json",
+        staged=temp(directory("results/runs/{run}/staged")),
     log:
         "results/logs/measure/{run}.log",
     priority: lambda wildcards: RUN_PRIORITY[STUDY.row(wildcards.run).run]
@@ -48,6 +38,35 @@ rule measure:
         clusters=CLUSTERS,
     script:
         "scripts/measure.py"
+
+
+rule publish:
+    """Publish a row's measurements once its cluster is released, or fail with its error."""
+    input:
+        status="results/runs/{run}/status.json",
+        staged="results/runs/{run}/staged",
+        released=cluster_released,
+    output:
+        throughput=report(
+            "results/runs/{run}/throughput.csv",
+            caption="../report/measurement.rst",
+            category="2. Measurements",
+            subcategory="{run}",
+        ),
+        repetitions="results/runs/{run}/repetitions.csv",
+        measurement=report(
+            "results/runs/{run}/measurement.json",
+            caption="../report/measurement.rst",
+            category="2. Measurements",
+            subcategory="{run}",
+        ),
+    log:
+        "results/logs/publish/{run}.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.measure.attempt publish --run {wildcards.run} --status {input.status}"
+        " --staged {input.staged} --out results/runs/{wildcards.run} > {log} 2>&1"
 
 
 rule ceiling:

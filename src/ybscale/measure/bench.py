@@ -12,6 +12,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import traceback
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,7 +24,7 @@ from ybscale import __version__
 from ybscale.backends import get_backend
 from ybscale.backends.base import BackendError, Cluster
 from ybscale.design.row import Row
-from ybscale.measure import latency, pgbench, precision, utilisation, workload
+from ybscale.measure import attempt, latency, pgbench, precision, utilisation, workload
 from ybscale.measure.measuring import MeasuringProtocol
 
 THROUGHPUT_COLUMNS = [
@@ -380,15 +381,22 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
 
 
 def measure(
-    row: Row, config: Mapping, outdir: Path, progress=print, clusters: Path | None = None
+    row: Row,
+    config: Mapping,
+    outdir: Path,
+    progress=print,
+    clusters: Path | None = None,
+    staged: Path | None = None,
 ) -> Path:
-    """Measure one row and write throughput.csv, repetitions.csv, measurement.json and raw logs
-    into `outdir`; `clusters` (gcp): the folder of the clusters' endpoints."""
+    """Measure one row: throughput.csv, repetitions.csv and measurement.json into `staged`
+    (default `outdir`), pgbench's logs into `outdir`/pgbench-logs; `clusters` (gcp): the
+    folder of the clusters' endpoints."""
     settings = config["measurement"]
     run = row.run
     script = Path(row.script_path).resolve()
     env = workload.session_env(row.session)
-    outdir.mkdir(parents=True, exist_ok=True)
+    staged = staged or outdir
+    staged.mkdir(parents=True, exist_ok=True)
     logs = outdir.resolve() / "pgbench-logs"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir()
@@ -402,7 +410,7 @@ def measure(
             progress(f"{run}: WARNING: {warning}")
         lines = measure_sweep(row, cluster, script, env, settings, logs, rep_rows, progress)
     finished = dt.datetime.now(dt.UTC)
-    pd.DataFrame(rep_rows).to_csv(outdir / "repetitions.csv", index=False)
+    pd.DataFrame(rep_rows).to_csv(staged / "repetitions.csv", index=False)
     meta = {
         "run": run,
         "levels": row.levels,
@@ -418,8 +426,8 @@ def measure(
         "warnings": applied.get("warnings", []),
         "versions": _versions(getattr(cluster, "pgbench", "pgbench"), applied),
     }
-    (outdir / "measurement.json").write_text(json.dumps(meta, indent=2, default=str))
-    path = outdir / "throughput.csv"
+    (staged / "measurement.json").write_text(json.dumps(meta, indent=2, default=str))
+    path = staged / "throughput.csv"
     extra = sorted({k for line in lines for k in line} - set(THROUGHPUT_COLUMNS))
     pd.DataFrame(lines, columns=THROUGHPUT_COLUMNS + extra).to_csv(path, index=False)
     best = max(lines, key=lambda line: line["tps_mean"])
@@ -454,9 +462,13 @@ def _terminate_on_signal() -> None:
 
 
 def measure_job(smk) -> None:
-    """Entry point of the Snakemake measuring rule (`script:`): progress to terminal and log."""
+    """Entry point of the measuring rule (`script:`), an attempt: it exits 0 whether the row
+    was measured or failed, and records which in its status (`attempt.write_status`), so the
+    row's cluster is released either way; the `publish` rule then publishes the staged
+    measurements or fails with the row's error. An interruption is not a result: it exits
+    non-zero and records nothing. Progress goes to the terminal and the log."""
     _terminate_on_signal()
-    out = Path(smk.output.throughput).parent
+    run = smk.wildcards.run
     with open(smk.log[0], "w") as log:
 
         def progress(msg: str) -> None:
@@ -464,10 +476,20 @@ def measure_job(smk) -> None:
             print(f"[{stamp}] {msg}", file=sys.stderr, flush=True)
             print(f"[{stamp}] {msg}", file=log, flush=True)
 
+        staged = Path(smk.output.staged)
         try:
             measure(
-                Row.from_dict(smk.params.row), smk.config, out, progress, Path(smk.params.clusters)
+                Row.from_dict(smk.params.row),
+                smk.config,
+                staged.parent,
+                progress,
+                Path(smk.params.clusters),
+                staged=staged,
             )
-        except (MeasurementError, BackendError, FileNotFoundError, ValueError) as exc:
+        except Exception as exc:  # any failure of the row is its result; a bug's too
             progress(f"FAILED: {exc}")
-            sys.exit(1)
+            traceback.print_exc(file=log)
+            attempt.write_status(smk.output.status, run, smk.log[0], exc)
+            staged.mkdir(parents=True, exist_ok=True)  # what the row left: its server logs
+        else:
+            attempt.write_status(smk.output.status, run, smk.log[0])
