@@ -59,4 +59,4 @@ def cluster_released(wildcards):
     otherwise nothing."""
     if not BACKEND.shared_clusters:
         return []
-    return f"{CLUSTERS}/{STUDY.row(wildcards.run).combination}/destroyed.json"
+    return f"{CLUSTERS}/{CLUSTER_OF[wildcards.run]}/destroyed.json"
