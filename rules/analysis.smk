@@ -108,6 +108,7 @@ rule findings:
         effects="results/effects.csv",
         ceilings="results/ceilings.csv",
         outliers="results/outliers.csv",
+        anova="results/anova.csv",
         measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
         curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
     output:
@@ -128,7 +129,7 @@ rule findings:
         runs=expand("results/runs/{run}", run=RUNS),
     shell:
         "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
-        " --ceilings {input.ceilings} --outliers {input.outliers}"
+        " --ceilings {input.ceilings} --outliers {input.outliers} --anova {input.anova}"
         " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
         " --rst {output.findings_page} --design-rst {output.design_page} {params.runs}"
         " > {log} 2>&1"

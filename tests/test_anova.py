@@ -144,3 +144,120 @@ def test_external_residuals_match_statsmodels_refit_per_run(replications):
     assert np.allclose(bonf, refit["bonf(p)"])
     residuals = fit_anova(design, y, blocks=blocks).residuals
     assert np.allclose(residuals["studentized_external"], refit["student_resid"])
+
+
+# ------------------------------------------------------------------ split plot (issue 19)
+
+SPLIT = {"factors": {f: {"name": f.lower(), "levels": [0, 1]} for f in "ABCD"}}
+
+
+def _split_plot(replications: int):
+    """2^4 with A, B on the cluster (whole plot) and C, D within it: a cluster per (A, B) and
+    replicate, 4 runs each."""
+    from ybscale.design.strata import column_strata
+
+    design = design_from_dict({**SPLIT, "replications": replications}, "split")
+    signs = design.sign_table()
+    clusters = {r: f"A{s['A']}B{s['B']}r{s['replicate']}" for r, s in signs.iterrows()}
+    return design, signs, clusters, column_strata(design, clusters)
+
+
+def _generated(design, signs, clusters, rng, a=0.0, c=0.0, sigma_whole=3.0):
+    """50 + a/2·A + c/2·C + a cluster's shift (σ_whole) + a run's noise (σ = 1)."""
+    shift = {k: rng.normal(0, sigma_whole) for k in sorted(set(clusters.values()))}
+    y = [
+        50 + a / 2 * signs.loc[r, "A"] + c / 2 * signs.loc[r, "C"] + shift[clusters[r]]
+        + rng.normal()
+        for r in signs.index
+    ]  # fmt: skip
+    return pd.Series(y, index=design.run_ids)
+
+
+def test_split_plot_anova_tests_each_stratum_against_its_own_error():
+    """σ_whole = 3·σ: a moderate whole-plot effect (A, 2.5) is not significant against the
+    whole-plot error (8 df) while the naive pooled test (pure error, 30 df) calls it so; a
+    sub-plot effect (C, 1.5) is found against the residual within clusters and missed by the
+    naive test. The F tests equal the hand formulas and MixedLM's t² (REML, balanced)."""
+    from ybscale.analysis.anova import WHOLE_ERROR, split_plot_text
+    from ybscale.analysis.effects import estimate_effects
+    from ybscale.design.strata import judge, mixed
+
+    design, signs, clusters, strata = _split_plot(3)
+    y = _generated(design, signs, clusters, np.random.default_rng(3), a=2.5, c=1.5)
+    split = fit_anova(design, y, blocks=True, clusters=clusters).table.set_index("term")
+    naive = fit_anova(design, y, blocks=True).table.set_index("term")
+    assert naive.loc["A", "p_value"] < 0.05 < split.loc["A", "p_value"]
+    assert split.loc["C", "p_value"] < 0.05 < naive.loc["C", "p_value"]
+    # by hand: 12 clusters of 4; whole-plot error = between-cluster SS less A, B, AB's SS
+    means = y.groupby(pd.Series(clusters)).mean()
+    between = 4 * ((means - y.mean()) ** 2).sum()
+    ss = {t: len(y) * (y @ signs[list(t)].prod(axis=1) / len(y)) ** 2 for t in ("A", "B", "AB")}
+    ms_whole = (between - sum(ss.values())) / (12 - 1 - 3)
+    assert split.loc[WHOLE_ERROR, "df"] == 8
+    assert split.loc[WHOLE_ERROR, "mean_sq"] == pytest.approx(ms_whole)
+    assert split.loc["A", "F"] == pytest.approx(ss["A"] / ms_whole)
+    within = ((y - y.groupby(pd.Series(clusters)).transform("mean")) ** 2).sum()
+    sub = [t for t, s in strata.items() if s == "sub-plot"]
+    x = design.model_matrix()
+    ss_sub = sum(len(y) * (y @ x[t] / len(y)) ** 2 for t in sub)
+    assert split.loc["residual", "df"] == 48 - 12 - 12
+    assert split.loc["residual", "mean_sq"] == pytest.approx((within - ss_sub) / 24)
+    assert split.loc["A", "error"] == WHOLE_ERROR and split.loc["C", "error"] == "residual"
+    effects = mixed(judge(estimate_effects(design, y, blocks=True), strata), design, y,
+                    clusters, strata).set_index("term")  # fmt: skip
+    for term in ("A", "B", "C", "AC", "CD"):
+        t = effects.loc[term, "effect"] / effects.loc[term, "std_error"]
+        assert split.loc[term, "F"] == pytest.approx(t**2, rel=1e-3)  # REML tolerance
+    text = " ".join(split_plot_text(split.reset_index()))
+    assert "whole-plot columns against the whole-plot error" in text and "8 df" in text
+    assert "none below α = 0.05" in text and ": C below α = 0.05" in text
+
+
+def test_split_plot_anova_holds_its_level_where_the_pooled_test_does_not():
+    """No effect, σ_whole = 3·σ, 100 simulations: the whole-plot columns' F test against the
+    whole-plot error rejects at about α; against the pooled pure error (blocks by replicate)
+    it rejects far more often."""
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    from ybscale.analysis.anova import split_plot_table
+
+    design, signs, clusters, strata = _split_plot(3)
+    x = design.model_matrix().astype(float).rename(columns=lambda t: f"t_{t}")
+    x["rep"] = signs["replicate"].astype(str)
+    pooled = "y ~ " + " + ".join(x.columns[:-1]) + " + C(rep)"
+    rng = np.random.default_rng(19)
+    split_hits = naive_hits = 0
+    for _ in range(100):
+        y = _generated(design, signs, clusters, rng)
+        table = split_plot_table(design, y, clusters, strata).set_index("term")
+        split_hits += int((table.loc[["A", "B", "AB"], "p_value"] < 0.05).sum())
+        lm = anova_lm(smf.ols(pooled, data=x.assign(y=y.to_numpy())).fit(), typ=1)
+        naive_hits += int((lm.loc[["t_A", "t_B", "t_AB"], "PR(>F)"] < 0.05).sum())
+    print(f"whole-plot nulls rejected: split {split_hits / 300:.3f}, pooled {naive_hits / 300:.3f}")
+    assert 0.02 <= split_hits / 300 <= 0.09
+    assert naive_hits / 300 > 0.2
+
+
+def test_unreplicated_split_plot_tests_no_stratum_and_says_why():
+    """The seed design on gcp (8 clusters of 2, 7 whole-plot columns): neither stratum has
+    error df, so nothing is F-tested (and nothing pooled across strata); the findings say so."""
+    from ybscale.analysis.anova import WHOLE_ERROR, split_plot_text
+    from ybscale.design.strata import column_strata
+
+    design = load_design(ROOT / "config" / "design.yaml")
+    signs = design.sign_table()
+    clusters = {r: "".join(f"{s[x]:+d}" for x in "ABCEF") for r, s in signs.iterrows()}
+    assert len(set(clusters.values())) == 8
+    y = pd.Series(np.random.default_rng(5).normal(100, 10, 16), index=design.run_ids)
+    result = fit_anova(design, y, clusters=clusters)
+    table = result.table.set_index("term")
+    assert table.loc[WHOLE_ERROR, "df"] == 0 and table.loc["residual", "df"] == 0
+    assert table["F"].isna().all() and not table["pooled"].any() and result.pooled == []
+    strata = column_strata(design, clusters)
+    assert (table.loc[list(strata), "stratum"] == pd.Series(strata)).all()
+    text = " ".join(split_plot_text(result.table))
+    assert "7 whole-plot column(s) are not F-tested" in text
+    assert "8 sub-plot column(s) are not F-tested" in text
+    single = fit_anova(design, y).table  # one stratum (local): the pooled table as before
+    assert split_plot_text(single) == [] and set(single["stratum"]) == {"single"}

@@ -198,8 +198,44 @@ def test_design_json_analysis_and_findings_name_each_columns_stratum(tmp_path):
     (text,) = findings_text(effects, "gcp")
     assert text.startswith("**Error strata.** On gcp rows that differ only in session")
     assert "the whole-plot columns" in text and "against the cluster-to-cluster noise" in text
+    anova = pd.read_csv(tmp_path / "anova.csv")  # unreplicated: no stratum has error df
+    assert set(anova["stratum"]) == {WHOLE, SUB} and anova["F"].isna().all()
     pooled = analyze(design, responses, "tps", tmp_path, charts=False)["effects"]
     assert findings_text(pooled, "local")[0].startswith("**Error strata.** One stratum (local)")
+
+
+def test_replicates_on_clusters_of_their_own_reach_the_findings(tmp_path):
+    """The seed design twice on gcp (16 clusters): the effects use MixedLM, anova.csv tests the
+    whole plot against its own error (8 df) and the findings say both."""
+    from ybscale.analysis.analyze import analyze
+    from ybscale.report.findings import write_findings
+    from ybscale.report.study_files import StudyFiles
+
+    design_yaml = yaml.safe_load((ROOT / "config" / "design.yaml").read_text())
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump({**design_yaml, "replications": 2}))
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    loaded = study.load({**config, "backend": "gcp"}, str(path))
+    clusters = cluster_of(loaded.settings, loaded.rows)
+    design = loaded.design
+    rng = np.random.default_rng(12)
+    shift = {c: rng.normal(0, 300) for c in sorted(set(clusters.values()))}
+    signs = design.sign_table()
+    y = [20_000 + 2_000 * signs.loc[r, "D"] + shift[clusters[r]] + rng.normal(0, 100)
+         for r in design.run_ids]  # fmt: skip
+    responses = pd.DataFrame({"tps": y}, index=design.run_ids)
+    results = tmp_path / "results"
+    tables = analyze(design, responses, "tps", results, charts=False, clusters=clusters)
+    effects = tables["effects"].set_index("term")
+    assert (effects.loc[list(SEED_WHOLE), "method"] == "t").all()  # MixedLM
+    anova = tables["anova"].set_index("term")
+    assert anova.loc["whole-plot error", "df"] == 16 - 1 - 7
+    assert anova.loc["residual", "df"] == 32 - 16 - 8
+    assert anova.loc["D", "p_adjusted"] < 0.05
+    text = write_findings(design, StudyFiles.under(results, design.run_ids), tmp_path / "f.md")
+    assert "MixedLM with the cluster as a random effect" in text
+    assert "**ANOVA by stratum**" in text and "whole-plot error (clusters within" in text
+    assert ": D below α = 0.05" in text
 
 
 def test_plan_lists_each_columns_stratum_for_gcp_and_the_configs_backend(capsys, monkeypatch):

@@ -393,7 +393,7 @@ def analyze(
 
     effects = with_other_scale(judged(model), judged, scale, y)
     order = executed_positions(run_order) if run_order else None
-    result = fit_anova(design, y, alpha, model, blocks, order, multiplicity)
+    result = fit_anova(design, y, alpha, model, blocks, order, multiplicity, clusters)
     tables = {
         "effects": effects,
         "anova": result.table,

@@ -22,6 +22,21 @@ model as a categorical term with r − 1 df and gets its own ANOVA line; pure er
 2^(k-p)(r−1) − (r−1) df. `order` (run → executed position, from results/run_order.csv) puts
 the residuals in the order the runs were really measured (residuals-vs-order).
 
+Split plot (`clusters` where rows shared a cluster and some columns are constant within every
+cluster, ybscale.design.strata): each stratum gets its own error, as the expected mean squares
+of a split-plot design ask (Montgomery, Design and Analysis of Experiments, ch. 14). With m runs
+per cluster, E[MS whole-plot term] = σ² + m·σ²_cluster + its effect and E[MS whole-plot error]
+= σ² + m·σ²_cluster, so a whole-plot column is F-tested against the **whole-plot error**: the
+clusters within combinations of the whole-plot columns (cluster-to-cluster SS less the
+whole-plot columns' SS; df = clusters − 1 − whole-plot columns). A sub-plot column (its
+interactions with whole-plot columns included) is tested against the **residual** within
+clusters (df = runs − clusters − sub-plot columns). Nothing is pooled; a stratum whose error has
+no degrees of freedom (an unreplicated design, or replicates that reused their cluster, for the
+whole plot) is not F-tested, and `split_plot_text` says so. The replicate is not a block there:
+where rows share clusters the run order randomises clusters, and a replicate's shift is part of
+the cluster-to-cluster variation. Every table has ``stratum`` (single | whole-plot | sub-plot)
+and ``error`` (the line a term's F is against; empty when not tested).
+
 Residuals (of the model after pooling; on the log10 scale for the multiplicative model) carry the
 internally studentized residual (statsmodels OLSInfluence) as ``standardized`` and the externally
 studentized residual with its Bonferroni p value. A run is an ``outlier`` when
@@ -32,6 +47,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,11 +60,16 @@ from statsmodels.stats.outliers_influence import OLSInfluence
 
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis.effects import aligned_responses, contrasts, lenth, term_sum_sq, transform
+from ybscale.design.strata import SINGLE, SUB, WHOLE, column_strata
 
 OUTLIER_Z = 3.0
 RESIDUAL = "residual"
 BLOCK = "block"
-ANOVA_COLUMNS = ["term", "alias", "df", "sum_sq", "mean_sq", "F", "p_value", "p_adjusted", "pooled"]
+WHOLE_ERROR = "whole-plot error"
+ANOVA_COLUMNS = [
+    "term", "alias", "df", "sum_sq", "mean_sq", "F", "p_value", "p_adjusted", "pooled", "stratum",
+    "error",
+]  # fmt: skip
 RESIDUAL_COLUMNS = [
     "run",
     "row",
@@ -121,25 +142,94 @@ def _table(
         if lm is not None and term in kept:
             f_val = float(lm.loc[_var(term), "F"])
             p_val = float(lm.loc[_var(term), "PR(>F)"])
-        row = (term, design.alias_string(term), 1, ss, ss, f_val, p_val, math.nan, term in pooled)
-        rows.append(row)
+        error = RESIDUAL if math.isfinite(f_val) else ""
+        rows.append(
+            (term, design.alias_string(term), 1, ss, ss, f_val, p_val, math.nan, term in pooled,
+             SINGLE, error)
+        )  # fmt: skip
     if blocks and lm is not None:
         line = lm.loc[f"C({BLOCK})"]
         df_b = int(round(line["df"]))
         ss_b = float(line["sum_sq"])
         f_b, p_b = float(line["F"]), float(line["PR(>F)"])
-        rows.append((BLOCK, "", df_b, ss_b, ss_b / df_b, f_b, p_b, math.nan, False))
+        rows.append(
+            (BLOCK, "", df_b, ss_b, ss_b / df_b, f_b, p_b, math.nan, False, SINGLE, RESIDUAL)
+        )
     ms_resid = ss_resid / df_resid if df_resid > 0 else math.nan
     nan = math.nan
-    rows.append((RESIDUAL, "", df_resid, ss_resid, ms_resid, nan, nan, nan, False))
+    rows.append((RESIDUAL, "", df_resid, ss_resid, ms_resid, nan, nan, nan, False, SINGLE, ""))
     return pd.DataFrame(rows, columns=ANOVA_COLUMNS)
 
 
-def _adjusted(table: pd.DataFrame, n_terms: int, rule: str) -> pd.Series:
-    """The terms' p-values adjusted over the family of terms (the first `n_terms` rows)."""
-    out = table["p_adjusted"].copy()
-    out.iloc[:n_terms] = mult.adjust(table["p_value"].iloc[:n_terms], rule)
-    return out
+def split_plot_table(design, y: pd.Series, clusters: Mapping[str, str], strata) -> pd.DataFrame:
+    """The split-plot ANOVA (module docstring): whole-plot columns against the whole-plot error,
+    sub-plot columns against the residual within clusters; statsmodels OLS fits (their df from
+    the fitted rank, so a stratum with no error df gets 0, never a negative or a guess)."""
+    x = design.model_matrix().loc[y.index].astype(float).rename(columns=_var)
+    data = x.assign(y=y.to_numpy(), cluster=[clusters.get(r, r) for r in y.index])
+    whole = [t for t in design.terms if strata[t] == WHOLE]
+    sub = [t for t in design.terms if strata[t] == SUB]
+    between = smf.ols("y ~ C(cluster)", data=data).fit()  # cluster means: every whole plot
+    whole_fit = smf.ols("y ~ " + " + ".join(_var(t) for t in whole), data=data).fit()
+    whole_ss = anova_lm(whole_fit, typ=1)["sum_sq"]
+    ss_w_err = max(float(between.ess) - float(whole_ss.drop("Residual").sum()), 0.0)
+    df_w_err = int(round(between.df_model)) - len(whole)
+    full = smf.ols("y ~ C(cluster) + " + " + ".join(_var(t) for t in sub), data=data).fit()
+    df_resid = int(round(full.df_resid))
+    sub_lm = anova_lm(full, typ=1) if df_resid > 0 else None
+    ss_resid = float(full.ssr) if df_resid > 0 else 0.0
+    ms = {
+        WHOLE: ss_w_err / df_w_err if df_w_err > 0 else math.nan,
+        SUB: ss_resid / df_resid if df_resid > 0 else math.nan,
+    }
+    error = {WHOLE: WHOLE_ERROR, SUB: RESIDUAL}
+    effect = contrasts(design, y)
+    ss_term = term_sum_sq(effect, len(y))
+    rows = []
+    for stratum, terms in ((WHOLE, whole), (SUB, sub)):
+        for term in terms:
+            ss = float(whole_ss[_var(term)]) if stratum == WHOLE else float(ss_term[term])
+            if stratum == SUB and sub_lm is not None:
+                ss = float(sub_lm.loc[_var(term), "sum_sq"])
+            f_val = ss / ms[stratum]  # NaN without error df
+            df_e = df_w_err if stratum == WHOLE else df_resid
+            p_val = float(stats.f.sf(f_val, 1, df_e)) if math.isfinite(f_val) else math.nan
+            tested = error[stratum] if math.isfinite(f_val) else ""
+            rows.append((term, design.alias_string(term), 1, ss, ss, f_val, p_val, math.nan,
+                         False, stratum, tested))  # fmt: skip
+        df_e, ss_e = (df_w_err, ss_w_err) if stratum == WHOLE else (df_resid, ss_resid)
+        line = (error[stratum], "", df_e, ss_e, ms[stratum], math.nan, math.nan, math.nan)
+        rows.append((*line, False, stratum, ""))
+    return pd.DataFrame(rows, columns=ANOVA_COLUMNS)
+
+
+def split_plot_text(table: pd.DataFrame, alpha: float = 0.05) -> list[str]:
+    """The findings' **ANOVA by stratum** paragraph from anova.csv ([] with one stratum): each
+    stratum's error and the columns its F test finds, or why the stratum is not F-tested."""
+    if "stratum" not in table.columns or not (table["stratum"] == WHOLE).any():
+        return []
+    parts = []
+    for stratum, error in ((WHOLE, WHOLE_ERROR), (SUB, RESIDUAL)):
+        line = table[(table["term"] == error) & (table["stratum"] == stratum)].iloc[0]
+        terms = table[(table["stratum"] == stratum) & (table["term"] != error)]
+        what = "clusters within whole-plot combinations" if stratum == WHOLE else "within clusters"
+        df = int(line["df"])
+        if df < 1:
+            parts.append(
+                f"the {len(terms)} {stratum} column(s) are not F-tested: their error ({error}, "
+                f"{what}) has no degrees of freedom; Lenth within the stratum judges them"
+            )
+            continue
+        p = terms["p_adjusted"].where(terms["p_adjusted"].notna(), terms["p_value"])
+        found = terms.loc[p.astype(float) < alpha, "term"].tolist()
+        parts.append(
+            f"the {stratum} columns against the {error} ({what}, {df} df, mean square "
+            f"{float(line['mean_sq']):.4g}): {', '.join(found) or 'none'} below α = {alpha:g}"
+        )
+    return [
+        "**ANOVA by stratum** (split plot, `anova.csv`; F tests as the expected mean squares "
+        "ask): " + "; ".join(parts) + "."
+    ]
 
 
 def externally_studentized(fit, infl) -> tuple[np.ndarray, np.ndarray]:
@@ -203,19 +293,29 @@ def fit_anova(
     blocks: bool = False,
     order=None,
     multiplicity: str = mult.DEFAULT,
+    clusters: Mapping[str, str] | None = None,
 ) -> AnovaResult:
-    """ANOVA table and residuals for one response per run (see the module docstring)."""
+    """ANOVA table and residuals for one response per run (see the module docstring);
+    `clusters` (run -> the cluster it ran on) makes a split plot's table, one error per
+    stratum."""
     mult.check_rule(multiplicity)
     y = transform(aligned_responses(design, responses), model)
     blocks = blocks and design.replications > 1
     pooled = pooled_terms(design, y, alpha)
     kept = [t for t in design.terms if t not in pooled]
     fit = _fit(design, y, kept, blocks)
-    table = _table(design, y, fit, kept, pooled, blocks)
+    strata = column_strata(design, clusters or {})
+    split = WHOLE in strata.values()
+    if split:
+        table = split_plot_table(design, y, clusters, strata)
+    else:
+        table = _table(design, y, fit, kept, pooled, blocks)
     rule = multiplicity if design.replications > 1 else None
     if rule:
-        table["p_adjusted"] = _adjusted(table, len(design.terms), rule)
-    attrs = {"pooled": pooled, "model": model, "alpha": alpha, "blocks": blocks}
+        terms = ~table["term"].isin([RESIDUAL, BLOCK, WHOLE_ERROR])
+        table.loc[terms, "p_adjusted"] = mult.adjust(table.loc[terms, "p_value"], rule)
+    pooled = [] if split else pooled  # the split-plot table pools nothing (the residuals' fit may)
+    attrs = {"pooled": pooled, "model": model, "alpha": alpha, "blocks": blocks and not split}
     table.attrs.update({**attrs, "multiplicity": rule or "none"})
     return AnovaResult(table, _residuals(design, y, fit, alpha, order), pooled, model)
 

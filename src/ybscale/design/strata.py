@@ -220,6 +220,9 @@ def findings_text(effects, backend: str, number=lambda v: f"{v:.3g}") -> list[st
         return [f"**Error strata.** One stratum ({backend}): {shared}; every column is judged "
                 "against the same noise."]  # fmt: skip
     terms = effects.set_index(effects["term"].astype(str))
+    whole_cols = [t for t, s in strata.items() if s == WHOLE]
+    # a whole-plot column is t-judged only by MixedLM (replicates on clusters of their own)
+    fitted = str(terms.loc[whole_cols[0], "method"]) == "t"
     parts = []
     for stratum, what in ((WHOLE, "cluster-to-cluster"), (SUB, "within-cluster")):
         cols = [t for t, s in strata.items() if s == stratum]
@@ -235,6 +238,9 @@ def findings_text(effects, backend: str, number=lambda v: f"{v:.3g}") -> list[st
             f"Lenth within the stratum: PSE {number(float(terms.loc[cols[0], 'std_error']))}, "
             f"ME {number(float(me.iloc[0]))}, SME {number(float(terms.loc[cols[0], 'sme']))}"
             if method == "lenth"
+            else "statsmodels MixedLM with the cluster as a random effect: replicates ran on "
+            "clusters of their own, a t interval on the stratum's degrees of freedom"
+            if fitted
             else "the replicate error (replicates reused their cluster)"
         )
         parts.append(f"the {stratum} columns {', '.join(cols)} against the {what} noise ({how})")

@@ -18,7 +18,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -26,6 +26,7 @@ import pandas as pd
 
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis import sensitivity
+from ybscale.analysis.anova import split_plot_text
 from ybscale.design import followup, power, strata
 from ybscale.design.factorial import Design, load_design
 from ybscale.measure.measuring import MeasuringProtocol
@@ -188,6 +189,7 @@ class Study:
     curves: dict[str, pd.DataFrame]
     alpha: float
     ceiling: str
+    anova: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -214,6 +216,7 @@ def load_study(design: Design, files: StudyFiles, alpha: float, ceiling: str) ->
         curves=curves,
         alpha=alpha,
         ceiling=ceiling,
+        anova=_read_csv(files.anova) if files.anova else pd.DataFrame(),
     )
 
 
@@ -443,6 +446,7 @@ def findings_blocks(study: Study, files: StudyFiles) -> list:
         *effects_section(study),
         *sensitivity.sensitivity_blocks(study.effects),
         *strata.findings_text(_terms(study), _backend(study), number),
+        *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
         *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),
         *backend_section(study),
@@ -525,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--effects", required=True, type=Path)
     parser.add_argument("--ceilings", required=True, type=Path)
     parser.add_argument("--outliers", required=True, type=Path)
+    parser.add_argument("--anova", default=None, type=Path, help="anova.csv (strata F tests)")
     parser.add_argument("--out", required=True, type=Path, help="findings (Markdown)")
     parser.add_argument("--rst", default=None, type=Path, help="reStructuredText copy")
     parser.add_argument("--design-rst", default=None, type=Path, help="design page for the report")
@@ -532,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceiling", default="empirical")
     args = parser.parse_args(argv)
     design = load_design(args.design)
-    files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs)
+    files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs, args.anova)
     text = write_findings(design, files, args.out, args.rst, args.alpha, args.ceiling)
     if args.design_rst:
         from ybscale.report.design_report import design_rst

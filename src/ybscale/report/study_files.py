@@ -11,18 +11,20 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class StudyFiles:
-    """Effects, ceilings and outliers tables, and the folder of every row of the design."""
+    """Effects, ceilings, outliers and ANOVA tables, and the folder of every row of the design."""
 
     effects: Path
     ceilings: Path
     outliers: Path
     runs: dict[str, Path]  # run id -> folder with measurement.json, throughput.csv, ...
+    anova: Path | None = None  # anova.csv (its strata), when the caller has one
 
     @classmethod
-    def from_paths(cls, effects, ceilings, outliers, runs: Iterable) -> StudyFiles:
+    def from_paths(cls, effects, ceilings, outliers, runs: Iterable, anova=None) -> StudyFiles:
         """Exact paths as a rule names them; `runs`: the row folders (results/runs/<run>)."""
         folders = [Path(r) for r in runs]
-        return cls(Path(effects), Path(ceilings), Path(outliers), {p.name: p for p in folders})
+        return cls(Path(effects), Path(ceilings), Path(outliers), {p.name: p for p in folders},
+                   Path(anova) if anova else None)  # fmt: skip
 
     @classmethod
     def under(cls, results: Path | str, run_ids: Iterable[str]) -> StudyFiles:
@@ -34,6 +36,7 @@ class StudyFiles:
             root / "ceilings.csv",
             root / "outliers.csv",
             (root / "runs" / run for run in run_ids),
+            root / "anova.csv",
         )
 
     def describe(self) -> str:
