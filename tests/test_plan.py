@@ -363,6 +363,32 @@ def test_plan_shows_regional_and_project_wide_quotas(seed, tmp_path, monkeypatch
     assert "quotas not read (gcloud: not logged in)" in text and "EXCEEDS" not in text
 
 
+def test_plan_counts_external_addresses_against_the_regions_quotas(seed, tmp_path, monkeypatch):
+    """Each live cluster's NAT holds one static external address in use; a public load
+    generator one more, ephemeral: with two clusters live, 2 (iap) or 4 (public) addresses
+    in use against IN_USE_ADDRESSES and 2 static ones against STATIC_ADDRESSES."""
+    addresses = [
+        {"metric": "IN_USE_ADDRESSES", "limit": 8.0, "usage": 5.0},
+        {"metric": "STATIC_ADDRESSES", "limit": 8.0, "usage": 1.0},
+    ]
+    region = {**REGION_ANSWER, "quotas": REGION_ANSWER["quotas"] + addresses}
+    gcloud_answering(tmp_path, monkeypatch, region=region)
+    gcp = {**CONFIG["gcp"], "project": "my-proj"}
+    iap = plan_of({**CONFIG, "gcp": gcp}, quotas=True)
+    assert iap.peaks["IN_USE_ADDRESSES"] == ("external IPv4 addresses in use", 2)
+    assert iap.peaks["STATIC_ADDRESSES"] == ("static external IPv4 addresses", 2)
+    text = plan_mod.format_plan(iap)
+    assert "external IPv4 addresses in use 2 (IN_USE_ADDRESSES: limit 8, in use 5);" in text
+    assert "static external IPv4 addresses 2 (STATIC_ADDRESSES: limit 8, in use 1)" in text
+    public = {**gcp, "ssh_access": "public", "ssh_source_cidr": "203.0.113.7/32"}
+    text = plan_mod.format_plan(plan_of({**CONFIG, "gcp": public}, quotas=True))
+    assert (
+        "external IPv4 addresses in use 4 (IN_USE_ADDRESSES: limit 8, in use 5) EXCEEDS the "
+        "free quota" in text
+    )
+    assert "static external IPv4 addresses 2 (STATIC_ADDRESSES" in text  # ephemeral: not static
+
+
 def test_row_time_is_an_upper_bound_with_max_repetitions_and_sweep_midpoints(seed):
     grid = plan_of(CONFIG).row_seconds
     more = {**MEASUREMENT, "max_repetitions": 4}

@@ -193,7 +193,10 @@ PROJECT_METRICS = {
 
 def live_needs(live: Sequence[ClusterPlan], disk_type: str) -> dict[str, tuple[str, float]]:
     """Quota metric -> (what, need) of clusters alive together: vCPUs per family (regional)
-    and of every family (CPUS_ALL_REGIONS), disk by type, one VPC network per cluster."""
+    and of every family (CPUS_ALL_REGIONS), disk by type, one VPC network per cluster, and the
+    region's external addresses: the NAT's (Cloud NAT's automatic allocation reserves a static
+    regional external address and uses it: IN_USE_ADDRESSES and STATIC_ADDRESSES) and, with
+    ssh_access public, the load generator's ephemeral one (IN_USE_ADDRESSES)."""
     need: dict[str, tuple[str, float]] = {}
 
     def add(metric: str, what: str, amount: float) -> None:
@@ -207,6 +210,10 @@ def live_needs(live: Sequence[ClusterPlan], disk_type: str) -> dict[str, tuple[s
             add("CPUS_ALL_REGIONS", PROJECT_METRICS["CPUS_ALL_REGIONS"], n * vcpus(mt))
         add(DISK_QUOTA.get(disk_type, "DISKS_TOTAL_GB"), f"{disk_type} GB", c.disk_gb)
         add("NETWORKS", PROJECT_METRICS["NETWORKS"], 1)
+        if c.external_ips:
+            add("IN_USE_ADDRESSES", "external IPv4 addresses in use", c.external_ips)
+        if NAT_IPS_PER_CLUSTER:
+            add("STATIC_ADDRESSES", "static external IPv4 addresses", NAT_IPS_PER_CLUSTER)
     return need
 
 
