@@ -125,7 +125,8 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, tmp_path):
     for combo in combos:
         gone = json.loads((results / "clusters" / combo / "destroyed.json").read_text())
         assert gone["existed"] is True, gone
-    assert stacks.list_stacks(gcp_section({"gcp": study["gcp"]})) == [], "a stack is left"
+    left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
+    assert left == [], "a stack is left"
     assert pulumi_processes(tmp_path) == []
     for folder in remote:  # each row's script went to the load generator, its logs came back
         assert [p.name for p in (folder / "scripts").iterdir()], folder

@@ -8,9 +8,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -26,6 +28,7 @@ from ybscale.design.row import ClusterShape
 
 NOW = dt.datetime(2026, 11, 22, 15, 0, tzinfo=dt.UTC)
 CLUSTERS = Path("results/clusters")  # the rules' folder; every test runs in its own tmp_path
+GCP = {"project": "my-proj", "owner": "ada", "study_id": "s1"}  # the fake-engine tests' study
 
 
 class FakeStack:
@@ -58,7 +61,7 @@ class FakeStack:
             "replication_factor": 1,
         }
         labels = json.loads(self.config["ybscale:cluster"].value)["labels"]
-        outputs.update(expiry=labels["expiry"], owner=labels["owner"])  # export_lifecycle
+        outputs.update(expiry=labels["expiry"], owner=labels["owner"], study=labels["study"])
         self.outputs = {k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
         return types.SimpleNamespace(
             outputs={k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
@@ -123,8 +126,7 @@ def settings(tmp_path, monkeypatch):
     (nocloud / "gcloud").write_text('#!/bin/sh\necho "no cloud in tests" >&2\nexit 1\n')
     (nocloud / "gcloud").chmod(0o755)
     monkeypatch.setenv("PATH", f"{nocloud}{os.pathsep}{os.environ['PATH']}")
-    cfg = gcp.validate_section({"gcp": {"project": "my-proj", "owner": "ada"}})
-    return cfg
+    return gcp.validate_section({"gcp": GCP})
 
 
 def test_settings_defaults(settings, tmp_path):
@@ -147,17 +149,17 @@ def test_up_writes_endpoints_and_stack_config(settings, tmp_path):
     )  # fmt: skip
     assert json.loads(out.read_text()) == json.loads(json.dumps(endpoints))
     assert endpoints["tserver_ips"] == ["10.42.0.11", "10.42.0.12", "10.42.0.13"]
-    assert endpoints["stack"] == "ybscale-nodes3-small-reploff" and ready == [endpoints["stack"]]
+    assert endpoints["stack"] == "ybscale-s1-nodes3-small-reploff" and ready == [endpoints["stack"]]
     assert endpoints["expiry"] == "20261122t2300z"
-    stack = auto.stacks["ybscale-nodes3-small-reploff"]
+    stack = auto.stacks["ybscale-s1-nodes3-small-reploff"]
     assert stack.refreshed is True  # `up --refresh`: VMs deleted by max_run_duration come back
     cluster = json.loads(stack.config["ybscale:cluster"].value)
     assert cluster["nodes"] == 3 and cluster["replication_factor"] == 1
     assert cluster["machine_type"] == "n2-standard-2"
     assert cluster["min_cpu_platform"] == "Intel Ice Lake"
     assert cluster["labels"] == {
-        "project": "ybscale", "stack": "ybscale-nodes3-small-reploff",
-        "owner": "ada", "expiry": "20261122t2300z",
+        "project": "ybscale", "stack": "ybscale-s1-nodes3-small-reploff",
+        "owner": "ada", "study": "s1", "expiry": "20261122t2300z",
     }  # fmt: skip
     assert cluster["ssh_public_key"].startswith("ssh-ed25519 ")
     assert (tmp_path / "results/ssh/id_ed25519").exists()
@@ -176,7 +178,9 @@ def test_up_writes_endpoints_and_stack_config(settings, tmp_path):
 def test_up_replicated_large(settings):
     auto = FakeAuto()
     stacks.up("nodes5-large-replon", settings, auto=auto, now=NOW, log=lambda m: None)
-    cluster = json.loads(auto.stacks["ybscale-nodes5-large-replon"].config["ybscale:cluster"].value)
+    cluster = json.loads(
+        auto.stacks["ybscale-s1-nodes5-large-replon"].config["ybscale:cluster"].value
+    )
     assert cluster["replication_factor"] == 5 and cluster["machine_type"] == "n2-standard-4"
 
 
@@ -185,7 +189,7 @@ def test_failed_up_destroys(settings, tmp_path):
     out = tmp_path / "endpoints.json"
     with pytest.raises(BackendError, match="quota exceeded"):
         stacks.up("nodes3-small-reploff", settings, out=out, auto=auto, now=NOW, log=lambda m: None)
-    assert ("destroy", "ybscale-nodes3-small-reploff") in auto.calls
+    assert ("destroy", "ybscale-s1-nodes3-small-reploff") in auto.calls
     assert not out.exists()
 
 
@@ -198,7 +202,7 @@ def test_not_ready_destroys(settings, tmp_path):
     with pytest.raises(BackendError, match="does not answer"):
         stacks.up("nodes3-small-reploff", settings, auto=auto, now=NOW, ready=never_ready,
                   log=lambda m: None)  # fmt: skip
-    name = "ybscale-nodes3-small-reploff"
+    name = "ybscale-s1-nodes3-small-reploff"
     assert auto.calls[-3:] == [("refresh", name, True), ("destroy", name), ("remove", name)]
 
 
@@ -218,22 +222,33 @@ def test_destroy_writes_marker_and_removes_stack(settings, tmp_path):
     assert not stacks.destroy("nodes3-small-reploff", settings, auto=auto, log=lambda m: None)
 
 
-def test_reap_destroys_only_expired(settings):
+def test_reap_destroys_only_expired_stacks_of_this_study(settings):
     auto = FakeAuto()
     quiet = lambda m: None  # noqa: E731
     stacks.up(
         "nodes3-small-reploff", settings, auto=auto, now=NOW - dt.timedelta(hours=9), log=quiet
     )
     stacks.up("nodes5-large-replon", settings, auto=auto, now=NOW, log=quiet)
+    other = {**settings, "study_id": "s2"}  # a study in another directory, just as expired
+    stacks.up("nodes3-small-reploff", other, auto=auto, now=NOW - dt.timedelta(hours=9), log=quiet)
     listed = {s["name"]: s for s in stacks.list_stacks(settings, auto=auto)}
-    assert set(listed) == {"ybscale-nodes3-small-reploff", "ybscale-nodes5-large-replon"}
-    assert listed["ybscale-nodes5-large-replon"]["expiry"] == NOW + dt.timedelta(hours=8)
+    assert set(listed) == {"ybscale-s1-nodes3-small-reploff", "ybscale-s1-nodes5-large-replon"}
+    assert listed["ybscale-s1-nodes5-large-replon"]["expiry"] == NOW + dt.timedelta(hours=8)
+    assert listed["ybscale-s1-nodes5-large-replon"]["combination"] == "nodes5-large-replon"
     assert stacks.reap(settings, NOW, auto=auto, dry_run=True, log=quiet) == [
-        "ybscale-nodes3-small-reploff"
+        "ybscale-s1-nodes3-small-reploff"
     ]
-    assert len(auto.stacks) == 2
-    assert stacks.reap(settings, NOW, auto=auto, log=quiet) == ["ybscale-nodes3-small-reploff"]
-    assert set(auto.stacks) == {"ybscale-nodes5-large-replon"}
+    assert len(auto.stacks) == 3
+    assert stacks.reap(settings, NOW, auto=auto, log=quiet) == ["ybscale-s1-nodes3-small-reploff"]
+    assert set(auto.stacks) == {"ybscale-s1-nodes5-large-replon", "ybscale-s2-nodes3-small-reploff"}
+    everyone = stacks.list_stacks(settings, auto=auto, every_study=True)
+    assert {(s["name"], s["study"]) for s in everyone} == {
+        ("ybscale-s1-nodes5-large-replon", "s1"), ("ybscale-s2-nodes3-small-reploff", "s2"),
+    }  # fmt: skip
+    assert stacks.reap(settings, NOW, auto=auto, log=quiet, every_study=True) == [
+        "ybscale-s2-nodes3-small-reploff"
+    ]
+    assert set(auto.stacks) == {"ybscale-s1-nodes5-large-replon"}
 
 
 def test_destroy_all_destroys_only_the_owners_stacks(settings):
@@ -242,29 +257,47 @@ def test_destroy_all_destroys_only_the_owners_stacks(settings):
     for combo in ("nodes3-small-reploff", "nodes5-large-replon"):
         stacks.up(combo, settings, auto=auto, now=NOW, log=quiet)
     stacks.up("nodes3-large-replon", {**settings, "owner": "bob"}, auto=auto, now=NOW, log=quiet)
-    config = {"gcp": {"project": "my-proj", "owner": "ada"}}
-    assert sorted(stacks.destroy_all(config, [], CLUSTERS, auto=auto, log=quiet)) == [
-        "ybscale-nodes3-small-reploff", "ybscale-nodes5-large-replon",
+    assert sorted(stacks.destroy_all({"gcp": GCP}, CLUSTERS, auto=auto, log=quiet)) == [
+        "ybscale-s1-nodes3-small-reploff", "ybscale-s1-nodes5-large-replon",
     ]  # fmt: skip
-    assert set(auto.stacks) == {"ybscale-nodes3-large-replon"}
+    assert set(auto.stacks) == {"ybscale-s1-nodes3-large-replon"}
 
 
-def test_destroy_all_destroys_an_ownerless_stack_of_the_study_only(settings):
-    """An interrupted first `up` leaves a stack without outputs: ours only if the study has
-    its combination (the study's combinations are handed over, not re-derived)."""
+def test_destroy_all_destroys_this_studys_stacks_only(settings):
+    """A concurrent study's stacks (another study id: another directory), same owner, same
+    combination, same state backend and project, are left alone, with outputs or without; an
+    interrupted first `up` of this study (no outputs) is this study's by its name."""
     auto = FakeAuto()
-    for combo in ("nodes3-small-reploff", "nodes5-large-replon"):
-        auto.create_or_select_stack(f"ybscale-{combo}", "ybscale", None, None)  # no outputs
+    for name in ("ybscale-s1-nodes3-small-reploff", "ybscale-s2-nodes5-large-replon"):
+        auto.create_or_select_stack(name, "ybscale", None, None)  # no outputs
+    stacks.up("nodes5-large-replon", settings, auto=auto, now=NOW, log=lambda m: None)
+    stacks.up("nodes5-large-replon", {**settings, "study_id": "s2a"}, auto=auto, now=NOW,
+              log=lambda m: None)  # fmt: skip
     files = gcp.ClusterFiles.of(CLUSTERS, "nodes3-small-reploff")
     files.folder.mkdir(parents=True)
     files.endpoints.write_text("{}")
-    config = {"gcp": {"project": "my-proj", "owner": "ada"}}
-    destroyed = stacks.destroy_all(
-        config, ["nodes3-small-reploff"], CLUSTERS, auto=auto, log=lambda m: None
-    )
-    assert destroyed == ["ybscale-nodes3-small-reploff"]
-    assert set(auto.stacks) == {"ybscale-nodes5-large-replon"}
+    destroyed = stacks.destroy_all({"gcp": GCP}, CLUSTERS, auto=auto, log=lambda m: None)
+    assert sorted(destroyed) == [
+        "ybscale-s1-nodes3-small-reploff", "ybscale-s1-nodes5-large-replon",
+    ]  # fmt: skip
+    assert set(auto.stacks) == {"ybscale-s2-nodes5-large-replon", "ybscale-s2a-nodes5-large-replon"}
     assert not files.endpoints.exists()  # the next run brings it up again
+
+
+def test_study_id_from_owner_and_directory(tmp_path, monkeypatch):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.chdir(first)
+    one = gcp.validate_section({"gcp": {"owner": "ada"}})["study_id"]
+    assert re.fullmatch(r"[0-9a-f]{8}", one)
+    assert gcp.validate_section({"gcp": {"owner": "ada"}})["study_id"] == one  # stable
+    assert gcp.validate_section({"gcp": {"owner": "bob"}})["study_id"] != one
+    monkeypatch.chdir(second)
+    assert gcp.validate_section({"gcp": {"owner": "ada"}})["study_id"] != one
+    assert gcp.validate_section({"gcp": {"study_id": "moved1"}})["study_id"] == "moved1"
+    with pytest.raises(ValueError, match="gcp.study_id"):
+        gcp.validate_section({"gcp": {"study_id": "Not-One"}})
 
 
 def test_expiry_labels_round_trip():
@@ -316,7 +349,7 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
         assert cluster.record["masters"] == 1 and cluster.record["machine_type"] == "n2-standard-2"
         assert cluster.settle is not None  # gcp.balancer_timeout 600: wait after every reload
         host = cluster.runner.host
-        assert host.host == "ybscale-nodes3-small-reploff-loadgen"  # IAP: by instance name
+        assert host.host == "ybscale-s1-nodes3-small-reploff-loadgen"  # IAP: by instance name
         assert "start-iap-tunnel %h %p" in host.proxy_command
         assert "--project=my-proj --zone=us-central1-a" in host.proxy_command
         assert host.known_hosts == files.known_hosts
@@ -420,15 +453,24 @@ def engine(tmp_path, monkeypatch):
     monkeypatch.setenv("PULUMI_SKIP_UPDATE_CHECK", "true")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    private_tmp = tmp_path / "tmp"  # what the engine and the Automation API leave in TMPDIR
+    private_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     monkeypatch.chdir(tmp_path)
     return gcp.validate_section({"gcp": {"project": "my-proj", "owner": "ada"}})
+
+
+def left_in_tmp(tmp_path) -> list[str]:
+    """What the engine tests' workspaces left in their private temp directory."""
+    return sorted(p.name for p in (tmp_path / "tmp").iterdir())
 
 
 def quiet(message):
     pass
 
 
-def test_real_engine_lifecycle_and_reap(engine):
+def test_real_engine_lifecycle_and_reap(engine, tmp_path):
     combo = "nodes3-small-reploff"
     name = stacks.stack_name(combo, engine)
     out = gcp.ClusterFiles.of(CLUSTERS, combo).endpoints
@@ -436,9 +478,8 @@ def test_real_engine_lifecycle_and_reap(engine):
     assert endpoints["tserver_ips"] == ["10.42.0.11", "10.42.0.12", "10.42.0.13"]
     assert json.loads(out.read_text())["stack"] == name
     # Pulumi #5578: a fresh workspace cannot read an inline program's stack config ...
-    ws = real_auto.LocalWorkspace(**stacks.workspace_kwargs(engine))
-    with pytest.raises(real_auto.CommandError):
-        ws.get_config(name, "ybscale:expiry")
+    with stacks.workspace(engine) as kwargs, pytest.raises(real_auto.CommandError):
+        real_auto.LocalWorkspace(**kwargs).get_config(name, "ybscale:expiry")
     # ... but it reads the stack outputs, where the expiry now is
     (info,) = stacks.list_stacks(engine)
     assert info["expiry"] == NOW + dt.timedelta(hours=8) and info["owner"] == "ada"
@@ -450,26 +491,50 @@ def test_real_engine_lifecycle_and_reap(engine):
     ]
     assert stacks.list_stacks(engine) == []
     assert not out.exists()  # the destroyed cluster's endpoints are gone with it
+    # every workspace (up, listings, destroy) had a work folder of its own, removed after:
+    # no automation-* folder with a Pulumi.yaml is left in the temp directory
+    assert left_in_tmp(tmp_path) == []
 
 
-def test_real_engine_rerun_after_onerror(engine, tmp_path):
-    """onerror -> destroy_all: the endpoints go too, so the next run brings the cluster up."""
+def test_real_engine_onerror_destroys_this_study_only(engine, tmp_path, monkeypatch):
+    """onerror -> destroy_all: this study's stacks go with their endpoints (the next run brings
+    the cluster up again); a concurrent study's stack of the same combination, owner, project
+    and state backend (in another directory: another study id) stays, as does another owner's.
+    """
     combo = "nodes5-large-replon"
-    out = gcp.ClusterFiles.of(CLUSTERS, combo).endpoints
+    out = gcp.ClusterFiles.of(tmp_path / CLUSTERS, combo).endpoints
     stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
     stacks.up("nodes3-small-reploff", {**engine, "owner": "bob"}, now=NOW, log=quiet,
               program=cloudfree_program)  # fmt: skip
     config = {"gcp": {"project": "my-proj", "owner": "ada"}}
-    destroyed = stacks.destroy_all(config, [], CLUSTERS, log=quiet, program=cloudfree_program)
-    assert destroyed == ["ybscale-nodes5-large-replon"]
-    assert not out.exists()
-    assert [s["owner"] for s in stacks.list_stacks(engine)] == ["bob"]  # not ours: left alone
+    elsewhere = tmp_path / "another-study"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    other = gcp.validate_section(config)
+    assert other["study_id"] != engine["study_id"]
+    other_out = gcp.ClusterFiles.of(elsewhere / CLUSTERS, combo).endpoints
+    stacks.up(combo, other, out=other_out, now=NOW, log=quiet, program=cloudfree_program)
+    monkeypatch.chdir(tmp_path)
+
+    destroyed = stacks.destroy_all(config, CLUSTERS, log=quiet, program=cloudfree_program)
+    assert destroyed == [stacks.stack_name(combo, engine)]
+    assert not out.exists() and other_out.exists()
+    left = stacks.list_stacks(engine, every_study=True)
+    assert sorted((s["study"], s["owner"]) for s in left) == sorted(
+        [(other["study_id"], "ada"), (engine["study_id"], "bob")]
+    )
     again = stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
     assert len(again["tserver_ips"]) == 5 and out.exists()
     assert stacks.destroy(combo, engine, log=quiet, program=cloudfree_program)
     assert stacks.destroy("nodes3-small-reploff", {**engine, "owner": "bob"}, log=quiet,
                           program=cloudfree_program)  # fmt: skip
-    assert stacks.list_stacks(engine) == []
+    monkeypatch.chdir(elsewhere)  # the other study's own clean-up takes its stack
+    assert stacks.destroy_all(config, CLUSTERS, log=quiet, program=cloudfree_program) == [
+        stacks.stack_name(combo, other)
+    ]
+    assert not other_out.exists()
+    assert stacks.list_stacks(engine, every_study=True) == []
+    assert left_in_tmp(tmp_path) == []
 
 
 def test_real_engine_failed_ready_destroys_and_removes(engine):
@@ -531,13 +596,13 @@ def test_failed_up_saves_every_vms_serial_console_first(settings, tmp_path, monk
     with pytest.raises(BackendError, match="quota exceeded"):
         stacks.up("nodes3-small-replon", settings, auto=auto, now=NOW, log=lambda m: None,
                   serial_logs=tmp_path / "boot-logs")  # fmt: skip
-    logdir = tmp_path / "boot-logs/ybscale-nodes3-small-replon"
+    logdir = tmp_path / "boot-logs/ybscale-s1-nodes3-small-replon"
     names = sorted(p.name for p in logdir.iterdir())
-    assert len(names) == 7 and "ybscale-nodes3-small-replon-loadgen.serial.log" in names
-    text = (logdir / "ybscale-nodes3-small-replon-tserver-2.serial.log").read_text()
-    assert "get-serial-port-output ybscale-nodes3-small-replon-tserver-2" in text
+    assert len(names) == 7 and "ybscale-s1-nodes3-small-replon-loadgen.serial.log" in names
+    text = (logdir / "ybscale-s1-nodes3-small-replon-tserver-2.serial.log").read_text()
+    assert "get-serial-port-output ybscale-s1-nodes3-small-replon-tserver-2" in text
     assert "--zone=us-central1-a --project=my-proj" in text
-    assert ("destroy", "ybscale-nodes3-small-replon") in auto.calls
+    assert ("destroy", "ybscale-s1-nodes3-small-replon") in auto.calls
 
 
 def test_rows_of_one_cluster_take_turns_rows_of_two_run_together(settings, tmp_path):

@@ -309,10 +309,12 @@ class YugabyteCluster(pulumi.ComponentResource):
 
 
 def export_lifecycle(args: ClusterArgs) -> None:
-    """Stack outputs `sweep` reads from a fresh workspace (an inline program's stack config is
-    not readable there, Pulumi #5578): expiry and owner. Exported before any resource."""
+    """Stack outputs `ybscale reap` reads from a fresh workspace (an inline program's stack
+    config is not readable there, Pulumi #5578): expiry, owner and study. Exported before any
+    resource."""
     pulumi.export("expiry", args.labels.get("expiry"))
     pulumi.export("owner", args.labels.get("owner"))
+    pulumi.export("study", args.labels.get("study"))
 
 
 def program() -> YugabyteCluster:

@@ -12,7 +12,7 @@ COMMANDS = {
     ),
     "usl": ("ybscale.analysis.usl", "fit the Universal Scalability Law to one throughput curve"),
     "plan": ("ybscale.backends.gcp.plan", "clusters, VM-hours, cost and wall time of a gcp study"),
-    "reap": ("ybscale.backends.gcp.reap", "destroy every gcp stack whose expiry has passed"),
+    "reap": ("ybscale.backends.gcp.reap", "destroy this study's expired gcp stacks"),
     "design": (
         "ybscale.design.factorial",
         "write the sign table, aliases and resolution of a design",

@@ -293,7 +293,7 @@ class GcpBackend(Backend):
     def on_error(cls, settings: Mapping, combinations, clusters: Path) -> None:
         from ybscale.backends.gcp.stacks import destroy_all
 
-        destroy_all(settings, combinations, clusters)
+        destroy_all(settings, clusters)  # this study's stacks, whatever combination
 
     def node_sizes(self) -> list[str]:
         """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""

@@ -44,7 +44,7 @@ def _load_config(path: str, overrides: list[str]) -> dict:
 DEFINES_A_CLUSTER = (
     "project", "name", "region", "zone", "fallback_zone", "image", "disk_size_gb", "disk_type",
     "subnet_cidr", "yugabyte", "pg_client_version", "ssh_access", "ssh_source_cidr", "ssh_user",
-    "ssh_key", "owner", "ttl_hours", "state_url", "program",
+    "ssh_key", "owner", "study_id", "ttl_hours", "state_url", "program",
 )  # fmt: skip
 
 

@@ -1,9 +1,10 @@
 """The `gcp:` section of the config: validated by its schema, then checked across fields and
-completed (owner, state_url)."""
+completed (owner, study_id, state_url)."""
 
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,7 +14,7 @@ from ybscale.settings import CONFIG_SOURCE, Frozen, SettingsError, freeze, secti
 
 def gcp_section(config: Mapping) -> Frozen:
     """The `gcp:` section validated, with defaults and the derived values filled in: owner,
-    state_url (absolute, outside results/)."""
+    study_id (see `study_id`), state_url (absolute, outside results/)."""
     settings = section(config, "gcp")
     if settings["ssh_access"] == "public" and not settings["ssh_source_cidr"]:
         raise SettingsError(
@@ -34,9 +35,18 @@ def gcp_section(config: Mapping) -> Frozen:
             f"{settings['region']} than gcp.zone {settings['zone']}"
         )
     settings["owner"] = settings["owner"] or getpass.getuser()
+    settings["study_id"] = settings["study_id"] or study_id(settings["owner"])
     if not settings["state_url"]:
         settings["state_url"] = default_state_url()
     return freeze(settings)
+
+
+def study_id(owner: str, directory: Path | None = None) -> str:
+    """8 hex digits of sha256(owner, the study directory's absolute path; default: the working
+    directory, where Snakemake and `ybscale` run): the same study finds its stacks again (after
+    `rm -rf results` too), a study in another directory or of another owner has its own."""
+    where = Path(directory or Path.cwd()).resolve()
+    return hashlib.sha256(f"{owner}\0{where}".encode()).hexdigest()[:8]
 
 
 def default_state_url() -> str:

@@ -1,4 +1,6 @@
-"""`ybscale reap`: destroy every Pulumi stack of the project whose expiry has passed."""
+"""`ybscale reap`: destroy this study's Pulumi stacks whose expiry has passed (run in the study's
+directory: its stacks carry its `gcp.study_id`); `--all-studies`: every expired stack of the
+project."""
 
 from __future__ import annotations
 
@@ -17,6 +19,11 @@ def main(argv: list[str] | None = None, auto=None) -> int:
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--dry-run", action="store_true", help="list what would be destroyed")
     parser.add_argument(
+        "--all-studies",
+        action="store_true",
+        help="every expired stack of the project, other studies' included",
+    )
+    parser.add_argument(
         "--clusters",
         default="results/clusters",
         type=Path,
@@ -26,7 +33,8 @@ def main(argv: list[str] | None = None, auto=None) -> int:
     try:
         config = yaml.safe_load(Path(args.config).read_text()) or {}
         settings = validate_section(config)
-        expired = stacks.reap(settings, auto=auto, dry_run=args.dry_run, clusters=args.clusters)
+        expired = stacks.reap(settings, auto=auto, dry_run=args.dry_run, clusters=args.clusters,
+                              every_study=args.all_studies)  # fmt: skip
     except Exception as exc:  # the Automation API raises its own error types
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -14,8 +14,10 @@ import os
 import re
 import signal
 import socket
+import tempfile
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
@@ -59,8 +61,13 @@ def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict
     return yb_catalogue.split_server_settings(server, series)
 
 
+def study_prefix(settings: Mapping) -> str:
+    """What every stack name of this study begins with: <name>-<study_id>-."""
+    return f"{settings['name']}-{settings['study_id']}-"
+
+
 def stack_name(combo: str, settings: Mapping) -> str:
-    return f"{settings['name']}-{combo}"
+    return study_prefix(settings) + combo
 
 
 def expiry_label(when: dt.datetime) -> str:
@@ -131,6 +138,7 @@ def cluster_args(
             "project": settings["name"],
             "stack": stack_name(combo, settings),
             "owner": settings["owner"],
+            "study": settings["study_id"],
             "expiry": expiry_label(expiry),
         },
     )
@@ -155,9 +163,13 @@ def workspace_kwargs(settings: Mapping, auto=None) -> dict:
     }
 
 
-def workspace_options(settings: Mapping, auto=None):
-    auto = _auto(auto)
-    return auto.LocalWorkspaceOptions(**workspace_kwargs(settings, auto))
+@contextmanager
+def workspace(settings: Mapping, auto=None) -> Iterator[dict]:
+    """`workspace_kwargs` with a work folder of our own, removed on exit: without one the
+    Automation API makes an `automation-*` folder in the temp directory for every workspace
+    (each inline-program stack, each listing) and never removes it."""
+    with tempfile.TemporaryDirectory(prefix="ybscale-pulumi-") as work_dir:
+        yield {"work_dir": work_dir, **workspace_kwargs(settings, auto)}
 
 
 def _write_json(path: Path, data: Mapping) -> None:
@@ -339,59 +351,60 @@ def up(
     args = cluster_args(combo, settings, now, public_key, shape, server)
     name = stack_name(combo, settings)
     program, cloud = program_of(settings, program)
-    stack = auto.create_or_select_stack(
-        stack_name=name,
-        project_name=settings["name"],
-        program=program,
-        opts=workspace_options(settings, auto),
-    )
-    stack.set_all_config(
-        {
-            "gcp:project": auto.ConfigValue(settings["project"]),
-            "gcp:region": auto.ConfigValue(settings["region"]),
-            "gcp:zone": auto.ConfigValue(settings["zone"]),
-            "ybscale:name": auto.ConfigValue(name),
-            "ybscale:cluster": auto.ConfigValue(json.dumps(dataclasses.asdict(args))),
-            "ybscale:expiry": auto.ConfigValue(args.labels["expiry"]),
-        }
-    )
-    try:
-        if cloud:
-            stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
-        # refresh first: VMs that max_run_duration deleted are then seen as gone and created
-        # again, instead of "no changes" for a stack whose VMs no longer exist
-        result = stack.up(on_output=log, refresh=True)
-        outputs = {k: getattr(v, "value", v) for k, v in result.outputs.items()}
-        endpoints = {
-            **outputs,
-            "combination": combo,
-            "stack": name,
-            "project": settings["project"],
-            "machine_type": args.machine_type,
-            "yugabyte_version": args.yugabyte_version,
-            "state_url": settings["state_url"],
-            "created": now.isoformat(),
-            "expiry": args.labels["expiry"],
-        }
-        if ready is not None:
-            ready(endpoints, settings)
-    except BaseException as exc:
-        interrupted = not isinstance(exc, Exception)
-        log(f"{name}: bring-up {'interrupted' if interrupted else 'failed'} ({exc!r}); "
-            "destroying the stack")  # fmt: skip
+    with workspace(settings, auto) as kwargs:  # the stack's work folder, removed after
+        stack = auto.create_or_select_stack(
+            stack_name=name,
+            project_name=settings["name"],
+            program=program,
+            opts=auto.LocalWorkspaceOptions(**kwargs),
+        )
+        stack.set_all_config(
+            {
+                "gcp:project": auto.ConfigValue(settings["project"]),
+                "gcp:region": auto.ConfigValue(settings["region"]),
+                "gcp:zone": auto.ConfigValue(settings["zone"]),
+                "ybscale:name": auto.ConfigValue(name),
+                "ybscale:cluster": auto.ConfigValue(json.dumps(dataclasses.asdict(args))),
+                "ybscale:expiry": auto.ConfigValue(args.labels["expiry"]),
+            }
+        )
         try:
-            if wait_pulumi(interrupt_wait, log) and interrupted:
-                release_lock(stack, log)
-            if cloud and serial_logs:  # real VMs: keep their boot logs first
-                save_serial_output(name, args, settings, serial_logs / name, log)
-            teardown(stack, log)
-            stack.workspace.remove_stack(name)
-            log(f"{name}: destroyed and removed")
-        except BaseException as inner:  # keep the first error; reap can retry later
-            log(f"{name}: destroy after failure failed too: {inner!r}; run `ybscale reap`")
-        if interrupted:
-            raise
-        raise BackendError(f"{name}: bring-up failed: {exc}") from exc
+            if cloud:
+                stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
+            # refresh first: VMs that max_run_duration deleted are then seen as gone and created
+            # again, instead of "no changes" for a stack whose VMs no longer exist
+            result = stack.up(on_output=log, refresh=True)
+            outputs = {k: getattr(v, "value", v) for k, v in result.outputs.items()}
+            endpoints = {
+                **outputs,
+                "combination": combo,
+                "stack": name,
+                "project": settings["project"],
+                "machine_type": args.machine_type,
+                "yugabyte_version": args.yugabyte_version,
+                "state_url": settings["state_url"],
+                "created": now.isoformat(),
+                "expiry": args.labels["expiry"],
+            }
+            if ready is not None:
+                ready(endpoints, settings)
+        except BaseException as exc:
+            interrupted = not isinstance(exc, Exception)
+            log(f"{name}: bring-up {'interrupted' if interrupted else 'failed'} ({exc!r}); "
+                "destroying the stack")  # fmt: skip
+            try:
+                if wait_pulumi(interrupt_wait, log) and interrupted:
+                    release_lock(stack, log)
+                if cloud and serial_logs:  # real VMs: keep their boot logs first
+                    save_serial_output(name, args, settings, serial_logs / name, log)
+                teardown(stack, log)
+                stack.workspace.remove_stack(name)
+                log(f"{name}: destroyed and removed")
+            except BaseException as inner:  # keep the first error; reap can retry later
+                log(f"{name}: destroy after failure failed too: {inner!r}; run `ybscale reap`")
+            if interrupted:
+                raise
+            raise BackendError(f"{name}: bring-up failed: {exc}") from exc
     if out is not None:
         _write_json(out, endpoints)
     return endpoints
@@ -421,29 +434,30 @@ def destroy_stack(
     program: Callable | None = None,
     clusters: Path | None = None,
 ) -> bool:
-    """Refresh (clearing pending creates), destroy and remove one stack; its endpoints under
-    `clusters` (the folder of every combination's files) are invalidated first, whatever
-    happens next."""
+    """Refresh (clearing pending creates), destroy and remove one stack; when it is this
+    study's, its endpoints under `clusters` (the folder of every combination's files) are
+    invalidated first, whatever happens next."""
     from ybscale.backends.gcp.backend import ClusterFiles
 
     auto = _auto(auto)
-    prefix = settings["name"] + "-"
+    prefix = study_prefix(settings)
     if name.startswith(prefix) and clusters is not None:
         ClusterFiles.of(clusters, name[len(prefix) :]).forget()
-    try:
-        stack = auto.select_stack(
-            stack_name=name,
-            project_name=settings["name"],
-            program=program_of(settings, program)[0],
-            opts=workspace_options(settings, auto),
-        )
-    except auto.StackNotFoundError:
-        log(f"{name}: no such stack, nothing to destroy")
-        return False
-    if stale_locks(name, settings):  # an engine killed mid-update left its lock
-        release_lock(stack, log)
-    teardown(stack, log)
-    stack.workspace.remove_stack(name)
+    with workspace(settings, auto) as kwargs:
+        try:
+            stack = auto.select_stack(
+                stack_name=name,
+                project_name=settings["name"],
+                program=program_of(settings, program)[0],
+                opts=auto.LocalWorkspaceOptions(**kwargs),
+            )
+        except auto.StackNotFoundError:
+            log(f"{name}: no such stack, nothing to destroy")
+            return False
+        if stale_locks(name, settings):  # an engine killed mid-update left its lock
+            release_lock(stack, log)
+        teardown(stack, log)
+        stack.workspace.remove_stack(name)
     log(f"{name}: destroyed")
     return True
 
@@ -453,58 +467,67 @@ def _output(outputs: Mapping, key: str):
     return getattr(value, "value", value)
 
 
-def list_stacks(settings: Mapping, *, auto=None) -> list[dict]:
-    """Stacks of this project: name, combination, expiry, owner, resource count.
+def list_stacks(settings: Mapping, *, auto=None, every_study: bool = False) -> list[dict]:
+    """This study's stacks (`every_study`: every stack of the project): name, study,
+    combination (this study's only), expiry, owner, resource count.
 
-    Expiry and owner are stack outputs: a fresh workspace cannot read an inline program's stack
-    config (Pulumi #5578). A stack without them (its first `up` was interrupted) expires
-    ttl_hours after its last update.
+    Expiry, owner and study are stack outputs: a fresh workspace cannot read an inline
+    program's stack config (Pulumi #5578). A stack without them (its first `up` was
+    interrupted) expires ttl_hours after its last update.
     """
     auto = _auto(auto)
-    ws = auto.LocalWorkspace(**workspace_kwargs(settings, auto))
-    prefix = settings["name"] + "-"
+    own = study_prefix(settings)
+    prefix = settings["name"] + "-" if every_study else own
     found = []
-    for summary in ws.list_stacks():
-        name = summary.name.rsplit("/", 1)[-1]
-        if not name.startswith(prefix):
-            continue
-        try:
-            outputs = ws.stack_outputs(name)
-        except Exception:
-            outputs = {}
-        expiry, source = _output(outputs, "expiry"), "stack output"
-        if expiry:
-            expiry = parse_expiry(str(expiry))
-        elif summary.last_update:
-            last = summary.last_update
-            last = last if last.tzinfo else last.replace(tzinfo=dt.UTC)
-            expiry = last + dt.timedelta(hours=settings["ttl_hours"])
-            source = "last update + ttl_hours (no expiry output)"
-        else:
-            expiry, source = None, "unknown"
-        found.append(
-            {
-                "name": name,
-                "combination": name[len(prefix) :],
-                "expiry": expiry,
-                "expiry_source": source,
-                "owner": _output(outputs, "owner"),
-                "resource_count": summary.resource_count,
-                "last_update": summary.last_update,
-            }
-        )
+    with workspace(settings, auto) as kwargs:
+        ws = auto.LocalWorkspace(**kwargs)
+        for summary in ws.list_stacks():
+            name = summary.name.rsplit("/", 1)[-1]
+            if not name.startswith(prefix):
+                continue
+            try:
+                outputs = ws.stack_outputs(name)
+            except Exception:
+                outputs = {}
+            found.append(_stack_info(name, summary, outputs, settings))
     return found
+
+
+def _stack_info(name: str, summary, outputs: Mapping, settings: Mapping) -> dict:
+    own = study_prefix(settings)
+    expiry, source = _output(outputs, "expiry"), "stack output"
+    if expiry:
+        expiry = parse_expiry(str(expiry))
+    elif summary.last_update:
+        last = summary.last_update
+        last = last if last.tzinfo else last.replace(tzinfo=dt.UTC)
+        expiry = last + dt.timedelta(hours=settings["ttl_hours"])
+        source = "last update + ttl_hours (no expiry output)"
+    else:
+        expiry, source = None, "unknown"
+    mine = name.startswith(own)
+    return {
+        "name": name,
+        "study": settings["study_id"] if mine else _output(outputs, "study"),
+        "combination": name[len(own) :] if mine else None,
+        "expiry": expiry,
+        "expiry_source": source,
+        "owner": _output(outputs, "owner"),
+        "resource_count": summary.resource_count,
+        "last_update": summary.last_update,
+    }
 
 
 def reap(
     settings: Mapping, now: dt.datetime | None = None, *, auto=None, dry_run=False, log=print,
-    program: Callable | None = None, clusters: Path | None = None,
+    program: Callable | None = None, clusters: Path | None = None, every_study: bool = False,
 ) -> list[str]:  # fmt: skip
-    """Destroy every stack of the project whose expiry has passed; return their names.
-    `clusters`: the folder of the combinations' files, whose endpoints are invalidated."""
+    """Destroy every stack of this study (`every_study`: of the project) whose expiry has
+    passed; return their names. `clusters`: the folder of the study's combination files,
+    whose endpoints are invalidated."""
     now = now or dt.datetime.now(dt.UTC)
     expired = []
-    for info in list_stacks(settings, auto=auto):
+    for info in list_stacks(settings, auto=auto, every_study=every_study):
         if info["expiry"] is None:
             log(f"{info['name']}: no expiry recorded, left alone (destroy it by hand)")
         elif info["expiry"] <= now:
@@ -520,20 +543,14 @@ def reap(
 
 
 def destroy_all(
-    config: Mapping,
-    combinations: Collection[str],
-    clusters: Path,
-    *,
-    auto=None,
-    log=print,
-    program=None,
+    config: Mapping, clusters: Path, *, auto=None, log=print, program=None
 ) -> list[str]:
-    """Destroy this owner's stacks of the project (Snakefile `onerror:`); errors are logged.
-
-    A stack whose owner output is another user's is left alone; one without an owner output
-    (interrupted first `up`) is destroyed when it is one of `combinations` (the study's).
-    `clusters`: the folder of the combinations' files (their endpoints are invalidated).
-    """
+    """Destroy this study's stacks (Snakefile `onerror:`), whatever their expiry; errors are
+    logged. Only stacks named with this study's id (`gcp.study_id`) are touched: a
+    concurrent study's, in the same state backend and project, never are; nor is one whose
+    owner output names another user. One without outputs (an interrupted first `up`) is
+    this study's by its name. `clusters`: the folder of the combinations' files (their
+    endpoints are invalidated)."""
     from ybscale.backends.gcp.config import gcp_section as validate_section
 
     settings = validate_section(config)
@@ -543,11 +560,10 @@ def destroy_all(
     except Exception as exc:
         log(f"destroy_all: cannot list stacks: {exc}")
         return names
-    mine = set(combinations)
     for info in stacks:
         owner = info["owner"]
-        if owner != settings["owner"] and (owner is not None or info["combination"] not in mine):
-            log(f"{info['name']}: owner {owner or 'unknown'}, not {settings['owner']}: left alone")
+        if owner not in (None, settings["owner"]):
+            log(f"{info['name']}: owner {owner}, not {settings['owner']}: left alone")
             continue
         try:
             destroy_stack(info["name"], settings, auto=auto, log=log, program=program,
