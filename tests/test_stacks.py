@@ -657,3 +657,25 @@ def test_real_engine_reap_destroys_a_stack_locked_by_a_killed_up(engine, tmp_pat
     assert stacks.reap(engine, later, log=quiet, program=cloudfree_program) == [name]
     assert stacks.list_stacks(engine) == []
     assert stacks.stale_locks(name, engine) == []
+
+
+def test_vm_names_longer_than_gce_allows_stop_the_dry_run():
+    """<name>-<study_id>-<cluster>-tserver-<n> must fit Compute Engine's 63 characters: the
+    longest name and study id the schema allows do not with the seed design's clusters."""
+    import yaml
+
+    from ybscale import study
+
+    config = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "config/config.yaml").read_text()
+    )
+    rows = study.load(config).rows
+    fits = gcp.GcpBackend({"gcp": {"name": "y" * 20}}, CLUSTERS)  # the default study id: 8
+    assert fits.check_rows(rows) == []
+    long = gcp.GcpBackend({"gcp": {"name": "y" * 20, "study_id": "s" * 12}}, CLUSTERS)
+    errors = long.check_rows(rows)
+    assert errors and all(e.startswith("config/config.yaml: gcp.name, gcp.study_id: VM name")
+                          for e in errors)  # fmt: skip
+    name = f"{'y' * 20}-{'s' * 12}-nodes5-small-reploff-tserver-4"
+    assert f"VM name {name} has 64 characters, Compute Engine allows 63" in "\n".join(errors)
+    assert "nodes5-large-replon-tserver-4" not in "\n".join(errors)  # 63: fits

@@ -301,10 +301,19 @@ class GcpBackend(Backend):
 
     def check_rows(self, rows) -> list[str]:
         """Sizes against `gcp.machine_types`; server.* names against the flag list and YSQL
-        settings of the pinned YugabyteDB series (yb_catalogue)."""
+        settings of the pinned YugabyteDB series (yb_catalogue); VM names against GCE's
+        length limit."""
+        from ybscale.backends.gcp.stacks import vm_name_errors
+
         server = settings_by_source(rows, "server")
         release = self.settings["yugabyte"]["version"]
-        return super().check_rows(rows) + yb_catalogue.server_setting_errors(server, release)
+        per_replicate = self.settings["cluster_per_replicate"]
+        tservers = {cluster_label(row, per_replicate): row.cluster.nodes for row in rows}
+        return (
+            super().check_rows(rows)
+            + yb_catalogue.server_setting_errors(server, release)
+            + vm_name_errors(self.settings, tservers)
+        )
 
     @contextmanager
     def cluster(self, row, workdir) -> Iterator[Cluster]:

@@ -279,6 +279,24 @@ def teardown(stack, log=print) -> None:
     stack.destroy(on_output=log)
 
 
+GCE_NAME_MAX = 63  # characters of a Compute Engine resource name
+
+
+def vm_name_errors(settings: Mapping, tservers: Mapping[str, int]) -> list[str]:
+    """A line per cluster (label -> its tservers) whose longest VM name, <stack>-tserver-<n>,
+    is longer than Compute Engine allows: found at dry run, not by a failed `pulumi up`."""
+    errors = []
+    for label, nodes in sorted(tservers.items()):
+        longest = f"{stack_name(label, settings)}-tserver-{nodes - 1}"
+        if len(longest) > GCE_NAME_MAX:
+            errors.append(
+                f"config/config.yaml: gcp.name, gcp.study_id: VM name {longest} has "
+                f"{len(longest)} characters, Compute Engine allows {GCE_NAME_MAX}: shorten "
+                "gcp.name or set a shorter gcp.study_id"
+            )
+    return errors
+
+
 def vm_names(name: str, args) -> list[str]:
     """The instance names the infra program gives a stack's VMs."""
     return (
