@@ -126,12 +126,14 @@ rule findings:
     params:
         alpha=ANALYSIS["alpha"],
         ceiling=ANALYSIS["ceiling"],
+        clusters=CLUSTER_ARGS,
         runs=expand("results/runs/{run}", run=RUNS),
     shell:
         "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
         " --ceilings {input.ceilings} --outliers {input.outliers} --anova {input.anova}"
         " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
         " --rst {output.findings_page} --design-rst {output.design_page} {params.runs}"
+        " --clusters {params.clusters}"
         " > {log} 2>&1"
 
 

@@ -147,3 +147,47 @@ def test_sensitivity_lists_one_scale_only_and_the_margin_split():
     assert split[0].startswith("Beyond the simultaneous margin of error (SME): B:")
     assert split[1].startswith("Possibly active (beyond ME, not SME): E:")
     assert "a second study may not confirm it" in split[1]
+
+
+def test_residual_checks_find_an_outlier_and_a_spread_that_grows_with_the_ceiling():
+    """pingouin on the residuals of the model Box–Cox profiles (what effects.csv records as
+    normality_p and homoscedasticity_p), on the seed design run 3 times (every term, 32 df of
+    pure error): normal noise passes both at about α; one wild run fails Shapiro–Wilk; noise
+    20 times larger on the high half of the fitted values fails Levene."""
+    from dataclasses import replace
+
+    from ybscale.analysis.scale import _x, residual_checks
+
+    design = replace(SEED, replications=3)
+    x = _x(design, design.run_ids, profile_terms(design))
+    signs = _signs(design)
+    fitted = 10_000 + 4_000 * signs["A"] + 50 * signs["B"]  # A high: the high fitted half
+    rng = np.random.default_rng(23)
+    flags = {"normal": 0, "equal": 0, "outlier": 0, "spread": 0}
+
+    def checks(y):
+        return residual_checks(pd.Series(y, index=design.run_ids), x)
+
+    for _ in range(40):
+        noise = rng.normal(0, 5, len(fitted))
+        normal, equal = checks(fitted + noise)
+        flags["normal"] += normal < 0.05
+        flags["equal"] += equal < 0.05
+        wild = noise.copy()
+        wild[rng.integers(len(wild))] += 400
+        flags["outlier"] += checks(fitted + wild)[0] < 0.05
+        flags["spread"] += checks(fitted + noise * np.where(signs["A"] > 0, 20, 1))[1] < 0.05
+    # unreplicated (main effects, 9 df) the residuals share the wide half's noise: less power
+    x1, signs1 = _x(SEED, SEED.run_ids, profile_terms(SEED)), _signs(SEED)
+    fitted1 = 10_000 + 4_000 * signs1["A"] + 50 * signs1["B"]
+    unreplicated = sum(
+        residual_checks(
+            pd.Series(fitted1 + rng.normal(0, 5, 16) * np.where(signs1["A"] > 0, 20, 1),
+                      index=SEED.run_ids), x1,
+        )[1] < 0.05
+        for _ in range(40)
+    )  # fmt: skip
+    print(f"of 40 simulations flagged: {flags}; unreplicated growing spread {unreplicated}")
+    assert flags["normal"] <= 6 and flags["equal"] <= 6
+    assert flags["outlier"] >= 36 and flags["spread"] >= 36
+    assert unreplicated < flags["spread"]

@@ -236,6 +236,21 @@ def test_replicates_on_clusters_of_their_own_reach_the_findings(tmp_path):
     assert "MixedLM with the cluster as a random effect" in text
     assert "**ANOVA by stratum**" in text and "whole-plot error (clusters within" in text
     assert ": D below α = 0.05" in text
+    # the findings job as the rule calls it: the design page lists the 16 clusters
+    from ybscale.report.findings import main as findings_main
+
+    page = tmp_path / "design.rst"
+    runs = [str(results / "runs" / r) for r in design.run_ids]
+    assert findings_main([
+        "--design", str(path), "--effects", str(results / "effects.csv"),
+        "--ceilings", str(results / "ceilings.csv"), "--outliers", str(results / "outliers.csv"),
+        "--anova", str(results / "anova.csv"), "--out", str(tmp_path / "g.md"),
+        "--design-rst", str(page), *runs, "--clusters", *[f"{r}={c}" for r, c in clusters.items()],
+    ]) == 0  # fmt: skip
+    shown = page.read_text()
+    assert "The 32 runs ran on 16 clusters:" in shown
+    r2 = clusters[design.run_ids[16]]
+    assert r2.endswith("-r2") and f"* ``{r2}``: {design.run_ids[16]}, " in shown
 
 
 def test_plan_lists_each_columns_stratum_for_gcp_and_the_configs_backend(capsys, monkeypatch):

@@ -56,9 +56,13 @@ def _low_order(design: Design) -> list[str]:
     return out
 
 
-def design_rst(design: Design, strata: Mapping[str, str] | None = None) -> str:
+def design_rst(
+    design: Design,
+    strata: Mapping[str, str] | None = None,
+    clusters: Mapping[str, str] | None = None,
+) -> str:
     """The design section of the report; `strata` (term -> error stratum, ybscale.design.strata)
-    adds each column's stratum."""
+    adds each column's stratum, `clusters` (run -> the cluster it ran on) the clusters."""
     k, p = len(design.factors), len(design.generators)
     rows = []
     for f in design.factors:
@@ -110,4 +114,21 @@ def design_rst(design: Design, strata: Mapping[str, str] | None = None) -> str:
             "every cluster) are judged against the cluster-to-cluster noise, sub-plot columns "
             "against the noise within a cluster.",
         ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _cluster_lines(design, clusters or {})) + "\n"
+
+
+def _cluster_lines(design: Design, clusters: Mapping[str, str]) -> list[str]:
+    """The clusters the rows ran on, each with its runs ([] when not given)."""
+    if not clusters:
+        return []
+    groups: dict[str, list[str]] = {}
+    for run in design.run_ids:
+        groups.setdefault(clusters.get(run, run), []).append(run)
+    if all(len(runs) == 1 for runs in groups.values()):
+        return ["", f"Every run ran on a cluster of its own ({len(groups)} clusters)."]
+    return [
+        "",
+        f"The {design.n_runs} runs ran on {len(groups)} clusters:",
+        "",
+        *(f"* ``{name}``: {', '.join(runs)}" for name, runs in groups.items()),
+    ]

@@ -530,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceilings", required=True, type=Path)
     parser.add_argument("--outliers", required=True, type=Path)
     parser.add_argument("--anova", default=None, type=Path, help="anova.csv (strata F tests)")
+    parser.add_argument(
+        "--clusters", nargs="*", metavar="RUN=CLUSTER", help="the clusters (design page)"
+    )
     parser.add_argument("--out", required=True, type=Path, help="findings (Markdown)")
     parser.add_argument("--rst", default=None, type=Path, help="reStructuredText copy")
     parser.add_argument("--design-rst", default=None, type=Path, help="design page for the report")
@@ -544,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
 
         args.design_rst.parent.mkdir(parents=True, exist_ok=True)
         effects = pd.read_csv(args.effects)
-        page = design_rst(design, strata.strata_of_effects(effects))
+        clusters = strata.parse_clusters(args.clusters)
+        page = design_rst(design, strata.strata_of_effects(effects), clusters)
         args.design_rst.write_text(page, encoding="utf-8")
     print(text)
     return 0
