@@ -241,7 +241,8 @@ def findings_text(effects, backend: str, number=lambda v: f"{v:.3g}") -> list[st
             else "statsmodels MixedLM with the cluster as a random effect: replicates ran on "
             "clusters of their own, a t interval on the stratum's degrees of freedom"
             if fitted
-            else "the replicate error (replicates reused their cluster)"
+            else "the replicate error: replicates reused their cluster, so this error holds "
+            "no cluster-to-cluster variance"
         )
         parts.append(f"the {stratum} columns {', '.join(cols)} against the {what} noise ({how})")
     return [
@@ -273,8 +274,9 @@ def detect_lines(effects_path, design, delta: float, alpha: float, unit: str = "
         lines.append(f"  {stratum} columns: sigma of one run {sigma:,.4g}{unit}; {need}.")
     return [
         "Per error stratum (the study's columns were judged in two strata; the whole-plot "
-        "sizing assumes each replicate gets a fresh cluster, since replicates on the same "
-        "cluster do not average out its noise):",
+        "sizing assumes each replicate gets clusters of its own, gcp's default "
+        "gcp.cluster_per_replicate, since replicates on the same cluster do not average out "
+        "its noise):",
         *lines,
     ]
 
