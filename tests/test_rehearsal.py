@@ -31,6 +31,13 @@ DESIGN = {  # 2^3, one cluster factor: two clusters of four rows each
         "C": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
     }
 }
+REPLICATED = {  # 2^2 twice: each replicate of a combination on a cluster of its own (4 of 2 rows)
+    "factors": {
+        "A": {"name": "nodes", "levels": [1, 2]},
+        "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+    },
+    "replications": 2,
+}
 
 
 def gcp_settings(state: Path) -> dict:
@@ -70,9 +77,10 @@ def pulumi_processes(root: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, tmp_path):
+@pytest.mark.parametrize(("design", "clusters"), [(DESIGN, 2), (REPLICATED, 4)], ids=["r1", "r2"])
+def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, tmp_path, design, clusters):
     work = copy_workflow(tmp_path / "study")
-    (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(DESIGN))
+    (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(design))
     study = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
     study |= {"design": "config/rehearsal.yaml", "backend": "gcp"}
     study["gcp"] = gcp_settings(tmp_path / "state")
@@ -96,14 +104,17 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, tmp_path):
 
     results = work / "results"
     logs = "\n".join(p.read_text() for p in (results / "logs" / "cluster_up").glob("*.log"))
-    assert logs.count(": ready (masters, yb_servers(), YSQL on every tserver)") == 2, logs
-    combos = {}
+    assert logs.count(": ready (masters, yb_servers(), YSQL on every tserver)") == clusters, logs
+    combos, labels = {}, set()
     for run in runs:
         folder = results / "runs" / run
         meta = json.loads((folder / "measurement.json").read_text())
         applied = meta["applied"]
         nodes = meta["row"]["cluster"]["nodes"]
         combos.setdefault(applied["combination"], nodes)
+        labels.add(applied["cluster"])
+        replicate = meta["row"].get("replicate", 1)  # replicate 2 ran on <combination>-r2
+        assert applied["cluster"] == applied["combination"] + ("-r2" if replicate == 2 else "")
         assert applied["backend"] == "gcp" and applied["tservers"] == nodes
         assert "-YB-2024.2" in applied["server_version"]  # the stand-in answers as YugabyteDB
         assert applied["isolation_source"] == ["yb_get_effective_transaction_isolation_level()"]
@@ -121,9 +132,9 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, tmp_path):
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
         # pgbench ran on the load generator: its per-transaction logs came back over SSH
         assert list((folder / "pgbench-logs").glob("*")), run
-    assert sorted(combos.values()) == [1, 2]
-    for combo in combos:
-        gone = json.loads((results / "clusters" / combo / "destroyed.json").read_text())
+    assert sorted(combos.values()) == [1, 2] and len(labels) == clusters
+    for label in labels:
+        gone = json.loads((results / "clusters" / label / "destroyed.json").read_text())
         assert gone["existed"] is True, gone
     left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
     assert left == [], "a stack is left"

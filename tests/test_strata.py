@@ -228,12 +228,19 @@ def test_replicates_on_clusters_of_their_own_reach_the_findings(tmp_path):
     tables = analyze(design, responses, "tps", results, charts=False, clusters=clusters)
     effects = tables["effects"].set_index("term")
     assert (effects.loc[list(SEED_WHOLE), "method"] == "t").all()  # MixedLM
+    # its t tests stay in the multiplicity family: Holm over the 15 columns
+    terms = effects.loc[list(loaded.design.terms)]
+    assert set(terms["multiplicity"]) == {"holm"} and terms["p_value"].notna().all()
+    assert (terms["p_adjusted"] >= terms["p_value"]).all()
+    assert list(terms.index[terms["active"]]) == ["D"]
     anova = tables["anova"].set_index("term")
     assert anova.loc["whole-plot error", "df"] == 16 - 1 - 7
     assert anova.loc["residual", "df"] == 32 - 16 - 8
     assert anova.loc["D", "p_adjusted"] < 0.05
     text = write_findings(design, StudyFiles.under(results, design.run_ids), tmp_path / "f.md")
     assert "MixedLM with the cluster as a random effect" in text
+    assert "(t test on its error stratum (MixedLM, the cluster a random effect); p-values " in text
+    assert "adjusted by Holm over the 15 columns" in text
     assert "**ANOVA by stratum**" in text and "whole-plot error (clusters within" in text
     assert ": D below α = 0.05" in text
     # the findings job as the rule calls it: the design page lists the 16 clusters

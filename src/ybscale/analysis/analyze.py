@@ -387,7 +387,8 @@ def analyze(
         base = estimate_effects(design, y, alpha, on, noise, blocks, multiplicity=multiplicity)
         table = judge(base, strata, alpha)
         if clusters and mixed_applies(strata, clusters, design.replications):
-            table = mixed(table, design, transform(y, on), clusters, strata, alpha)
+            # every column t-tested on its stratum's df, adjusted over all of them
+            return mixed(table, design, transform(y, on), clusters, strata, alpha, multiplicity)
         same = table["std_error"].eq(base["std_error"]) & table["method"].eq(base["method"])
         return keep_family(table, same, alpha)
 

@@ -142,13 +142,19 @@ def rule_text(terms, alpha: float) -> str | None:
     if found is None:
         return None
     rule, m = found
+    family = _family(terms)
+    error = (
+        "its error stratum (MixedLM, the cluster a random effect)"
+        if "stratum" in family and family["stratum"].eq("whole-plot").any()
+        else "the replicate error"
+    )
     if rule == "none":
         return (
-            f"t test on the replicate error at α = {alpha:g}, each of the {m} columns on its own "
+            f"t test on {error} at α = {alpha:g}, each of the {m} columns on its own "
             "(no multiplicity adjustment): active when its 95 % interval excludes 0"
         )
     return (
-        f"t test on the replicate error; p-values adjusted by {NAMES[rule]} over the {m} "
+        f"t test on {error}; p-values adjusted by {NAMES[rule]} over the {m} "
         f"columns the design estimates (aliases counted once): active when the adjusted p < "
         f"{alpha:g}; the intervals are each column's own"
     )

@@ -295,12 +295,25 @@ def mixed_applies(strata: Mapping[str, str], clusters: Mapping[str, str], reps: 
     return reps > 1 and whole > 0 and n - 1 - whole >= 1
 
 
-def mixed(table, design, z, clusters: Mapping[str, str], strata: Mapping[str, str], alpha=0.05):
+def mixed(
+    table,
+    design,
+    z,
+    clusters: Mapping[str, str],
+    strata: Mapping[str, str],
+    alpha=0.05,
+    multiplicity: str = "holm",
+):
     """Replicated split plot: statsmodels MixedLM of z on every term with a random intercept per
-    cluster (REML); each column's t interval uses its stratum's df (whole plot: clusters − 1 −
-    whole-plot columns; sub plot: runs − clusters − sub-plot columns)."""
+    cluster (REML); each column's t test and interval use its stratum's df (whole plot:
+    clusters − 1 − whole-plot columns; sub plot: runs − clusters − sub-plot columns), and the
+    p-values are adjusted over the columns by `multiplicity` (analysis.multiplicity): active
+    when the adjusted p < α, `me_adjusted` the rule's cut on |effect| in each stratum."""
+    import numpy as np
     import statsmodels.formula.api as smf
     from scipy import stats
+
+    from ybscale.analysis import multiplicity as mult
 
     x = design.model_matrix().loc[z.index].astype(float)
     data = x.rename(columns=lambda t: f"t_{t}")
@@ -312,15 +325,27 @@ def mixed(table, design, z, clusters: Mapping[str, str], strata: Mapping[str, st
     whole = sum(1 for s in strata.values() if s == WHOLE)
     df = {WHOLE: n_clusters - 1 - whole, SUB: len(z) - n_clusters - (len(strata) - whole)}
     out = table.copy()
-    for i, term in out["term"].astype(str).items():
-        if term not in strata:
-            continue
+    rows = [i for i, term in out["term"].astype(str).items() if term in strata]
+    dfs = {}
+    for i in rows:
+        term = str(out.loc[i, "term"])
         effect, se = 2 * float(fit.params[f"t_{term}"]), 2 * float(fit.bse[f"t_{term}"])
-        half = float(stats.t.ppf(1 - alpha / 2, max(df[strata[term]], 1))) * se
+        dfs[i] = max(df[strata[term]], 1)
+        half = float(stats.t.ppf(1 - alpha / 2, dfs[i])) * se
         out.loc[i, ["std_error", "me"]] = [se, half]
         out.loc[i, ["ci_low", "ci_high"]] = [effect - half, effect + half]
         out.loc[i, "standardized"] = effect / se if se > 0 else math.nan
-        out.loc[i, "active"] = abs(effect) > half
+        out.loc[i, "p_value"] = float(2 * stats.t.sf(abs(effect / se), dfs[i])) if se > 0 else 1.0
         out.loc[i, "method"] = "t"
+    adjusted = mult.adjust(out.loc[rows, "p_value"].astype(float), multiplicity)
+    cut = mult.cut_p(adjusted, multiplicity, alpha)
+    out.loc[rows, "p_adjusted"] = adjusted
+    out.loc[rows, "active"] = adjusted < alpha
+    out.loc[rows, "multiplicity"] = multiplicity
+    for i in rows:
+        out.loc[i, "me_adjusted"] = out.loc[i, "std_error"] * stats.t.isf(cut / 2, dfs[i])
+    out.loc[rows, "sme"] = np.nan  # no simultaneous margin for a t test (as effects' t rows)
+    out.loc[rows, "active_sme"] = False
+    out.attrs["columns"] = len(rows)
     out.attrs["cluster_variance"] = float(fit.cov_re.iloc[0, 0])
     return out
