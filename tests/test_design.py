@@ -370,6 +370,15 @@ def test_main_writes_outputs(tmp_path):
     _check_outputs(tmp_path / "design")
 
 
+def test_clusters_without_a_backend_is_a_usage_error(tmp_path, capsys):
+    """The strata note names the backend: no backend is assumed for the clusters."""
+    with pytest.raises(SystemExit) as exc:
+        main([str(SEED), str(tmp_path / "design"), "--clusters", "run01=c1"])
+    assert exc.value.code == 2
+    assert "--clusters needs --backend" in capsys.readouterr().err
+    assert not (tmp_path / "design").exists()
+
+
 def test_python_m_writes_outputs(tmp_path):
     out = tmp_path / "results" / "design"
     proc = subprocess.run(

@@ -525,12 +525,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sign-table", help="sign table CSV")
     parser.add_argument("--aliases", help="alias table CSV")
     parser.add_argument("--summary", help="design summary JSON")
-    parser.add_argument("--backend", default="local", help="the backend the rows run on")
+    parser.add_argument("--backend", help="the backend the rows run on (with --clusters)")
     parser.add_argument("--clusters", nargs="*", metavar="RUN=CLUSTER", help="shared clusters")
     args = parser.parse_args(argv)
     named = {"sign_table": args.sign_table, "aliases": args.aliases, "summary": args.summary}
     if args.out_dir is None and not all(named.values()):
         parser.error("give OUT_DIR or all of --sign-table, --aliases, --summary")
+    if args.clusters is not None and not args.backend:
+        parser.error("--clusters needs --backend (the strata note names the backend)")
     try:
         design = load_design(args.design)
     except DesignError as exc:

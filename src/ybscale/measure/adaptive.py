@@ -33,7 +33,6 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import stats
 
 SWEEPS = ("grid", "adaptive")
 CONFIRM_REPETITIONS = 3  # the scan's best gets up to these to test a peak (2 degrees of freedom)
@@ -48,6 +47,8 @@ def significantly_below(values: Sequence[float], best: Sequence[float], alpha: f
     a, b = np.asarray(values, dtype=float), np.asarray(best, dtype=float)
     if len(a) < 1 or len(b) < 2:
         return False
+    from scipy import stats  # here: a measuring job with one repetition never needs scipy
+
     if b.std(ddof=1) == 0 and (len(a) == 1 or a.std(ddof=1) == 0):
         return bool(a.mean() < b.mean())
     if len(a) == 1:
@@ -91,6 +92,8 @@ def below_best(
     if df < 2 or not s > 0 or (a <= 0).any() or (b <= 0).any():
         return significantly_below(values, best, alpha)
     t = (np.log(b).mean() - np.log(a).mean()) / (s * math.sqrt(1 / len(a) + 1 / len(b)))
+    from scipy import stats
+
     return bool(stats.t.sf(t, df) < alpha)
 
 

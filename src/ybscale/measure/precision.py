@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 def steady_tps(per_second: pd.DataFrame, skip: int = 1) -> tuple[float, int]:
@@ -44,6 +43,8 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
     mean = float(x.mean()) if len(x) else math.nan
     if len(x) < 2:
         return mean, math.nan, math.nan
+    from scipy import stats  # here: a measuring job with one repetition never needs scipy
+
     half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1)) * float(x.std(ddof=1))
     half /= math.sqrt(len(x))
     return mean, mean - half, mean + half
