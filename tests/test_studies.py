@@ -9,8 +9,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
+import sys
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -44,17 +49,10 @@ NO_CLUSTER_FACTOR = {
 }
 
 
-@pytest.fixture(scope="module")
-def workflow(tmp_path_factory):
-    work = copy_workflow(tmp_path_factory.mktemp("studies"))
-    (work / "workloads" / "probe.sql").write_text(PROBE)
-    with ram_root() as root:
-        yield work, root
-
-
 def study_dir(work: Path, root: Path, name: str, design: dict, **defaults) -> Path:
     """A folder of its own (results included) running `design` with the tiny measurement."""
-    folder = copy_workflow(work / name, source=work)
+    folder = copy_workflow(work / name)
+    (folder / "workloads" / "probe.sql").write_text(PROBE)
     (folder / "config" / "study.yaml").write_text(yaml.safe_dump(design))
     tiny = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
     tiny["measurement"].update(clients=[1])
@@ -63,6 +61,69 @@ def study_dir(work: Path, root: Path, name: str, design: dict, **defaults) -> Pa
     tiny["local"] = {"data_root": str(root)}
     (folder / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     return folder
+
+
+@dataclass
+class Study:
+    """A study started in the background: its folder, its own data root, its Snakemake."""
+
+    folder: Path
+    root: Path
+    proc: subprocess.Popen
+
+    def finished(self, timeout: float = 1800) -> Path:
+        """Its folder once `snakemake results/effects.csv` has succeeded."""
+        self.proc.wait(timeout=timeout)
+        output = (self.folder / "snakemake.out").read_text()
+        assert self.proc.returncode == 0, output[-6000:]
+        return self.folder
+
+
+# name -> (design, defaults)
+STUDIES = {
+    "new": (NEW_FACTORS, {"cluster": {"nodes": 1}, "workload": {"script": "probe"}}),
+    # one node: the point is one combination for every row (3 and 5 nodes: the tiny study)
+    "plain": (NO_CLUSTER_FACTOR, {"cluster": {"nodes": 1}}),
+}
+
+
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory):
+    """Both studies, started together in their own folders and data roots (each one's servers
+    are watched on its own root), so that one's waits overlap the other's work; the tests check
+    levels, shapes and clean-up, never throughput."""
+    work = tmp_path_factory.mktemp("studies")
+    with ExitStack() as stack:
+        started = {}
+        for name, (design, defaults) in STUDIES.items():
+            root = stack.enter_context(ram_root())
+            folder = study_dir(work, root, name, design, **defaults)
+            with open(folder / "snakemake.out", "w") as out:  # a file: nobody reads a pipe
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "snakemake", "--cores", "2", "results/effects.csv"]
+                    + ["--configfile", "config/tiny.yaml"],
+                    cwd=folder,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    # Ctrl-C not ignored, so that `stop` can interrupt it (see test_pipeline)
+                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                )
+            stack.callback(stop, proc)
+            started[name] = Study(folder, root, proc)
+        yield started
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """A study still running at the end of the module (a test failed early) is interrupted
+    as from a terminal, so its servers stop before its data root is removed."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def snakemake(folder: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -77,12 +138,8 @@ def cluster_ups(folder: Path) -> int:
 
 
 @pytest.mark.slow
-def test_new_factors_run_end_to_end_and_every_level_is_in_effect(workflow):
-    work, root = workflow
-    folder = study_dir(
-        work, root, "new", NEW_FACTORS, cluster={"nodes": 1}, workload={"script": "probe"}
-    )
-    snakemake(folder, "results/effects.csv")
+def test_new_factors_run_end_to_end_and_every_level_is_in_effect(studies):
+    folder, root = studies["new"].finished(), studies["new"].root
     effects = pd.read_csv(folder / "results" / "effects.csv")
     assert len(effects[effects["term"] != "error"]) == 15
     signs = pd.read_csv(folder / "results" / "ceilings.csv").set_index("run")
@@ -104,11 +161,8 @@ def test_new_factors_run_end_to_end_and_every_level_is_in_effect(workflow):
 
 
 @pytest.mark.slow
-def test_design_without_cluster_factor_runs_end_to_end_on_one_combination(workflow):
-    work, root = workflow
-    # one node: the point is one combination for every row (3 and 5 nodes: the tiny study)
-    folder = study_dir(work, root, "plain", NO_CLUSTER_FACTOR, cluster={"nodes": 1})
-    snakemake(folder, "results/effects.csv")
+def test_design_without_cluster_factor_runs_end_to_end_on_one_combination(studies):
+    folder, root = studies["plain"].finished(), studies["plain"].root
     effects = pd.read_csv(folder / "results" / "effects.csv")
     assert sorted(effects["term"]) == sorted(["A", "B", "AB", "C", "AC", "BC", "ABC"])
     ceilings = pd.read_csv(folder / "results" / "ceilings.csv")
