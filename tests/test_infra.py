@@ -195,7 +195,10 @@ def _check_firewalls(mocks, ssh_sources):
     }
     assert rules["ybscale-c-fw-ssh"]["sourceRanges"] == ssh_sources
     assert rules["ybscale-c-fw-ssh"]["targetTags"] == ["ybscale-loadgen"]
-    assert rules["ybscale-c-fw-ssh-db"]["sourceRanges"] == [IAP_RANGE]
+    # the DB VMs: IAP, and the load generator (the pipeline reads their /proc/stat through it)
+    [loadgen] = instances(mocks, "loadgen")
+    loadgen_ip = loadgen["networkInterfaces"][0]["networkIp"]
+    assert rules["ybscale-c-fw-ssh-db"]["sourceRanges"] == [IAP_RANGE, f"{loadgen_ip}/32"]
 
 
 @pulumi.runtime.test

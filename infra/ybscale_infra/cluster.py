@@ -159,8 +159,10 @@ class YugabyteCluster(pulumi.ComponentResource):
         )
         self._firewall(name, "db", DB_PORTS, [args.subnet_cidr], [DB_TAG], description)
         self._firewall(name, "ssh", ["22"], args.ssh_source_ranges, [LOADGEN_TAG], description)
-        # DB VMs: SSH only through IAP (debugging); the pipeline itself never logs in there.
-        self._firewall(name, "ssh-db", ["22"], [IAP_RANGE], [DB_TAG], description)
+        # DB VMs: SSH through IAP (debugging) and from the load generator, through which the
+        # pipeline reads each VM's /proc/stat (ybscale.backends.machine_cpu)
+        db_ssh = [IAP_RANGE, f"{args.loadgen_ip()}/32"]
+        self._firewall(name, "ssh-db", ["22"], db_ssh, [DB_TAG], description)
 
         url = startup.download_url(args.yugabyte_url, args.yugabyte_version)
         masters = args.master_ips()

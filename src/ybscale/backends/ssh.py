@@ -113,6 +113,17 @@ def check_output(
 ) -> str:
     """Run `argv` remotely, wait, return stdout; BackendError with stderr when it fails."""
     proc = run(target, argv, env=env, timeout=timeout, stdin=subprocess.PIPE)
+    return finish(target, argv, proc, timeout, input)
+
+
+def finish(
+    target: SshHost,
+    argv: Sequence[str],
+    proc: subprocess.Popen,
+    timeout: float,
+    input: str | None = None,
+) -> str:
+    """Wait for a command `run` started; its stdout, or BackendError with its stderr."""
     try:
         out, err = proc.communicate(input=input, timeout=timeout + 30)
     except subprocess.TimeoutExpired as exc:
@@ -148,11 +159,32 @@ def copy_to(target: SshHost, local: Path, remote: str, timeout: float = 300) -> 
     _scp(target, str(local), f"{target.login}:{remote}", timeout)
 
 
-def control_path() -> str:
+def control_path(tag: str = "") -> str:
     """A short socket path for connection sharing, this process's own (%C: hash of host, port
     and user): a master another process opened to the same host is never used or closed here
-    (two rows on one load generator: the first row's end closed the other's connection)."""
-    return str(Path(tempfile.gettempdir()) / f"ybscale-ssh-{os.getpid()}-%C")
+    (two rows on one load generator: the first row's end closed the other's connection).
+    `tag` tells apart masters of hosts behind the same address, port and user."""
+    name = f"ybscale-ssh-{os.getpid()}-{tag}-%C" if tag else f"ybscale-ssh-{os.getpid()}-%C"
+    return str(Path(tempfile.gettempdir()) / name)
+
+
+def through(via: SshHost, host: str, port: int = 22, tag: str = "") -> SshHost:
+    """`host` reached through `via` (stdio forwarding, `ssh -W`, over via's shared connection
+    when it has one), as the same user with the same key and known-hosts file, with a master
+    connection of its own (`tag`: see control_path). The key never leaves this machine."""
+    jump = ["ssh", *via.options(), "-p", str(via.port)]
+    # ssh expands %-tokens in a ProxyCommand: via's own (%C, an IAP tunnel's %h %p) stay its
+    command = " ".join(shlex.quote(a).replace("%", "%%") for a in jump)
+    return SshHost(
+        host=host,
+        user=via.user,
+        key=via.key,
+        known_hosts=via.known_hosts,
+        port=port,
+        connect_timeout=via.connect_timeout,
+        proxy_command=f"{command} -W %h:%p {shlex.quote(via.login)}",
+        control_path=control_path(tag),
+    )
 
 
 def start_master(target: SshHost, timeout: float = 120) -> bool:

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, Cluster, Endpoint, Target, spawn_local
+from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.design.row import Row
-from ybscale.measure import utilisation, workload
+from ybscale.measure import workload
 
 if TYPE_CHECKING:
     from ybscale.measure.pgbench import PgbenchCommand
@@ -216,6 +217,7 @@ class YsqlCluster(Cluster):
         sleep=time.sleep,
         health=None,
         settle=None,
+        cpu: MachineCpu | None = None,
     ):
         if not endpoints:
             raise BackendError("no SQL endpoints")
@@ -231,6 +233,8 @@ class YsqlCluster(Cluster):
         self.sleep = sleep
         self.health = health  # () -> list of problems beyond SQL (gcp: the masters' Raft group)
         self.settle = settle  # () -> dict: waits after a reload (gcp: load balancer idle)
+        # CPU of the load generator and of the nodes the backend can reach (default: the former)
+        self.cpu = cpu or MachineCpu(lambda: runner.proc_stat(), {})
         self.settled: list[dict] = []
         self.layouts: list[dict] = []
         self.inserted: list[dict] = []
@@ -279,11 +283,13 @@ class YsqlCluster(Cluster):
         return self.load_generator()["cores"]
 
     def cpu_seconds(self) -> dict[str, float]:
-        """The load generator's busy CPU seconds (/proc/stat of the machine pgbench runs on)."""
-        return {"client": utilisation.proc_stat_busy(self.runner.proc_stat())[0]}
+        """Busy CPU seconds of the load generator (`client`) and of every node measured (by
+        endpoint name), all read at once from their /proc/stat."""
+        return self.cpu.seconds()
 
     def cpu_capacity(self) -> dict[str, float]:
-        return {"client": float(self.load_cores())}
+        """The load generator's cores and each node's CPUs."""
+        return {"client": float(self.load_cores()), **self.cpu.capacity()}
 
     def server_version(self) -> str:
         if self._version is None:
@@ -465,6 +471,8 @@ class YsqlCluster(Cluster):
             "tablet_layout": self.layouts,  # filled by every reset
             "inserted_per_tablet": self.inserted,  # filled before every reload
             "after_reload": self.settled,  # what `settle` waited, per reload
+            "cpu_readings": self.cpu.open(),
+            "warnings": self.cpu.warnings(),
         }
 
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
+from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
+from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.backends.ysql import LocalRunner, YsqlCluster
 from ybscale.design.row import Row
 from ybscale.settings import section
@@ -43,6 +46,23 @@ def endpoints_of(entry: Mapping, role: str = "node") -> list[Endpoint]:
             )
         )
     return out
+
+
+def node_hosts(login: Mapping | None, endpoints: Sequence[Endpoint]) -> dict[str, ssh.SshHost]:
+    """Each endpoint's host by endpoint name, logged in on with `existing.ssh` (none without)."""
+    if not login:
+        return {}
+    return {
+        ep.role: ssh.SshHost(
+            host=ep.host,
+            user=login["user"],
+            key=Path(login["key"]).expanduser(),
+            known_hosts=Path(login["known_hosts"]).expanduser(),
+            port=int(login["port"]),
+            control_path=ssh.control_path(ep.role),
+        )
+        for ep in endpoints
+    }
 
 
 def check_endpoints(settings: Mapping, rows: Sequence[Row]) -> list[str]:
@@ -78,7 +98,12 @@ class ExistingBackend(Backend):
     """Clusters you run: pgbench runs here against the configured hosts."""
 
     name = "existing"
-    modules = ("backends/existing/backend.py", "backends/ysql.py")
+    modules = (
+        "backends/existing/backend.py",
+        "backends/ysql.py",
+        "backends/ssh.py",
+        "backends/machine_cpu.py",
+    )
 
     def __init__(self, config: Mapping, clusters=None):
         super().__init__(config, clusters)
@@ -115,12 +140,16 @@ class ExistingBackend(Backend):
         if entry is None:
             raise BackendError(f"{CONFIG_SOURCE}: existing.combinations.{combo}: no endpoints")
         table = self.settings["table"]
-        yield YsqlCluster(
-            endpoints_of(entry),
-            row,
-            LocalRunner(table, self.settings["psql"]),
-            table=table,
-            sharding=self.settings["sharding"],
-            record={"backend": "existing", "combination": combo},
-            pgbench=self.settings["pgbench"],
-        )
+        endpoints = endpoints_of(entry)
+        runner = LocalRunner(table, self.settings["psql"])
+        with MachineCpu(runner.proc_stat, node_hosts(self.settings["ssh"], endpoints)) as cpu:
+            yield YsqlCluster(
+                endpoints,
+                row,
+                runner,
+                table=table,
+                sharding=self.settings["sharding"],
+                record={"backend": "existing", "combination": combo},
+                pgbench=self.settings["pgbench"],
+                cpu=cpu,
+            )

@@ -29,6 +29,7 @@ from ybscale.backends import ssh, yb_catalogue
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, settings_by_source
 from ybscale.backends.gcp.balancer import load_balancer_idle
 from ybscale.backends.gcp.config import gcp_section as validate_section
+from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.backends.ysql import (
     FACTS_SCRIPT,
     YsqlCluster,
@@ -263,7 +264,12 @@ class GcpBackend(Backend):
     """Measures on the cluster the cluster_up rule brought up for the row's combination."""
 
     name = "gcp"
-    modules = ("backends/gcp/backend.py", "backends/ysql.py", "backends/ssh.py")
+    modules = (
+        "backends/gcp/backend.py",
+        "backends/ysql.py",
+        "backends/ssh.py",
+        "backends/machine_cpu.py",
+    )
     shared_clusters = True  # one stack per combination, by the rules in rules/cloud.smk
     rules = "rules/cloud.smk"
     loads_here = False  # pgbench runs on each cluster's own load generator
@@ -340,16 +346,22 @@ class GcpBackend(Backend):
             "cpu_platforms": endpoints.get("cpu_platforms"),
         }
         timeout = self.settings["balancer_timeout"]
-        with files.lock(), self._session(host):
+        runner = LoadgenRunner(host)
+        with (
+            files.lock(),
+            self._session(host),
+            MachineCpu(runner.proc_stat, node_hosts(host, nodes)) as cpu,
+        ):
             yield YsqlCluster(
                 nodes,
                 row,
-                LoadgenRunner(host),
+                runner,
                 table="kv",
                 sharding=self.settings["table_sharding"],
                 record=record,
                 health=masters_health(host, endpoints),
                 settle=load_balancer_idle(host, endpoints, timeout) if timeout else None,
+                cpu=cpu,
             )
 
     @staticmethod
@@ -370,6 +382,14 @@ def tserver_endpoints(endpoints: Mapping) -> list[Endpoint]:
         Endpoint(host=ip, port=port, dbname="yugabyte", user="yugabyte", role=f"tserver{i}")
         for i, ip in enumerate(endpoints["tserver_ips"])
     ]
+
+
+def node_hosts(
+    loadgen: ssh.SshHost, nodes: list[Endpoint], port: int = 22
+) -> dict[str, ssh.SshHost]:
+    """Each tserver VM by endpoint name, reached over SSH through the load generator (its
+    private IP; the cluster's firewall lets the load generator in on port 22)."""
+    return {ep.role: ssh.through(loadgen, ep.host, port, tag=ep.role) for ep in nodes}
 
 
 def masters_health(host: ssh.SshHost, endpoints: Mapping):

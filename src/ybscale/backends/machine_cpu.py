@@ -1,0 +1,115 @@
+"""Whole machines' CPU from their /proc/stat: the load generator and each database node.
+
+Each reading takes every machine at once: the nodes' reads (`cat /proc/stat` over SSH, one
+round trip each over a connection kept open for the row) start before the load generator's is
+taken and run in parallel. A node's figure is its machine's: everything running there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from ybscale.backends import ssh
+from ybscale.backends.base import BackendError
+from ybscale.measure.utilisation import proc_stat_busy
+
+READ = ("cat", "/proc/stat")
+READ_TIMEOUT = 30
+
+
+class MachineCpu:
+    """Busy CPU seconds of the load generator (`client`, its /proc/stat as `client()` reads it)
+    and of each node (`nodes`: name -> how to reach it over SSH). Use as a context manager: the
+    nodes' connections are opened by `open` and closed on exit."""
+
+    def __init__(self, client: Callable[[], str], nodes: Mapping[str, ssh.SshHost]):
+        self.client = client
+        self.nodes = dict(nodes)
+        self.reachable: dict[str, ssh.SshHost] | None = None  # set by open()
+        self.cpus: dict[str, int] = {}  # each node's CPUs, from its /proc/stat
+        self.record: dict = {}
+        self._masters: dict[str, bool] = {}
+
+    def __enter__(self) -> MachineCpu:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def open(self) -> dict:
+        """Once, before anything is measured: a connection to every node and a first reading;
+        a node that cannot be read is left out, with the reason. Returns what is measured
+        (the `cpu_readings` part of measurement.json)."""
+        if self.reachable is not None:
+            return self.record
+        with ThreadPoolExecutor(max(1, len(self.nodes))) as pool:
+            self._masters = dict(zip(self.nodes, pool.map(ssh.start_master, self.nodes.values()),
+                                     strict=True))  # fmt: skip
+        self.reachable = dict(self.nodes)
+        started = time.monotonic()
+        texts, failed = self._read(self.nodes, client=False)
+        seconds = time.monotonic() - started
+        for name in failed:
+            del self.reachable[name]
+        self.record = {
+            "source": "/proc/stat of each machine (nodes over SSH)",
+            "measured": ["client", *sorted(texts)],
+            "not_measured": failed,
+            "node_cpus": dict(self.cpus),
+            "first_nodes_reading_seconds": seconds,
+        }
+        return self.record
+
+    def warnings(self) -> list[str]:
+        return [
+            f"CPU of {name} not measured (its /proc/stat unreadable over SSH): {why}"
+            for name, why in self.record.get("not_measured", {}).items()
+        ]
+
+    def _read(
+        self, nodes: Mapping[str, ssh.SshHost], client: bool = True
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """(/proc/stat by name, `client` too if asked; error by name of the nodes that failed)."""
+        procs = {name: ssh.run(host, READ, timeout=READ_TIMEOUT) for name, host in nodes.items()}
+        texts, failed = {}, {}
+        try:
+            if client:
+                texts["client"] = self.client()
+            for name, proc in procs.items():
+                try:
+                    texts[name] = ssh.finish(nodes[name], READ, proc, READ_TIMEOUT)
+                    self.cpus[name] = proc_stat_busy(texts[name])[1]
+                except (BackendError, ValueError, IndexError) as exc:
+                    failed[name] = str(exc)
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+        return texts, failed
+
+    def read(self) -> dict[str, str]:
+        """/proc/stat of the load generator and of every node that `open` could read;
+        BackendError when one of them fails now."""
+        self.open()
+        texts, failed = self._read(self.reachable)
+        if failed:
+            raise BackendError("/proc/stat unreadable: " + "; ".join(
+                f"{name}: {why}" for name, why in failed.items()))  # fmt: skip
+        return texts
+
+    def seconds(self) -> dict[str, float]:
+        """Busy CPU seconds since boot by name (`client` and the nodes)."""
+        return {name: proc_stat_busy(text)[0] for name, text in self.read().items()}
+
+    def capacity(self) -> dict[str, float]:
+        """CPUs of each node measured (the CPUs its /proc/stat lists)."""
+        self.open()
+        return {name: float(self.cpus[name]) for name in self.reachable}
+
+    def close(self) -> None:
+        for name, started in self._masters.items():
+            ssh.stop_master(self.nodes[name], started)
+        self._masters = {}
