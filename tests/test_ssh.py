@@ -201,7 +201,7 @@ def test_one_command_renders_here_and_on_the_load_generator(sshd, tmp_path):
     shutil.rmtree(Path.home() / rdir)
 
 
-def test_loadgen_runner_runs_the_command_and_fetches_logs(sshd, tmp_path):
+def test_loadgen_runner_runs_the_command_and_collects_its_logs(sshd, tmp_path):
     """gcp: a command run on the 'load generator' (here sshd on 127.0.0.1), with the work folder
     relative to the login directory as on the VMs (a `cd` into it before the command once
     doubled every relative path: no script, no logs); only PG* variables travel."""
@@ -220,6 +220,8 @@ def test_loadgen_runner_runs_the_command_and_fetches_logs(sshd, tmp_path):
     assert lines[0] == r"-c default_transaction_isolation=read\ committed"
     assert lines[1] == str(Path.home())  # the login directory (sshd's user is this one)
     assert lines[2] == " ".join(runner.remote(command).argv(fake)[1:])
+    assert not list(workdir.glob("c004_r1_tserver1.*")), "logs come back when collected"
+    runner.collect(command)
     assert (workdir / "c004_r1_tserver1.77").read_text() == "SELECT 1;\n"
     assert (workdir / "c004_r1_tserver1.77.1").read_text() == "t2\n"
     # explicit fetch of a single file, named by its local-style path

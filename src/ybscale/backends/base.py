@@ -80,6 +80,11 @@ class Cluster(abc.ABC):
         """Start one pgbench where the load is generated, its argv rendered for that place
         (`command.argv`); the caller waits on it (text pipes, its own process group)."""
 
+    def collect(self, command: PgbenchCommand) -> None:
+        """Once `command` has ended: bring its files (logs) to where it names them (a remote
+        load generator copies them back); nothing when pgbench ran on this machine."""
+        return None
+
     def load_cores(self) -> int:
         """Cores of the machine that runs pgbench (pgbench -j); here: this machine's."""
         return os.cpu_count() or 1

@@ -158,6 +158,10 @@ class Runner(Protocol):
         """Start `command` where the runner runs it (`pgbench`: its executable there)."""
         ...
 
+    def collect(self, command: PgbenchCommand) -> None:
+        """Bring the finished command's files (logs) to where it names them."""
+        ...
+
     def psql(self, endpoint: Endpoint, sql: str, env: Mapping[str, str], timeout: float) -> str: ...
 
     def facts(self, pgbench: str) -> dict: ...
@@ -267,6 +271,9 @@ class YsqlCluster(Cluster):
 
     def run(self, command) -> subprocess.Popen:
         return self.runner.popen(command, self.pgbench)
+
+    def collect(self, command) -> None:
+        self.runner.collect(command)
 
     def psql(self, sql: str, endpoint: Endpoint | None = None, env=None, timeout=PSQL_TIMEOUT):
         endpoint = endpoint or self.endpoints[0]
@@ -498,6 +505,9 @@ class LocalRunner:
         scripts = tuple(self._script(Path(s), command.workdir) for s in command.scripts)
         command = dataclasses.replace(command, scripts=scripts)
         return spawn_local(command.argv(pgbench), command.env, command.workdir)
+
+    def collect(self, command) -> None:
+        """Nothing to bring: pgbench wrote its logs here."""
 
     def psql(self, endpoint, sql, env, timeout) -> str:
         try:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import traceback
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -84,12 +84,14 @@ def run_pgbench(
     seed: int | None = None,
     variables: Mapping[str, str] | None = None,
     workdir: Path | None = None,
+    ended: Callable[[], object] | None = None,
 ) -> pgbench.PgbenchResult:
     """One pgbench per serving node at the same time; their results merged.
 
     `seed` makes the key choices repeatable: target i runs with --random-seed=seed+i.
     `variables` are the row's workload variables; each target adds its key space.
-    `workdir`: where the runs' files go (default: the log prefix's folder).
+    `workdir`: where the runs' files go (default: the log prefix's folder). `ended` is called
+    as soon as every pgbench has finished, before their logs are collected.
     """
     targets = cluster.targets(kind)
     shares = split(clients, len(targets))
@@ -116,14 +118,18 @@ def run_pgbench(
             progress=1,
             random_seed=seed + i if seed is not None else None,
         )
-        procs.append((target, prefix, cluster.run(command)))
+        procs.append((target, prefix, command, cluster.run(command)))
     try:
-        results = [_wait(t, raw, proc, timeout) for t, raw, proc in procs]
+        results = [_wait(t, raw, proc, timeout) for t, raw, _, proc in procs]
     finally:
-        for _, _, proc in procs:
+        for *_, proc in procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.communicate()
+    if ended is not None:
+        ended()
+    for _, _, command, _ in procs:
+        cluster.collect(command)
     return pgbench.merge(results)
 
 
@@ -293,6 +299,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         prefix = pgbench.repetition_prefix(logs, clients, rep)
         seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
         window = utilisation.Window(cluster.cpu_seconds, skip)
+        stopped = []  # the window ends with pgbench, before its logs are collected and read
         window.start()
         try:
             result = run_pgbench(
@@ -306,6 +313,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 prefix,
                 seed,
                 variables=variables,
+                ended=lambda: stopped.append(window.stop()),
             )
             roles = [t.endpoint.role for t in cluster.targets(kind)]
             steady, span, lat = steady_throughput(
@@ -314,7 +322,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         except (MeasurementError, pgbench.PgbenchError) as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         finally:
-            readings = window.stop()
+            readings = stopped[0] if stopped else window.stop()
         util = window_utilisation(cluster, kind, clients, readings)
         measured[clients].append((result, span, util, lat))
         rep_rows.append(

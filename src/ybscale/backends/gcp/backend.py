@@ -135,26 +135,13 @@ def ssh_host(endpoints: Mapping, settings: Mapping, known_hosts: Path) -> ssh.Ss
     )
 
 
-class _LogFetchingPopen(subprocess.Popen):
-    """An ssh Popen that copies the remote pgbench logs back once the command has finished."""
-
-    fetch_back: tuple | None = None
-
-    def communicate(self, *args, **kwargs):
-        out = super().communicate(*args, **kwargs)
-        if self.fetch_back and self.returncode == 0:
-            runner, remote, local = self.fetch_back
-            self.fetch_back = None
-            runner.fetch_glob(remote + "*", local.parent)
-        return out
-
-
 class LoadgenRunner:
     """pgbench and psql on the load-generator VM over SSH.
 
     A command's local files are mapped into a remote work folder: its scripts are uploaded, its
-    log prefix moves under the folder and the logs are copied back next to the local prefix when
-    pgbench has finished (also on demand with `fetch`). Only PG* environment variables are sent.
+    log prefix moves under the folder and `collect` copies the logs back next to the local prefix
+    once pgbench has finished (any file on demand with `fetch`). Only PG* environment variables
+    are sent.
     """
 
     def __init__(self, host: ssh.SshHost, table: str = "kv", remote_root: str = "ybscale"):
@@ -212,7 +199,7 @@ class LoadgenRunner:
         pg_env = {k: v for k, v in command.env.items() if PASS_ENV.match(k)}
         # from the login directory: the script and log paths are relative to it, as for scp
         line = ssh.remote_command(there.argv(pgbench), env=pg_env, timeout=command.timeout)
-        proc = _LogFetchingPopen(
+        return subprocess.Popen(
             ssh.ssh_argv(self.host, prep + " && " + line),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -220,9 +207,12 @@ class LoadgenRunner:
             text=True,
             start_new_session=True,
         )
-        if there.log_prefix is not None:
-            proc.fetch_back = (self, str(there.log_prefix), command.log_prefix)
-        return proc
+
+    def collect(self, command: PgbenchCommand) -> None:
+        """Copy the finished command's logs back next to its local log prefix."""
+        if command.log_prefix is not None:
+            remote = self.remote_path(command.log_prefix, command.workdir)
+            self.fetch_glob(remote + "*", Path(command.log_prefix).parent)
 
     def psql(self, endpoint: Endpoint, sql: str, env, timeout) -> str:
         pg_env = {"PGCONNECT_TIMEOUT": "10", **{k: v for k, v in env.items() if PASS_ENV.match(k)}}
