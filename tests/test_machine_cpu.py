@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -99,6 +100,19 @@ def test_gcp_reads_every_tserver_through_the_load_generator(sshd):
     while sockets() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sockets() == []
+
+
+def test_a_load_generator_behind_its_own_proxy_command_stays_reachable(sshd, tmp_path):
+    """IAP: the load generator is reached through a ProxyCommand of its own (gcloud's; here a
+    logging `ssh -W`). A node reached through it (named `localhost` here) must have that
+    command's %h:%p expanded to the load generator's address, never to the node's."""
+    log = tmp_path / "proxied"
+    hop = shlex.join(["ssh", *sshd.options(), "-p", str(sshd.port)])
+    inner = f'echo "$0" >> {shlex.quote(str(log))}; exec {hop} -W "$0" {sshd.login}'
+    loadgen = dataclasses.replace(sshd, proxy_command=f"sh -c {shlex.quote(inner)} %h:%p")
+    node = ssh.through(loadgen, "localhost", sshd.port, tag="t0")
+    assert utilisation.proc_stat_busy(ssh.check_output(node, ["cat", "/proc/stat"], timeout=30))
+    assert log.read_text().splitlines() == [f"127.0.0.1:{sshd.port}"]
 
 
 def test_existing_reads_every_host_it_may_log_in_on(sshd, tmp_path):
