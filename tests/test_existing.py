@@ -18,9 +18,8 @@ from conftest import row_from_levels, settings_with
 
 from ybscale import study
 from ybscale.backends import yb_catalogue, ysql
-from ybscale.backends.base import BackendError, Endpoint
+from ybscale.backends.base import BackendError, Endpoint, PgbenchCommand
 from ybscale.backends.existing import backend as existing
-from ybscale.measure.pgbench import PgbenchCommand
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ybscale.backends.base import Endpoint
+from ybscale.backends.base import Endpoint, PgbenchCommand
 from ybscale.measure import pgbench
 from ybscale.measure.pgbench import PgbenchError, PgbenchResult
 
@@ -205,7 +205,7 @@ def test_merge_missing_stddev_and_single():
     assert math.isclose(pgbench.merge([result("read"), result("progress")]).tps, 70752.197111)
 
 
-def command(**kw) -> pgbench.PgbenchCommand:
+def command(**kw) -> PgbenchCommand:
     fields = dict(
         scripts=(Path("workloads/read.sql"),),
         endpoint=Endpoint("10.0.0.5", 5433, "yugabyte", "yugabyte"),
@@ -218,12 +218,12 @@ def command(**kw) -> pgbench.PgbenchCommand:
         timeout=90,
         log_prefix=Path("/tmp/run01/c16"),
     )
-    return pgbench.PgbenchCommand(**{**fields, **kw})
+    return PgbenchCommand(**{**fields, **kw})
 
 
 def test_command():
     assert (
-        command().argv("/opt/pg/bin/pgbench")
+        pgbench.argv(command(), "/opt/pg/bin/pgbench")
         == (
             "/opt/pg/bin/pgbench -n -M prepared -c 16 -j 4 -T 30 --max-tries=10 "
             "-f workloads/read.sql -D rows=10000 -D size=1 -h 10.0.0.5 -p 5433 -U yugabyte "
@@ -233,7 +233,7 @@ def test_command():
 
 
 def test_command_bindir_progress_seed_scripts(tmp_path):
-    argv = command(
+    cmd = command(
         scripts=("s.sql", "t.sql"),
         endpoint=Endpoint("h", 5432, "db", "u"),
         clients=1,
@@ -244,8 +244,8 @@ def test_command_bindir_progress_seed_scripts(tmp_path):
         max_tries=1,
         progress=1,
         random_seed=7,
-    ).argv(tmp_path)
-    assert argv == [
+    )
+    assert pgbench.argv(cmd, tmp_path) == [
         str(tmp_path / "pgbench"),
         *"-n -M prepared -c 1 -j 1 -T 5 --max-tries=1 --progress=1 -f s.sql -f t.sql".split(),
         *"-h h -p 5432 -U u --random-seed=7 db".split(),

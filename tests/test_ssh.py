@@ -13,8 +13,8 @@ import pytest
 from conftest import _free_port
 
 from ybscale.backends import ssh
-from ybscale.backends.base import BackendError, Endpoint
-from ybscale.measure.pgbench import PgbenchCommand
+from ybscale.backends.base import BackendError, Endpoint, PgbenchCommand
+from ybscale.measure import pgbench
 
 
 def test_run_returns_remote_output_and_status(sshd):
@@ -181,10 +181,10 @@ def test_one_command_renders_here_and_on_the_load_generator(sshd, tmp_path):
     from ybscale.backends.gcp.backend import LoadgenRunner
 
     command = one_command(tmp_path)
-    here = command.argv("/usr/lib/postgresql/15/bin/pgbench")
+    here = pgbench.argv(command, "/usr/lib/postgresql/15/bin/pgbench")
     runner = LoadgenRunner(sshd)
     rdir = runner.remote_dir(command.workdir)
-    there = runner.remote(command).argv("pgbench")
+    there = pgbench.argv(runner.remote(command), "pgbench")
     common = ["-n", "-M", "prepared", "-c", "4", "-j", "2", "-T", "5", "--max-tries=10",
               "--progress=1"]  # fmt: skip
     tail = ["-D", "rows=1000", "-h", "10.0.0.12", "-p", "5433", "-U", "yugabyte", "--log",
@@ -219,7 +219,7 @@ def test_loadgen_runner_runs_the_command_and_collects_its_logs(sshd, tmp_path):
     lines = out.splitlines()
     assert lines[0] == r"-c default_transaction_isolation=read\ committed"
     assert lines[1] == str(Path.home())  # the login directory (sshd's user is this one)
-    assert lines[2] == " ".join(runner.remote(command).argv(fake)[1:])
+    assert lines[2] == " ".join(pgbench.argv(runner.remote(command), fake)[1:])
     assert not list(workdir.glob("c004_r1_tserver1.*")), "logs come back when collected"
     runner.collect(command)
     assert (workdir / "c004_r1_tserver1.77").read_text() == "SELECT 1;\n"

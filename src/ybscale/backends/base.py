@@ -9,12 +9,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ybscale.design.row import Row
-
-if TYPE_CHECKING:
-    from ybscale.measure.pgbench import PgbenchCommand
 
 
 class BackendError(RuntimeError):
@@ -55,6 +51,39 @@ class Target:
     variables: Mapping[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class PgbenchCommand:
+    """One timed pgbench run of custom scripts against one endpoint: what to run, not where.
+
+    A runner renders it where pgbench runs (`ybscale.measure.pgbench.argv`), with
+    `dataclasses.replace` for what differs there (scripts and log prefix on a load generator)."""
+
+    scripts: tuple[Path, ...]
+    endpoint: Endpoint
+    clients: int
+    threads: int
+    seconds: int
+    variables: Mapping[str, int | str]  # -D variables
+    env: Mapping[str, str]  # the sessions' environment (PGOPTIONS)
+    workdir: Path  # where its files go on this machine (logs, adapted scripts)
+    timeout: float  # seconds until the run is killed
+    log_prefix: Path | None = None
+    max_tries: int = 10
+    progress: int | None = None
+    random_seed: int | None = None
+
+    def __post_init__(self):
+        if self.clients < 1 or self.threads < 1 or self.seconds < 1:
+            raise ValueError(
+                f"clients, threads, seconds must be >= 1: {self.clients}, {self.threads}, "
+                f"{self.seconds}"
+            )
+        if self.max_tries < 0:
+            raise ValueError(f"max_tries must be >= 0, got {self.max_tries}")
+        if not self.scripts:
+            raise ValueError("pgbench needs at least one script")
+
+
 def spawn_local(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen:
     """Start a load-generating command on this machine, in its own session, output captured."""
     return subprocess.Popen(
@@ -78,7 +107,8 @@ class Cluster(abc.ABC):
     @abc.abstractmethod
     def run(self, command: PgbenchCommand) -> subprocess.Popen:
         """Start one pgbench where the load is generated, its argv rendered for that place
-        (`command.argv`); the caller waits on it (text pipes, its own process group)."""
+        (`ybscale.measure.pgbench.argv`); the caller waits on it (text pipes, its own process
+        group)."""
 
     def collect(self, command: PgbenchCommand) -> None:
         """Once `command` has ended: bring its files (logs) to where it names them (a remote

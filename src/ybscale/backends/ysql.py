@@ -17,16 +17,20 @@ import subprocess
 import time
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ybscale.backends import yb_catalogue
-from ybscale.backends.base import BackendError, Cluster, Endpoint, Target, spawn_local
+from ybscale.backends.base import (
+    BackendError,
+    Cluster,
+    Endpoint,
+    PgbenchCommand,
+    Target,
+    spawn_local,
+)
 from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.design.row import Row
-from ybscale.measure import workload
-
-if TYPE_CHECKING:
-    from ybscale.measure.pgbench import PgbenchCommand
+from ybscale.measure import pgbench, workload
 
 PSQL_TIMEOUT = 60
 LOAD_TIMEOUT = 1800
@@ -154,8 +158,8 @@ def is_yugabyte(version: str) -> bool:
 class Runner(Protocol):
     """Where pgbench and psql run: this machine, or the load generator over SSH."""
 
-    def popen(self, command: PgbenchCommand, pgbench: str) -> subprocess.Popen:
-        """Start `command` where the runner runs it (`pgbench`: its executable there)."""
+    def popen(self, command: PgbenchCommand, exe: str) -> subprocess.Popen:
+        """Start `command` where the runner runs it (`exe`: pgbench there)."""
         ...
 
     def collect(self, command: PgbenchCommand) -> None:
@@ -500,11 +504,11 @@ class LocalRunner:
         out.write_text(rename_table(path.read_text(), self.table))
         return out
 
-    def popen(self, command, pgbench) -> subprocess.Popen:
+    def popen(self, command, exe) -> subprocess.Popen:
         """pgbench here, its scripts on the configured table (copies in the work folder)."""
         scripts = tuple(self._script(Path(s), command.workdir) for s in command.scripts)
         command = dataclasses.replace(command, scripts=scripts)
-        return spawn_local(command.argv(pgbench), command.env, command.workdir)
+        return spawn_local(pgbench.argv(command, exe), command.env, command.workdir)
 
     def collect(self, command) -> None:
         """Nothing to bring: pgbench wrote its logs here."""

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ybscale import __version__
 from ybscale.backends import get_backend
-from ybscale.backends.base import BackendError, Cluster
+from ybscale.backends.base import BackendError, Cluster, PgbenchCommand
 from ybscale.design.row import Row
 from ybscale.measure import attempt, latency, pgbench, precision, utilisation, workload
 from ybscale.measure.measuring import MeasuringProtocol
@@ -103,7 +103,7 @@ def run_pgbench(
         if share == 0:
             continue
         prefix = Path(f"{log_prefix}_{target.endpoint.role}") if log_prefix else None
-        command = pgbench.PgbenchCommand(
+        command = PgbenchCommand(
             scripts=(script,),
             endpoint=target.endpoint,
             clients=share,

@@ -10,20 +10,22 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
-from ybscale.backends.base import Endpoint
+    from ybscale.backends.base import PgbenchCommand
 
 __all__ = [
     "AGG_COLUMNS",
-    "PgbenchCommand",
     "PgbenchError",
     "PgbenchResult",
     "aggregate_log_paths",
+    "argv",
     "executable",
     "merge",
     "parse_aggregate_logs",
@@ -236,6 +238,8 @@ def parse_aggregate_logs(paths: Iterable[str | Path], interval_s: float = 1) -> 
     if not rows:
         raise PgbenchError(f"no aggregate log lines in {[str(p) for p in paths]}")
     width = max(len(r) for r in rows)
+    import pandas as pd  # here: the backends render commands with this module, pandas-free
+
     df = pd.DataFrame([r + [0.0] * (width - len(r)) for r in rows], columns=AGG_COLUMNS[:width])
     for col in AGG_COLUMNS[width:]:
         df[col] = 0.0
@@ -265,60 +269,28 @@ def executable(bindir_or_exe: str | Path) -> str:
     return str(p / "pgbench") if p.is_dir() else str(bindir_or_exe)
 
 
-@dataclass(frozen=True)
-class PgbenchCommand:
-    """One timed pgbench run of custom scripts against one endpoint: what to run, not where.
-
-    A runner turns it into argv where pgbench runs (`argv`, the one place pgbench's command line
-    is written), with `dataclasses.replace` for what differs there (scripts and log prefix on a
-    load generator). -n: no vacuum; prepared statements; `progress` adds `--progress=N` (pgbench
-    then reports a latency stddev instead of the "(including failures)" estimate); `log_prefix`
-    logs every transaction (`ybscale.measure.latency` reduces the log after the run).
-    """
-
-    scripts: tuple[Path, ...]
-    endpoint: Endpoint
-    clients: int
-    threads: int
-    seconds: int
-    variables: Mapping[str, int | str]  # -D variables
-    env: Mapping[str, str]  # the sessions' environment (PGOPTIONS)
-    workdir: Path  # where its files go on this machine (logs, adapted scripts)
-    timeout: float  # seconds until the run is killed
-    log_prefix: Path | None = None
-    max_tries: int = 10
-    progress: int | None = None
-    random_seed: int | None = None
-
-    def __post_init__(self):
-        if self.clients < 1 or self.threads < 1 or self.seconds < 1:
-            raise ValueError(
-                f"clients, threads, seconds must be >= 1: {self.clients}, {self.threads}, "
-                f"{self.seconds}"
-            )
-        if self.max_tries < 0:
-            raise ValueError(f"max_tries must be >= 0, got {self.max_tries}")
-        if not self.scripts:
-            raise ValueError("pgbench needs at least one script")
-
-    def argv(self, exe: str | Path = "pgbench") -> list[str]:
-        """pgbench's command line, `exe` being pgbench (or its bin directory) where it runs."""
-        ep = self.endpoint
-        argv = [executable(exe), "-n", "-M", "prepared"]
-        argv += ["-c", str(self.clients), "-j", str(self.threads), "-T", str(self.seconds)]
-        argv += [f"--max-tries={self.max_tries}"]
-        if self.progress:
-            argv += [f"--progress={self.progress}"]
-        for script in self.scripts:
-            argv += ["-f", str(script)]
-        for key, value in self.variables.items():
-            argv += ["-D", f"{key}={value}"]
-        argv += ["-h", ep.host, "-p", str(ep.port), "-U", ep.user]
-        if self.log_prefix is not None:
-            argv += ["--log", "--failures-detailed", f"--log-prefix={self.log_prefix}"]
-        if self.random_seed is not None:
-            argv += [f"--random-seed={self.random_seed}"]
-        return [*argv, ep.dbname]
+def argv(command: PgbenchCommand, exe: str | Path = "pgbench") -> list[str]:
+    """pgbench's command line for `command` (the one place it is written), `exe` being pgbench
+    (or its bin directory) where it runs. -n: no vacuum; prepared statements; `progress` adds
+    `--progress=N` (pgbench then reports a latency stddev instead of the "(including failures)"
+    estimate); a log prefix logs every transaction (`ybscale.measure.latency` reduces the log
+    after the run)."""
+    ep = command.endpoint
+    out = [executable(exe), "-n", "-M", "prepared"]
+    out += ["-c", str(command.clients), "-j", str(command.threads), "-T", str(command.seconds)]
+    out += [f"--max-tries={command.max_tries}"]
+    if command.progress:
+        out += [f"--progress={command.progress}"]
+    for script in command.scripts:
+        out += ["-f", str(script)]
+    for key, value in command.variables.items():
+        out += ["-D", f"{key}={value}"]
+    out += ["-h", ep.host, "-p", str(ep.port), "-U", ep.user]
+    if command.log_prefix is not None:
+        out += ["--log", "--failures-detailed", f"--log-prefix={command.log_prefix}"]
+    if command.random_seed is not None:
+        out += [f"--random-seed={command.random_seed}"]
+    return [*out, ep.dbname]
 
 
 def version(bindir_or_exe: str | Path = "pgbench") -> str:

@@ -23,10 +23,16 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ybscale.backends import ssh, yb_catalogue
-from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, settings_by_source
+from ybscale.backends.base import (
+    Backend,
+    BackendError,
+    Cluster,
+    Endpoint,
+    PgbenchCommand,
+    settings_by_source,
+)
 from ybscale.backends.gcp.balancer import load_balancer_idle
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.machine_cpu import MachineCpu
@@ -39,9 +45,7 @@ from ybscale.backends.ysql import (
     rename_table,
 )
 from ybscale.design.row import Row, resource_name
-
-if TYPE_CHECKING:
-    from ybscale.measure.pgbench import PgbenchCommand
+from ybscale.measure import pgbench
 
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
 READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script writes it last
@@ -187,7 +191,7 @@ class LoadgenRunner:
             log_prefix = Path(self.remote_path(log_prefix, command.workdir))
         return dataclasses.replace(command, scripts=scripts, log_prefix=log_prefix)
 
-    def popen(self, command: PgbenchCommand, pgbench: str = "pgbench") -> subprocess.Popen:
+    def popen(self, command: PgbenchCommand, exe: str = "pgbench") -> subprocess.Popen:
         """One ssh connection: clear earlier logs of this prefix, run pgbench."""
         self._cwd = Path(command.workdir)
         there = self.remote(command)
@@ -198,7 +202,7 @@ class LoadgenRunner:
             prep += f" && rm -f -- {shlex.quote(remote_log)}*"
         pg_env = {k: v for k, v in command.env.items() if PASS_ENV.match(k)}
         # from the login directory: the script and log paths are relative to it, as for scp
-        line = ssh.remote_command(there.argv(pgbench), env=pg_env, timeout=command.timeout)
+        line = ssh.remote_command(pgbench.argv(there, exe), env=pg_env, timeout=command.timeout)
         return subprocess.Popen(
             ssh.ssh_argv(self.host, prep + " && " + line),
             stdin=subprocess.DEVNULL,

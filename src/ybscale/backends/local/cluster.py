@@ -42,7 +42,7 @@ from ybscale.backends.base import (
 )
 from ybscale.backends.local.cpu import CpuLimits, reap_orphan_groups
 from ybscale.design.row import Row
-from ybscale.measure import utilisation, workload
+from ybscale.measure import pgbench, utilisation, workload
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
 PREFIX = "ybscale-"
@@ -312,7 +312,7 @@ class LocalCluster(Cluster):
 
     def run(self, command) -> subprocess.Popen:
         """pgbench here, in its CPU group (`client_prefix`)."""
-        argv = [*self.client_prefix, *command.argv(self.pgbench)]
+        argv = [*self.client_prefix, *pgbench.argv(command, self.pgbench)]
         return spawn_local(argv, command.env, command.workdir)
 
     def cpu_seconds(self) -> dict[str, float]:
