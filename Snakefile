@@ -4,6 +4,12 @@
 configfile: "config/config.yaml"
 
 
+# settings errors name the file (or --config) a value came from
+from ybscale import settings as ybscale_settings
+
+ybscale_settings.use_sources(ybscale_settings.snakemake_sources(workflow))
+
+
 report: "report/workflow.rst"
 
 

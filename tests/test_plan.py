@@ -218,7 +218,7 @@ def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
     assert "E (= BC) replication -> cluster.replication: off | on" in out
     cfg.write_text(yaml.safe_dump({**CONFIG, "gcp": {"zone": 3}, "design": "x"}))
     assert plan_mod.main(["--config", str(cfg)]) == 1
-    assert "config/config.yaml: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err
+    assert f"{cfg}: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err
 
 
 def test_reap_main_dry_run(tmp_path, capsys, monkeypatch):

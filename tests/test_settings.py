@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 import yaml
-from conftest import REPO, settings_with
+from conftest import REPO, copy_workflow, failed, settings_with, snakemake
 
 from ybscale import settings
 
@@ -80,3 +80,47 @@ def test_the_latency_bound_response_needs_its_target():
         settings.load(config)
     config["analysis"]["latency_slo_ms"] = 20
     assert settings.load(config)["analysis"]["latency_slo_ms"] == 20
+
+
+def test_an_error_names_the_layer_that_set_the_value():
+    sources = settings.ConfigSources(
+        (
+            ("config/config.yaml", {"measurement": {"max_clients": None, "clients": [1, 4]}}),
+            ("other.yaml", {"measurement": {"max_clients": 2}}),
+            ("--config", {"analysis": {"ceiling": "latency_bound"}}),
+        )
+    )
+    assert sources.of("measurement.max_clients") == "other.yaml"
+    assert sources.of("measurement.clients[1]") == "config/config.yaml"
+    assert sources.of("analysis.ceiling") == "--config"
+    assert sources.of("analysis.alpha") == "config/config.yaml"  # a schema default
+    config = user_config()
+    config["measurement"].update(clients=[1, 4], max_clients=2)
+    config["analysis"]["ceiling"] = "latency_bound"
+    settings.use_sources(sources)
+    try:
+        with pytest.raises(settings.SettingsError, match=r"^other.yaml: measurement.max_clients"):
+            settings.load(config)
+        config["measurement"]["max_clients"] = None
+        message = r"config/config.yaml: analysis.latency_slo_ms: required .*\(--config: analysis"
+        with pytest.raises(settings.SettingsError, match=message):
+            settings.load(config)
+    finally:
+        settings.use_sources(settings.ConfigSources())
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--configfile", "config/other.yaml"], "config/other.yaml: measurement.max_clients: 3 is"),
+        (["--config", "measurement={max_clients: 3}"], "--config: measurement.max_clients: '3'"),
+        (["--config", "defaults={dataset: {rows: -5}}"], "--config: defaults.dataset.rows: '-5'"),
+    ],
+)
+def test_a_dry_run_names_the_file_or_option_a_bad_value_came_from(tmp_path, args, expected):
+    work = copy_workflow(tmp_path)
+    (work / "config" / "other.yaml").write_text("measurement:\n  max_clients: 3\n")
+    out = snakemake(work, "-n", *args, timeout=120)
+    assert out.returncode != 0
+    assert expected in out.stderr + out.stdout, failed(out)
+    assert not (work / "results").exists()  # nothing ran

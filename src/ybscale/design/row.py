@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ybscale.design import knobs
 from ybscale.measure import workload
+from ybscale.settings import source_of
 
 CONFIG_SOURCE = "config/config.yaml"
 
@@ -67,7 +68,7 @@ class Row:
 
     def source(self, knob: str) -> str:
         """Where a knob's value came from (``config/design.yaml: factors.C.levels[1]``)."""
-        return self.sources.get(knob, f"{CONFIG_SOURCE}: defaults")
+        return self.sources.get(knob) or source_of(f"defaults.{knob}")
 
     def to_dict(self) -> dict:
         """Plain JSON (measurement.json)."""
@@ -112,7 +113,7 @@ def resource_name(key: str) -> str:
 
 
 def _where_default(kind: str, name: str) -> str:
-    return f"{CONFIG_SOURCE}: defaults.{kind}.{name}"
+    return source_of(f"defaults.{kind}.{name}")
 
 
 def _convert(knob: str, value: object) -> object:

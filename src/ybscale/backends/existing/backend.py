@@ -17,9 +17,7 @@ from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
 from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.backends.ysql import LocalRunner, YsqlCluster
 from ybscale.design.row import Row
-from ybscale.settings import section
-
-CONFIG_SOURCE = "config/config.yaml"
+from ybscale.settings import section, source_of
 
 
 def validate_section(config: Mapping) -> dict:
@@ -77,11 +75,11 @@ def check_endpoints(settings: Mapping, rows: Sequence[Row]) -> list[str]:
             missing.setdefault(row.combination, []).append(row.run)
         elif dict(entry.get("server") or {}) != row.server:
             errors.append(
-                f"{CONFIG_SOURCE}: existing.combinations.{row.combination}.server: declares "
+                f"{source_of(f'existing.combinations.{row.combination}.server')}: declares "
                 f"{dict(entry.get('server') or {})}, its rows need {row.server}"
             )
     errors += [
-        f"{CONFIG_SOURCE}: existing.combinations.{combo}: no endpoints; "
+        f"{source_of('existing.combinations')}.{combo}: no endpoints; "
         f"rows {', '.join(runs)} need them"
         for combo, runs in sorted(missing.items())
     ]
@@ -138,7 +136,7 @@ class ExistingBackend(Backend):
         combo = row.combination
         entry = self.settings["combinations"].get(combo)
         if entry is None:
-            raise BackendError(f"{CONFIG_SOURCE}: existing.combinations.{combo}: no endpoints")
+            raise BackendError(f"{source_of('existing.combinations')}.{combo}: no endpoints")
         table = self.settings["table"]
         endpoints = endpoints_of(entry)
         runner = LocalRunner(table, self.settings["psql"])

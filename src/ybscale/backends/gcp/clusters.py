@@ -25,17 +25,28 @@ from ybscale.backends.gcp.backend import ClusterFiles, wait_ready
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.plan import format_plan, plan
 from ybscale.design.row import Row
+from ybscale.settings import file_sources, sources_in_use
 
 
-def _load_config(path: str, overrides: list[str]) -> dict:
-    config = yaml.safe_load(Path(path).read_text()) or {}
-    for item in overrides:
+def _overrides(items: list[str]) -> dict:
+    """``--set a.b=value`` items as a nested mapping (values read as YAML)."""
+    out: dict = {}
+    for item in items:
         key, _, value = item.partition("=")
-        target = config
+        target = out
         *parents, leaf = key.split(".")
         for part in parents:
             target = target.setdefault(part, {})
         target[leaf] = yaml.safe_load(value)
+    return out
+
+
+def _load_config(path: str, overrides: list[str]) -> dict:
+    """The config file with the ``--set`` overrides on top."""
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load(Path(path).read_text()) or {}
+    update_config(config, _overrides(overrides))
     return config
 
 
@@ -139,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serial-logs", type=Path, help="up: VM boot logs kept on failure")
     args = parser.parse_args(argv)
     config = _load_config(args.config, args.set)
-    return run(args.action, args.combo, config, args.out, design=args.design,
-               serial_logs=args.serial_logs)  # fmt: skip
+    with sources_in_use(file_sources([args.config], _overrides(args.set))):  # errors name them
+        return run(args.action, args.combo, config, args.out, design=args.design,
+                   serial_logs=args.serial_logs)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ybscale.settings import CONFIG_SOURCE, Frozen, SettingsError, freeze, section
+from ybscale.settings import Frozen, SettingsError, freeze, section, source_of
 
 
 def gcp_section(config: Mapping) -> Frozen:
@@ -18,20 +18,19 @@ def gcp_section(config: Mapping) -> Frozen:
     settings = section(config, "gcp")
     if settings["ssh_access"] == "public" and not settings["ssh_source_cidr"]:
         raise SettingsError(
-            f"{CONFIG_SOURCE}: gcp.ssh_source_cidr: required with ssh_access: public "
+            f"{source_of('gcp.ssh_access')}: gcp.ssh_source_cidr: required with ssh_access: public "
             "(your address, e.g. 203.0.113.7/32), or use ssh_access: iap"
         )
     if not settings["zone"].startswith(settings["region"] + "-"):
         raise SettingsError(
-            f"{CONFIG_SOURCE}: gcp.zone: {settings['zone']} is not in gcp.region "
-            f"{settings['region']}"
+            f"{source_of('gcp.zone')}: {settings['zone']} is not in gcp.region {settings['region']}"
         )
     fallback = settings["fallback_zone"]
     if fallback is not None and (
         not fallback.startswith(settings["region"] + "-") or fallback == settings["zone"]
     ):
         raise SettingsError(
-            f"{CONFIG_SOURCE}: gcp.fallback_zone: {fallback} must be another zone of gcp.region "
+            f"{source_of('gcp.fallback_zone')}: {fallback} must be another zone of gcp.region "
             f"{settings['region']} than gcp.zone {settings['zone']}"
         )
     settings["owner"] = settings["owner"] or getpass.getuser()

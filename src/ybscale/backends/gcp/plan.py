@@ -23,6 +23,7 @@ from ybscale.backends.gcp.config import gcp_section
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
 from ybscale.measure.measuring import MeasuringProtocol
+from ybscale.settings import file_sources, source_of, sources_in_use
 
 HOURS_PER_MONTH = 730  # how GCP prices a GB-month of disk per hour
 NOT_INCLUDED = (
@@ -137,9 +138,7 @@ def vcpus(machine_type: str) -> float:
         return int(tail[1])
     if machine_type in ("e2-micro", "e2-small", "e2-medium"):
         return 2  # shared-core: quota counts 2 vCPUs
-    raise ValueError(
-        f"config/config.yaml: gcp.machine_types: cannot tell the vCPUs of {machine_type}"
-    )
+    raise ValueError(f"{source_of('gcp.machine_types')}: cannot tell the vCPUs of {machine_type}")
 
 
 def cpu_quota(machine_type: str) -> str:
@@ -281,7 +280,7 @@ def plan(
     rates = settings["prices"].get(region)
     if rates is None:
         raise ValueError(
-            f"config/config.yaml: gcp.prices.{region}: no prices for region {region} "
+            f"{source_of('gcp.prices')}.{region}: no prices for region {region} "
             f"(gcp.zone {settings['zone']}); add them: the plan never borrows another region's"
         )
     prov_s = settings["provisioning_minutes"] * 60
@@ -391,7 +390,7 @@ def format_plan(p: Plan) -> str:
         f"VM-hours: {p.vm_hours(False):.1f} as scheduled; at most {p.vm_hours():.1f} if every VM "
         "ran until max_run_duration (gcp.ttl_hours) deletes it",
         f"Estimated cost: USD {p.cost(False):.2f} as scheduled (at most USD {p.cost():.2f}) -- an "
-        f"ESTIMATE from the editable price table gcp.prices.{p.region} in config/config.yaml: "
+        f"ESTIMATE from the editable price table {source_of('gcp.prices')}.{p.region}: "
         + ", ".join(f"{item} {value:.2f}" for item, value in p.costs(False).items()),
         f"Not included: {NOT_INCLUDED}",
     ]
@@ -453,8 +452,6 @@ def format_factors(design) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ybscale import study
-    from ybscale.design.strata import cluster_of, format_strata
 
     parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
@@ -472,29 +469,38 @@ def main(argv: list[str] | None = None) -> int:
             from snakemake.utils import update_config
 
             update_config(config, yaml.safe_load(Path(profile).read_text()) or {})
-        if args.detect:
-            from ybscale.design.power import detect
-            from ybscale.report.study_files import StudyFiles
-
-            loaded = study.load(config, args.design)
-            files = StudyFiles.under(args.analysis, loaded.design.run_ids)
-            cost = None
-            if loaded.settings["backend"] == "gcp":
-                cost = partial(replicated_cost, loaded.design, loaded.settings)
-            print(detect(args.detect, loaded.design, loaded.settings, files, cost))
-            return 0
-        chosen = config.get("backend", "local")
-        config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
-        loaded = study.load(config, args.design)
-        print(format_factors(loaded.design))
-        print(format_plan(plan(loaded.rows, loaded.settings, quotas=True)))
-        print(format_strata(loaded.design, cluster_of(loaded.settings, loaded.rows), "gcp"))
-        if chosen != "gcp":  # and as the config's own backend runs the rows
-            own = study.load({**config, "backend": chosen}, args.design)
-            print(format_strata(own.design, cluster_of(own.settings, own.rows), chosen))
+        with sources_in_use(file_sources([args.config, *args.configfile])):
+            return _report(config, args)
     except (OSError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def _report(config: dict, args) -> int:
+    """What `main` prints: the plan and the strata, or with --detect the replications."""
+    from ybscale import study
+    from ybscale.design.strata import cluster_of, format_strata
+
+    if args.detect:
+        from ybscale.design.power import detect
+        from ybscale.report.study_files import StudyFiles
+
+        loaded = study.load(config, args.design)
+        files = StudyFiles.under(args.analysis, loaded.design.run_ids)
+        cost = None
+        if loaded.settings["backend"] == "gcp":
+            cost = partial(replicated_cost, loaded.design, loaded.settings)
+        print(detect(args.detect, loaded.design, loaded.settings, files, cost))
+        return 0
+    chosen = config.get("backend", "local")
+    config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
+    loaded = study.load(config, args.design)
+    print(format_factors(loaded.design))
+    print(format_plan(plan(loaded.rows, loaded.settings, quotas=True)))
+    print(format_strata(loaded.design, cluster_of(loaded.settings, loaded.rows), "gcp"))
+    if chosen != "gcp":  # and as the config's own backend runs the rows
+        own = study.load({**config, "backend": chosen}, args.design)
+        print(format_strata(own.design, cluster_of(own.settings, own.rows), chosen))
     return 0
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, alive
 from ybscale.design.row import ClusterShape
+from ybscale.settings import source_of
 
 EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
 COMBO = re.compile(r"^nodes(?P<nodes>\d+)-(?P<size>[a-z0-9_]+)-repl(?P<repl>[a-z0-9_]+)$")
@@ -108,7 +109,7 @@ def cluster_args(
     nodes, size = shape.nodes, shape.node_size
     types = settings["machine_types"]
     if size not in types:
-        raise ValueError(f"config/config.yaml: gcp.machine_types.{size}: missing (for {combo})")
+        raise ValueError(f"{source_of('gcp.machine_types')}.{size}: missing (for {combo})")
     flags, pg_conf = split_server_settings(server or {}, settings["yugabyte"]["version"])
     expiry = now + dt.timedelta(hours=settings["ttl_hours"])
     return _infra().ClusterArgs(
@@ -290,7 +291,7 @@ def vm_name_errors(settings: Mapping, tservers: Mapping[str, int]) -> list[str]:
         longest = f"{stack_name(label, settings)}-tserver-{nodes - 1}"
         if len(longest) > GCE_NAME_MAX:
             errors.append(
-                f"config/config.yaml: gcp.name, gcp.study_id: VM name {longest} has "
+                f"{source_of('gcp.name')}, gcp.study_id: VM name {longest} has "
                 f"{len(longest)} characters, Compute Engine allows {GCE_NAME_MAX}: shorten "
                 "gcp.name or set a shorter gcp.study_id"
             )
@@ -364,7 +365,7 @@ def up(
     auto = _auto(auto)
     now = now or dt.datetime.now(dt.UTC)
     if not settings.get("project"):
-        raise ValueError("config/config.yaml: gcp.project: set your GCP project id")
+        raise ValueError(f"{source_of('gcp.project')}: set your GCP project id")
     public_key = ssh.ensure_keypair(Path(settings["ssh_key"])).read_text().strip()
     args = cluster_args(combo, settings, now, public_key, shape, server)
     name = stack_name(combo, settings)

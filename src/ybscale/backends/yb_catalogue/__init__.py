@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
+from ybscale.settings import source_of
+
 HERE = Path(__file__).resolve().parent
 SUPPORTED = ("2024.2", "2026.1")  # the pinned series, the current stable series
 _SERIES = re.compile(r"(?:-YB-|^)(\d+\.\d+)\.\d+")
@@ -79,7 +81,7 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
     series = series_of(release) or "(none)"
     if series not in SUPPORTED:
         return [
-            f"config/config.yaml: gcp.yugabyte.version: {release}: server.* knobs cannot be "
+            f"{source_of('gcp.yugabyte.version')}: {release}: server.* knobs cannot be "
             f"checked: no catalogue for series {series} (supported: {', '.join(SUPPORTED)})"
         ]
     known = tserver_flags(series) | ysql_settings(series)
