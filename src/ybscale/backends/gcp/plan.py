@@ -20,6 +20,7 @@ import yaml
 
 from ybscale.backends.gcp.backend import GcpBackend
 from ybscale.backends.gcp.config import gcp_section
+from ybscale.backends.gcp.stacks import cluster_machines
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
 from ybscale.measure.measuring import MeasuringProtocol
@@ -269,7 +270,6 @@ def plan(
     replicate unless gcp.cluster_per_replicate is false)."""
     settings = gcp_section(config)
     measurement = config["measurement"]
-    types = settings["machine_types"]
     by_run = {row.run: row for row in rows}
     runs = list(by_run)
     key = GcpBackend.cluster_labels({**config, "gcp": settings}, rows)
@@ -291,20 +291,16 @@ def plan(
     clusters = []
     for combo in order:
         shape = by_run[next(r for r in runs if key[r] == combo)].cluster
-        nodes = shape.nodes
-        masters = nodes if shape.replication else 1
-        machine_types: dict[str, int] = {}
-        for mt, n in ((types[shape.node_size], nodes), (types["master"], masters)):
-            machine_types[mt] = machine_types.get(mt, 0) + n
-        machine_types[types["loadgen"]] = machine_types.get(types["loadgen"], 0) + 1
+        machines = cluster_machines(shape, settings, combo)
+        machine_types = machines.counts()
         own = [r for r in runs if key[r] == combo]
         slot, start, end = slots[combo]
         clusters.append(
             ClusterPlan(
                 cluster=combo,
                 runs=own,
-                masters=masters,
-                tservers=nodes,
+                masters=machines.masters,
+                tservers=machines.tservers,
                 machine_types=machine_types,
                 measure_seconds=sum(seconds[r] for r in own),
                 hours_min=busy[combo] / 3600,

@@ -96,6 +96,45 @@ def shape_of(combo: str) -> ClusterShape:
     return ClusterShape(int(match["nodes"]), match["size"], match["repl"] == "on")
 
 
+@dataclasses.dataclass(frozen=True)
+class ClusterMachines:
+    """One cluster's VMs: a tserver per node, a master per copy (the replication factor: 1, or
+    every node with replication on) and one load generator, with their machine types."""
+
+    tservers: int
+    masters: int
+    tserver_type: str
+    master_type: str
+    loadgen_type: str
+
+    def counts(self) -> dict[str, int]:
+        """Machine type -> how many VMs of it."""
+        out: dict[str, int] = {}
+        for machine, n in (
+            (self.tserver_type, self.tservers),
+            (self.master_type, self.masters),
+            (self.loadgen_type, 1),
+        ):
+            out[machine] = out.get(machine, 0) + n
+        return out
+
+
+def cluster_machines(shape: ClusterShape, settings: Mapping, combo: str) -> ClusterMachines:
+    """The VMs of a cluster of this shape, machine types from gcp.machine_types (`settings`:
+    the gcp section); ValueError naming the field when the node size has none."""
+    types = settings["machine_types"]
+    if shape.node_size not in types:
+        where = source_of("gcp.machine_types")
+        raise ValueError(f"{where}.{shape.node_size}: missing (for {combo})")
+    return ClusterMachines(
+        tservers=shape.nodes,
+        masters=shape.nodes if shape.replication else 1,
+        tserver_type=types[shape.node_size],
+        master_type=types["master"],
+        loadgen_type=types["loadgen"],
+    )
+
+
 def cluster_args(
     combo: str,
     settings: Mapping,
@@ -105,21 +144,17 @@ def cluster_args(
     server: Mapping[str, str] | None = None,
 ):
     """ClusterArgs of one combination: its shape and server settings (server.* knobs)."""
-    shape = shape or shape_of(combo)
-    nodes, size = shape.nodes, shape.node_size
-    types = settings["machine_types"]
-    if size not in types:
-        raise ValueError(f"{source_of('gcp.machine_types')}.{size}: missing (for {combo})")
+    machines = cluster_machines(shape or shape_of(combo), settings, combo)
     flags, pg_conf = split_server_settings(server or {}, settings["yugabyte"]["version"])
     expiry = now + dt.timedelta(hours=settings["ttl_hours"])
     return _infra().ClusterArgs(
-        nodes=nodes,
-        replication_factor=nodes if shape.replication else 1,
-        machine_type=types[size],
+        nodes=machines.tservers,
+        replication_factor=machines.masters,
+        machine_type=machines.tserver_type,
         tserver_flags=flags,
         ysql_pg_conf=pg_conf,
-        master_machine_type=types["master"],
-        loadgen_machine_type=types["loadgen"],
+        master_machine_type=machines.master_type,
+        loadgen_machine_type=machines.loadgen_type,
         zone=settings["zone"],
         image=settings["image"],
         disk_size_gb=settings["disk_size_gb"],
