@@ -5,9 +5,9 @@ configfile: "config/config.yaml"
 
 
 # settings errors name the file (or --config) a value came from
-from ybscale import settings as ybscale_settings
+from ybscale import config_sources
 
-ybscale_settings.use_sources(ybscale_settings.snakemake_sources(workflow))
+config_sources.use_sources(config_sources.snakemake_sources(workflow))
 
 
 report: "report/workflow.rst"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import REPO, copy_workflow, failed, settings_with, snakemake
 
-from ybscale import settings
+from ybscale import config_sources, settings
 
 
 def user_config() -> dict:
@@ -83,7 +83,7 @@ def test_the_latency_bound_response_needs_its_target():
 
 
 def test_an_error_names_the_layer_that_set_the_value():
-    sources = settings.ConfigSources(
+    sources = config_sources.ConfigSources(
         (
             ("config/config.yaml", {"measurement": {"max_clients": None, "clients": [1, 4]}}),
             ("other.yaml", {"measurement": {"max_clients": 2}}),
@@ -97,7 +97,7 @@ def test_an_error_names_the_layer_that_set_the_value():
     config = user_config()
     config["measurement"].update(clients=[1, 4], max_clients=2)
     config["analysis"]["ceiling"] = "latency_bound"
-    settings.use_sources(sources)
+    config_sources.use_sources(sources)
     try:
         with pytest.raises(settings.SettingsError, match=r"^other.yaml: measurement.max_clients"):
             settings.load(config)
@@ -106,7 +106,7 @@ def test_an_error_names_the_layer_that_set_the_value():
         with pytest.raises(settings.SettingsError, match=message):
             settings.load(config)
     finally:
-        settings.use_sources(settings.ConfigSources())
+        config_sources.use_sources(config_sources.ConfigSources())
 
 
 @pytest.mark.parametrize(

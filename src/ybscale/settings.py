@@ -4,99 +4,19 @@ Every default lives in a schema (``ybscale/schemas/*.schema.yaml``); nothing els
 falls back to a value of its own. ``load(config)`` returns the config with every default filled
 in and the active backend's section validated, frozen (`Frozen`: a change is a new mapping,
 ``{**settings, key: value}``); errors name the file (or ``--config``) that gave the field's value
-(`ConfigSources`; the Snakefile records Snakemake's, `use_sources`) and the field.
+(`ybscale.config_sources`) and the field.
 """
 
 from __future__ import annotations
 
 import copy
-import os
-import re
-from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from pathlib import Path
 
-import yaml
 from jsonschema import Draft202012Validator
 
-CONFIG_SOURCE = "config/config.yaml"
-
-
-@dataclass(frozen=True)
-class ConfigSources:
-    """Where the config's values came from: (name, data) layers in the order they were merged, a
-    later one winning (Snakemake: the Snakefile's configfile, each --configfile, then --config)."""
-
-    layers: tuple[tuple[str, Mapping], ...] = ((CONFIG_SOURCE, {}),)
-
-    def of(self, field: str) -> str:
-        """The file (or ``--config``) that set `field` (dotted: ``measurement.max_clients``,
-        list indexes ignored), else the first layer's: where a schema default is overridden."""
-        keys = [k for k in re.sub(r"\[[^]]*\]", "", field).split(".") if k]
-        for name, data in reversed(self.layers):
-            node = data
-            for key in keys:
-                if not isinstance(node, Mapping) or key not in node:
-                    break
-                node = node[key]
-            else:
-                if keys:
-                    return name
-        return self.layers[0][0]
-
-
-_sources = ConfigSources()
-
-
-def use_sources(sources: ConfigSources) -> None:
-    """Record where the config being loaded came from (the Snakefile calls it once it has read
-    its configfile; `ybscale` commands with the file they read)."""
-    global _sources
-    _sources = sources
-
-
-@contextmanager
-def sources_in_use(sources: ConfigSources):
-    """`use_sources` for the duration of a `with` block (a command's), then the previous ones."""
-    before = _sources
-    use_sources(sources)
-    try:
-        yield sources
-    finally:
-        use_sources(before)
-
-
-def source_of(field: str) -> str:
-    """``<file>: <field>`` for an error about `field`: the file (or ``--config``) its value came
-    from (see `use_sources`)."""
-    return f"{_sources.of(field)}: {field}"
-
-
-def _shown(path) -> str:
-    """`path` relative to the working directory when inside it, else absolute."""
-    path = os.path.abspath(path)
-    inside = path.startswith(os.getcwd() + os.sep)
-    return os.path.relpath(path) if inside else path
-
-
-def snakemake_sources(workflow) -> ConfigSources:
-    """A Snakemake workflow's config layers: its own configfile(s), then each --configfile, then
-    --config (the order Snakemake merges them in)."""
-    settings = workflow.config_settings
-    given = [_shown(p) for p in settings.configfiles]
-    own = [p for p in map(_shown, workflow.configfiles) if p not in given]
-    return file_sources(own + given, settings.config, "--config")
-
-
-def file_sources(
-    paths: Sequence[str], overrides: Mapping | None = None, option: str = "--set"
-) -> ConfigSources:
-    """The layers of config files merged in this order, then the `overrides` an `option` gave."""
-    layers = [(str(path), read_yaml(Path(path).read_text()) or {}) for path in paths]
-    return ConfigSources((*layers, (option, dict(overrides or {}))))
+from ybscale.config_sources import read_yaml, source_of
 
 
 class SettingsError(ValueError):
@@ -155,12 +75,6 @@ def thaw(data: object) -> object:
     if isinstance(data, list | tuple):
         return [thaw(value) for value in data]
     return data
-
-
-def read_yaml(text: str) -> object:
-    """YAML with libyaml's safe loader when PyYAML has it (several times faster: every dry run
-    reads the schemas and the design), else the pure-Python one; the same documents."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 @cache

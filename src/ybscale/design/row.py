@@ -14,11 +14,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ybscale.config_sources import CONFIG_SOURCE, source_of
 from ybscale.design import knobs
 from ybscale.measure import workload
-from ybscale.settings import source_of
-
-CONFIG_SOURCE = "config/config.yaml"
 
 
 class RowError(ValueError):

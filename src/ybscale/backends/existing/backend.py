@@ -16,8 +16,9 @@ from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
 from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.backends.ysql import LocalRunner, YsqlCluster
+from ybscale.config_sources import source_of
 from ybscale.design.row import Row
-from ybscale.settings import section, source_of
+from ybscale.settings import section
 
 
 def validate_section(config: Mapping) -> dict:

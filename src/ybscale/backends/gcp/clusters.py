@@ -24,8 +24,8 @@ from ybscale.backends.gcp import capacity, stacks
 from ybscale.backends.gcp.backend import ClusterFiles, wait_ready
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.plan import format_plan, plan
+from ybscale.config_sources import file_sources, sources_in_use
 from ybscale.design.row import Row
-from ybscale.settings import file_sources, sources_in_use
 
 
 def _overrides(items: list[str]) -> dict:

@@ -9,7 +9,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ybscale.settings import Frozen, SettingsError, freeze, section, source_of
+from ybscale.config_sources import source_of
+from ybscale.settings import Frozen, SettingsError, freeze, section
 
 
 def gcp_section(config: Mapping) -> Frozen:

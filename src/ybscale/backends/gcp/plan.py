@@ -21,10 +21,10 @@ import yaml
 from ybscale.backends.gcp.backend import GcpBackend
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.stacks import cluster_machines
+from ybscale.config_sources import file_sources, source_of, sources_in_use
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
 from ybscale.measure.measuring import MeasuringProtocol
-from ybscale.settings import file_sources, source_of, sources_in_use
 
 HOURS_PER_MONTH = 730  # how GCP prices a GB-month of disk per hour
 NOT_INCLUDED = (

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, alive
+from ybscale.config_sources import source_of
 from ybscale.design.row import ClusterShape
-from ybscale.settings import source_of
 
 EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
 COMBO = re.compile(r"^nodes(?P<nodes>\d+)-(?P<size>[a-z0-9_]+)-repl(?P<repl>[a-z0-9_]+)$")

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from ybscale.settings import source_of
+from ybscale.config_sources import source_of
 
 HERE = Path(__file__).resolve().parent
 SUPPORTED = ("2024.2", "2026.1")  # the pinned series, the current stable series

@@ -1,0 +1,97 @@
+"""Where each config value came from: the files (and command-line options) merged into the
+config, so that an error names the one that set the field (``other.yaml: measurement.max_clients``)
+rather than config/config.yaml. The Snakefile records Snakemake's layers (`use_sources`), a
+`ybscale` command the files it read (`sources_in_use`); `source_of(field)` names the field's."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+CONFIG_SOURCE = "config/config.yaml"
+
+
+def read_yaml(text: str) -> object:
+    """YAML with libyaml's safe loader when PyYAML has it (several times faster: every dry run
+    reads the schemas and the design), else the pure-Python one; the same documents."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@dataclass(frozen=True)
+class ConfigSources:
+    """Where the config's values came from: (name, data) layers in the order they were merged, a
+    later one winning (Snakemake: the Snakefile's configfile, each --configfile, then --config)."""
+
+    layers: tuple[tuple[str, Mapping], ...] = ((CONFIG_SOURCE, {}),)
+
+    def of(self, field: str) -> str:
+        """The file (or ``--config``) that set `field` (dotted: ``measurement.max_clients``,
+        list indexes ignored), else the first layer's: where a schema default is overridden."""
+        keys = [k for k in re.sub(r"\[[^]]*\]", "", field).split(".") if k]
+        for name, data in reversed(self.layers):
+            node = data
+            for key in keys:
+                if not isinstance(node, Mapping) or key not in node:
+                    break
+                node = node[key]
+            else:
+                if keys:
+                    return name
+        return self.layers[0][0]
+
+
+_sources = ConfigSources()
+
+
+def use_sources(sources: ConfigSources) -> None:
+    """Record where the config being loaded came from (the Snakefile calls it once it has read
+    its configfile; `ybscale` commands with the file they read)."""
+    global _sources
+    _sources = sources
+
+
+@contextmanager
+def sources_in_use(sources: ConfigSources):
+    """`use_sources` for the duration of a `with` block (a command's), then the previous ones."""
+    before = _sources
+    use_sources(sources)
+    try:
+        yield sources
+    finally:
+        use_sources(before)
+
+
+def source_of(field: str) -> str:
+    """``<file>: <field>`` for an error about `field`: the file (or ``--config``) its value came
+    from (see `use_sources`)."""
+    return f"{_sources.of(field)}: {field}"
+
+
+def _shown(path) -> str:
+    """`path` relative to the working directory when inside it, else absolute."""
+    path = os.path.abspath(path)
+    inside = path.startswith(os.getcwd() + os.sep)
+    return os.path.relpath(path) if inside else path
+
+
+def snakemake_sources(workflow) -> ConfigSources:
+    """A Snakemake workflow's config layers: its own configfile(s), then each --configfile, then
+    --config (the order Snakemake merges them in)."""
+    settings = workflow.config_settings
+    given = [_shown(p) for p in settings.configfiles]
+    own = [p for p in map(_shown, workflow.configfiles) if p not in given]
+    return file_sources(own + given, settings.config, "--config")
+
+
+def file_sources(
+    paths: Sequence[str], overrides: Mapping | None = None, option: str = "--set"
+) -> ConfigSources:
+    """The layers of config files merged in this order, then the `overrides` an `option` gave."""
+    layers = [(str(path), read_yaml(Path(path).read_text()) or {}) for path in paths]
+    return ConfigSources((*layers, (option, dict(overrides or {}))))
