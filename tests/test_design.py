@@ -221,6 +221,7 @@ def test_replications():
     assert list(table["row"]) == [1, 2, 3, 4, 1, 2, 3, 4]
     assert list(table["replicate"]) == [1, 1, 1, 1, 2, 2, 2, 2]
     assert table.loc["run05", "row"] == 1 and table.loc["run05", "replicate"] == 2
+    assert [d.replicate(run) for run in d.run_ids] == list(table["replicate"])  # pandas-free
     assert (table.loc["run05", ["A", "B", "C"]] == table.loc["run01", ["A", "B", "C"]]).all()
     assert len(d.model_matrix()) == 8
     seed2 = design_from_dict({**_seed_data(), "replications": 2}, "x.yaml")

@@ -60,3 +60,25 @@ def test_wheel_installed_elsewhere_works_from_another_directory(tmp_path):
     package, infra, rows = out.stdout.split()
     assert Path(package).is_relative_to(site) and Path(infra).is_relative_to(site)
     assert rows == "16"
+
+
+PARSE_IMPORTS = """
+import sys, yaml
+from ybscale import study
+from ybscale.backends.gcp import clusters, plan  # what rules/cloud.smk imports
+config = yaml.safe_load(open("config/config.yaml"))
+loaded = study.load(config)
+plan.previous_in_slot(loaded.rows, {**loaded.settings, "backend": "gcp"})
+heavy = ("pandas", "scipy", "altair", "statsmodels", "pingouin")
+print(sorted(m for m in heavy if m in sys.modules))
+"""
+
+
+def test_what_the_workflow_parses_imports_no_analysis_library():
+    """`snakemake -n` parses the study (study.load, the gcp plan): pandas, scipy, altair,
+    statsmodels (seconds of imports) stay for the jobs that analyse."""
+    out = subprocess.run(
+        [sys.executable, "-c", PARSE_IMPORTS], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

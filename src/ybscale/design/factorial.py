@@ -201,6 +201,12 @@ class Design:
         cols = self._column_lists
         return {letter: cols[letter][index] for letter in self.letters}
 
+    def replicate(self, run: str) -> int:
+        """Which replicate (1 ..) a run is of its design row (the sign table's ``replicate``)."""
+        if run not in self.run_ids:
+            raise KeyError(run)
+        return self.run_ids.index(run) // self.n_rows + 1
+
     def levels(self, run: str) -> dict[str, object]:
         """Factor name -> level label for one run, keys sorted (block columns left out)."""
         signs = self.signs(run)

@@ -232,7 +232,6 @@ def resolve_rows(design, config: Mapping) -> list[Row]:
     if errors:
         raise RowError("\n".join(errors))
     rows = []
-    replicates = design.sign_table()["replicate"]
     for run in design.run_ids:
         signs = design.signs(run)
         values, sources, labels = dict(base), {}, {}
@@ -244,7 +243,7 @@ def resolve_rows(design, config: Mapping) -> list[Row]:
             values[knob] = converted[index]
             sources[knob] = f"{design.source}: factors.{f.letter}.levels[{index}]"
             labels[f.name] = f.levels[index]
-        replicate = int(replicates[run])
+        replicate = design.replicate(run)
         rows.append(_row(run, replicate, values, sources, labels, workloads_dir, by_factor))
     return rows
 

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from ybscale import settings
-from ybscale.measure import adaptive, precision
+from ybscale.measure import adaptive
+
+if TYPE_CHECKING:  # precision needs pandas: only a measuring job imports it (`rule`), not the
+    from ybscale.measure import precision  # plan that rules/cloud.smk reads at parse time
 
 ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (planning estimate)
 
@@ -46,6 +50,8 @@ class MeasuringProtocol:
 
     def rule(self, previous: Sequence[float] = ()) -> precision.Sequential:
         """A client count's precision rule, holding its repetitions so far."""
+        from ybscale.measure import precision
+
         rule = precision.Sequential(
             precision=self.precision,
             min_repetitions=self.repetitions,
