@@ -229,6 +229,9 @@ def test_reap_main_dry_run(tmp_path, capsys, monkeypatch):
     cfg.write_text(yaml.safe_dump({"gcp": {"project": "p"}}))
     assert reap.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 0
     assert "would destroy 0 expired stack(s)" in capsys.readouterr().out
+    cfg.write_text(yaml.safe_dump({"gcp": {"project": "p", "zone": "europe-west1-b"}}))
+    assert reap.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 1
+    assert f"{cfg}: gcp.zone: europe-west1-b is not in gcp.region" in capsys.readouterr().err
 
 
 def test_state_lives_outside_results_and_the_plan_says_where(seed, tmp_path, monkeypatch):
