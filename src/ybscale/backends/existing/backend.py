@@ -1,4 +1,5 @@
-"""`existing` backend: measure SQL endpoints you already run (nothing is created or destroyed).
+"""`existing` backend: measure SQL endpoints you already run (nothing is created or destroyed),
+from this machine or from the host `existing.load_generator` names (over SSH).
 
 Caution: the dataset table (`existing.table`, default ybscale_kv) and its sequence
 `<table>_new_key` are dropped, re-created and reloaded before client counts. Point it at a
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
+from ybscale.backends.loadgen import LoadgenRunner, ssh_session
 from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.backends.ysql import LocalRunner, YsqlCluster
 from ybscale.config_sources import source_of
@@ -64,6 +66,18 @@ def node_hosts(login: Mapping | None, endpoints: Sequence[Endpoint]) -> dict[str
     }
 
 
+def load_generator(login: Mapping) -> ssh.SshHost:
+    """The `existing.load_generator` host, with a connection of this process's own."""
+    return ssh.SshHost(
+        host=login["host"],
+        user=login["user"],
+        key=Path(login["key"]).expanduser(),
+        known_hosts=Path(login["known_hosts"]).expanduser(),
+        port=int(login["port"]),
+        control_path=ssh.control_path(),
+    )
+
+
 def check_endpoints(settings: Mapping, rows: Sequence[Row]) -> list[str]:
     """Rows whose combination has no endpoints, or whose server settings differ from the
     settings the combination's endpoints declare (`server:`), one line per problem."""
@@ -94,7 +108,8 @@ def _endpoint_key(entry: Mapping | None, combination: str) -> str:
 
 
 class ExistingBackend(Backend):
-    """Clusters you run: pgbench runs here against the configured hosts."""
+    """Clusters you run: pgbench runs here, or on `existing.load_generator`, against the
+    configured hosts."""
 
     name = "existing"
     modules = (
@@ -102,6 +117,7 @@ class ExistingBackend(Backend):
         "backends/ysql.py",
         "backends/ssh.py",
         "backends/machine_cpu.py",
+        "backends/loadgen.py",
     )
 
     def __init__(self, config: Mapping, clusters=None):
@@ -140,15 +156,32 @@ class ExistingBackend(Backend):
             raise BackendError(f"{source_of('existing.combinations')}.{combo}: no endpoints")
         table = self.settings["table"]
         endpoints = endpoints_of(entry)
-        runner = LocalRunner(table, self.settings["psql"])
-        with MachineCpu(runner.proc_stat, node_hosts(self.settings["ssh"], endpoints)) as cpu:
+        record = {"backend": "existing", "combination": combo, "load_generator_host": None}
+        nodes = node_hosts(self.settings["ssh"], endpoints)
+        with (
+            ExistingBackend._runner(self.settings, table, record) as runner,
+            MachineCpu(runner.proc_stat, nodes) as cpu,
+        ):
             yield YsqlCluster(
                 endpoints,
                 row,
                 runner,
                 table=table,
                 sharding=self.settings["sharding"],
-                record={"backend": "existing", "combination": combo},
+                record=record,
                 pgbench=self.settings["pgbench"],
                 cpu=cpu,
             )
+
+    @staticmethod
+    @contextmanager
+    def _runner(settings: Mapping, table: str, record: dict):
+        """pgbench and psql here, or on `existing.load_generator` over one SSH connection."""
+        login = settings["load_generator"]
+        if not login:
+            yield LocalRunner(table, settings["psql"])
+            return
+        host = load_generator(login)
+        record["load_generator_host"] = f"{host.login}:{host.port}"
+        with ssh_session(host):
+            yield LoadgenRunner(host, table)

@@ -1,0 +1,136 @@
+"""pgbench and psql on a load-generator host over SSH: gcp's load-generator VM, or the host
+`existing.load_generator` names (a client next to the endpoints, not this machine)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ybscale.backends import ssh
+from ybscale.backends.base import Endpoint, PgbenchCommand
+from ybscale.backends.ysql import FACTS_SCRIPT, parse_facts, psql_argv, rename_table
+from ybscale.measure import pgbench
+
+PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
+
+
+class LoadgenRunner:
+    """pgbench and psql on a load-generator host over SSH.
+
+    A command's local files are mapped into a remote work folder: its scripts are uploaded, its
+    log prefix moves under the folder and `collect` copies the logs back next to the local prefix
+    once pgbench has finished (any file on demand with `fetch`). Only PG* environment variables
+    are sent.
+    """
+
+    def __init__(self, host: ssh.SshHost, table: str = "kv", remote_root: str = "ybscale"):
+        self.host = host
+        self.table = table
+        self.remote_root = remote_root
+        self._uploaded: dict[Path, str] = {}
+        self._cwd: Path | None = None
+
+    def remote_dir(self, cwd: Path) -> str:
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(Path(cwd).resolve()).strip("/"))
+        return f"{self.remote_root}/{slug[-120:]}"
+
+    def remote_path(self, local: Path, cwd: Path | None = None) -> str:
+        cwd = Path(cwd or self._cwd or Path.cwd()).resolve()
+        local = Path(local)
+        local = local if local.is_absolute() else cwd / local
+        rel = local.relative_to(cwd) if local.is_relative_to(cwd) else Path(local.name)
+        return f"{self.remote_dir(cwd)}/{rel.as_posix()}"
+
+    def _upload(self, script: Path, rdir: str) -> str:
+        script = script.resolve()
+        if script not in self._uploaded:
+            ssh.check_output(self.host, ["mkdir", "-p", f"{rdir}/scripts"], timeout=60)
+            remote = f"{rdir}/scripts/{script.name}"
+            if self.table != "kv":
+                ssh.check_output(
+                    self.host, ["sh", "-c", 'cat > "$0"', remote],
+                    input=rename_table(script.read_text(), self.table), timeout=60,
+                )  # fmt: skip
+            else:
+                ssh.copy_to(self.host, script, remote)
+            self._uploaded[script] = remote
+        return self._uploaded[script]
+
+    def remote(self, command: PgbenchCommand) -> PgbenchCommand:
+        """The command as it runs on the load generator: its scripts uploaded (paths relative
+        to the login directory) and its log prefix in the remote work folder."""
+        rdir = self.remote_dir(command.workdir)
+        scripts = tuple(self._upload(Path(script), rdir) for script in command.scripts)
+        log_prefix = command.log_prefix
+        if log_prefix is not None:
+            log_prefix = Path(self.remote_path(log_prefix, command.workdir))
+        return dataclasses.replace(command, scripts=scripts, log_prefix=log_prefix)
+
+    def popen(self, command: PgbenchCommand, exe: str = "pgbench") -> subprocess.Popen:
+        """One ssh connection: clear earlier logs of this prefix, run pgbench."""
+        self._cwd = Path(command.workdir)
+        there = self.remote(command)
+        prep = f"mkdir -p {shlex.quote(self.remote_dir(command.workdir))}"
+        if there.log_prefix is not None:  # a re-run must not fetch an earlier attempt's logs
+            remote_log = str(there.log_prefix)
+            prep += f" {shlex.quote(str(there.log_prefix.parent))}"
+            prep += f" && rm -f -- {shlex.quote(remote_log)}*"
+        pg_env = {k: v for k, v in command.env.items() if PASS_ENV.match(k)}
+        # from the login directory: the script and log paths are relative to it, as for scp
+        line = ssh.remote_command(pgbench.argv(there, exe), env=pg_env, timeout=command.timeout)
+        return subprocess.Popen(
+            ssh.ssh_argv(self.host, prep + " && " + line),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    def collect(self, command: PgbenchCommand) -> None:
+        """Copy the finished command's logs back next to its local log prefix."""
+        if command.log_prefix is not None:
+            remote = self.remote_path(command.log_prefix, command.workdir)
+            self.fetch_glob(remote + "*", Path(command.log_prefix).parent)
+
+    def psql(self, endpoint: Endpoint, sql: str, env, timeout) -> str:
+        pg_env = {"PGCONNECT_TIMEOUT": "10", **{k: v for k, v in env.items() if PASS_ENV.match(k)}}
+        return ssh.check_output(
+            self.host, psql_argv("psql", endpoint), input=sql, env=pg_env, timeout=timeout
+        )
+
+    def facts(self, pgbench: str = "pgbench") -> dict:
+        """The load generator's cores (`nproc`) and pgbench version."""
+        out = ssh.check_output(self.host, ["sh", "-c", FACTS_SCRIPT, pgbench], timeout=60)
+        return parse_facts(out)
+
+    def proc_stat(self) -> str:
+        """The load generator's /proc/stat, through the row's SSH connection."""
+        return ssh.check_output(self.host, ["cat", "/proc/stat"], timeout=30)
+
+    def fetch_glob(self, remote_glob: str, local_dir: Path) -> None:
+        local_dir.mkdir(parents=True, exist_ok=True)
+        ssh.copy_back(self.host, remote_glob, local_dir)
+
+    def fetch(self, remote: Path, local: Path) -> None:
+        """Copy what the load generator wrote at local-style path `remote` (globs allowed)."""
+        path = self.remote_path(remote)
+        if any(c in str(remote) for c in "*?[") or local.is_dir():
+            self.fetch_glob(path, local if local.is_dir() else local.parent)
+        else:
+            ssh.copy_back(self.host, path, local)
+
+
+@contextmanager
+def ssh_session(host: ssh.SshHost) -> Iterator[bool]:
+    """One SSH connection shared by every pgbench and psql of a row (its master)."""
+    master = ssh.start_master(host)
+    try:
+        yield master
+    finally:
+        ssh.stop_master(host, master)
