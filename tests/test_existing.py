@@ -83,6 +83,18 @@ def test_schema_errors_name_the_field():
         existing.validate_section({"existing": {"table": "drop table x"}})
 
 
+def test_load_generator_login_is_checked_and_completed():
+    with pytest.raises(ValueError, match=r"existing.load_generator: 'host' is a required"):
+        existing.validate_section({"existing": {"load_generator": {"user": "u", "key": "k"}}})
+    login = {"host": "lg.example", "user": "ybscale", "key": "~/.ssh/id_ed25519"}
+    settings = existing.validate_section({"existing": {"load_generator": login}})
+    host = existing.load_generator(settings["load_generator"])
+    assert (host.host, host.user, host.port) == ("lg.example", "ybscale", 22)
+    assert host.key == Path.home() / ".ssh/id_ed25519"
+    assert host.known_hosts == Path.home() / ".ssh/known_hosts"
+    assert existing.validate_section({})["load_generator"] is None  # pgbench here
+
+
 def test_endpoints_of_host_port():
     entry = existing.validate_section(
         {"existing": {"combinations": {"nodes3-small-reploff": ENTRY}}}

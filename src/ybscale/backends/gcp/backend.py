@@ -21,13 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ybscale.backends import ssh, yb_catalogue
-from ybscale.backends.base import (
-    Backend,
-    BackendError,
-    Cluster,
-    Endpoint,
-    settings_by_source,
-)
+from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, settings_by_source
 from ybscale.backends.gcp.balancer import load_balancer_idle
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
