@@ -27,6 +27,7 @@ shared study: a changed, added or removed file there is an error of the session.
 
 from __future__ import annotations
 
+import fcntl
 import getpass
 import os
 import re
@@ -34,6 +35,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from contextlib import contextmanager
@@ -322,7 +324,48 @@ def authorized_keys(host) -> Path:
 def pytest_collection_modifyitems(items):
     """Tests on the real Pulumi engine (they take the `engine` fixture) are slow long
     real-system tests: marked here once, so a new one is marked too (`-m "not slow"` skips them;
-    `pytest -q` and CI run them)."""
+    `pytest -q` and CI run them). Tests of the shared tiny study run on one pytest-xdist worker
+    (one study per session, not one per worker)."""
     for item in items:
-        if "engine" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "engine" in fixtures:
             item.add_marker(pytest.mark.slow)
+        if "tiny_study" in fixtures:
+            item.add_marker(pytest.mark.xdist_group("tiny-study"))
+
+
+# ------------------------------------------------------------- parallel workers (pytest-xdist)
+# `pytest -q` runs on two workers (pyproject.toml: -n 2). Every test holds a shared lock on one
+# file of the run while it runs (set-up and tear-down included); a test marked `exclusive` (it
+# asserts on what a measurement saw: CPU shares, a saturated node, a race) holds it exclusively,
+# so nothing of the other worker runs beside it.
+_LOCK = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        fd, path = tempfile.mkstemp(prefix="ybscale-tests-", suffix=".lock")
+        os.close(fd)
+        os.environ["YBSCALE_TEST_LOCK"] = path  # the workers start after this, with it
+        config.stash[_LOCK] = path
+
+
+def pytest_unconfigure(config):
+    path = config.stash.get(_LOCK, None)
+    if path:
+        Path(path).unlink(missing_ok=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    path = os.environ.get("YBSCALE_TEST_LOCK")
+    if not (path and hasattr(item.config, "workerinput")):
+        yield
+        return
+    mode = fcntl.LOCK_EX if item.get_closest_marker("exclusive") else fcntl.LOCK_SH
+    with open(path) as lock:
+        fcntl.flock(lock, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

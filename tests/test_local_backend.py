@@ -121,6 +121,7 @@ def test_a_cluster_makes_its_missing_row_folder_and_keeps_its_logs_there(data_ro
     assert (workdir / "node1.log").read_text()
 
 
+@pytest.mark.exclusive  # another cluster's start reaps dead processes' CPU groups too
 def test_cpu_groups_of_a_dead_process_are_reaped():
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -206,6 +207,7 @@ with backend.cluster(row_from_levels(levels, 1000), Path({work!r})):
 """
 
 
+@pytest.mark.exclusive  # looks at every server's shared memory and CPU group
 def test_the_leftovers_of_a_killed_run_are_reaped_by_the_next(data_root, tmp_path):
     """kill -9 of the measuring process leaves its servers running; the next cluster on the same
     data root stops them (and their shared memory goes), removes their data and CPU groups."""

@@ -108,6 +108,7 @@ def _cgroups(data_root) -> None:
         pytest.skip("no CPU groups on this machine")
 
 
+@pytest.mark.exclusive
 def test_a_node_with_a_cut_quota_is_the_bottleneck_and_its_utilisation_is_its_groups(
     data_root, tmp_path
 ):
@@ -128,6 +129,7 @@ def test_a_node_with_a_cut_quota_is_the_bottleneck_and_its_utilisation_is_its_gr
     assert 0 < line["util_client"] and 0 < line["util_host"] <= 1.05
 
 
+@pytest.mark.exclusive
 def test_a_row_limited_by_its_load_generator_is_client_bound(data_root, tmp_path):
     """pgbench held to a twentieth of a CPU, the node allowed a whole one: the load
     generator is saturated, the node is not, and the row says `client`."""
@@ -138,6 +140,7 @@ def test_a_row_limited_by_its_load_generator_is_client_bound(data_root, tmp_path
     assert math.isfinite(rep["cpu_window_s"]) and rep["cpu_window_s"] > 2.5
 
 
+@pytest.mark.exclusive
 def test_the_load_generators_busy_time_counts_cpu_spent_on_this_machine():
     """What `existing` records for `client` (LocalRunner: this machine's /proc/stat): half a
     second of spinning shows up as at least most of half a CPU-second."""
