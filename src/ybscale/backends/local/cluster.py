@@ -29,7 +29,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ybscale.backends import catalogue
 from ybscale.backends.base import (
     Backend,
     BackendError,
@@ -40,6 +39,7 @@ from ybscale.backends.base import (
     settings_by_source,
     spawn_local,
 )
+from ybscale.backends.local import catalogue
 from ybscale.backends.local.cpu import CpuLimits, reap_orphan_groups
 from ybscale.design.row import Row
 from ybscale.measure import pgbench, utilisation, workload
