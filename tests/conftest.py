@@ -325,13 +325,24 @@ def pytest_collection_modifyitems(items):
     """Tests on the real Pulumi engine (they take the `engine` fixture) are slow long
     real-system tests: marked here once, so a new one is marked too (`-m "not slow"` skips them;
     `pytest -q` and CI run them). Tests of the shared tiny study run on one pytest-xdist worker
-    (one study per session, not one per worker)."""
+    (one study per session, not one per worker), and so do a module's tests that share one of
+    its fixtures. The slow tests come first."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "engine" in fixtures:
             item.add_marker(pytest.mark.slow)
         if "tiny_study" in fixtures:
             item.add_marker(pytest.mark.xdist_group("tiny-study"))
+        elif _module_scoped(item):  # a module's fixture set up once, on one worker
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    # the long ones first, so the workers do not end waiting on one long group
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def _module_scoped(item) -> bool:
+    defs = getattr(item, "_fixtureinfo", None)
+    defs = defs.name2fixturedefs.values() if defs else ()
+    return any(d[-1].scope in ("module", "class", "package") for d in defs)
 
 
 # ------------------------------------------------------------- parallel workers (pytest-xdist)

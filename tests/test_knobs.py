@@ -233,8 +233,7 @@ def test_every_invalid_design_fails_study_load_naming_file_and_field(workflow):
 
 def test_valid_2_3_design_without_cluster_factor_has_one_combination(workflow):
     work, _ = workflow
-    path = work / "cases" / "valid-2-3.yaml"
-    path.write_text(yaml.safe_dump(factors()))
+    path = case_design(work, "valid 2 3", factors())
     loaded = study.load({**CONFIG, "design": str(path), "workloads": str(REPO / "workloads")})
     assert len(loaded.rows) == 8
     assert {r.combination for r in loaded.rows} == {"nodes3-small-reploff"}
@@ -248,8 +247,7 @@ def test_server_factor_gets_a_cluster_per_level(workflow):
     work, _ = workflow
     design = factors(D={"name": "commit", "sets": "server.synchronous_commit", "levels": [1, 0]})
     design["generators"] = {"D": "ABC"}
-    path = work / "cases" / "server.yaml"
-    path.write_text(yaml.safe_dump(design))
+    path = case_design(work, "server", design)
     loaded = study.load({**CONFIG, "design": str(path), "workloads": str(REPO / "workloads")})
     assert sorted({r.combination for r in loaded.rows}) == [
         "nodes3-small-reploff-synchronous-commit-0",

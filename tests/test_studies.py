@@ -79,9 +79,6 @@ class Study:
         return self.folder
 
 
-# both tests read the one module fixture that runs both studies: one worker (pytest-xdist)
-pytestmark = pytest.mark.xdist_group("studies")
-
 # name -> (design, defaults)
 STUDIES = {
     "new": (NEW_FACTORS, {"cluster": {"nodes": 1}, "workload": {"script": "probe"}}),
