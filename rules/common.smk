@@ -29,7 +29,8 @@ CLUSTER_OF = strata.cluster_of(SETTINGS, STUDY.rows)  # run -> the cluster it ru
 COMBOS = list(STUDY.clusters)
 CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items())
 MEASURE_CODE = code_digest(BACKEND.name)
-CLUSTERS = "results/clusters"  # shared clusters: one folder per cluster (CLUSTER_OF's labels)
+# shared clusters: one folder per cluster (CLUSTER_OF's labels)
+CLUSTERS = "results/clusters"
 
 
 wildcard_constraints:

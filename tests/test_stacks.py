@@ -6,6 +6,7 @@ rerun after `onerror`."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -659,23 +660,42 @@ def test_real_engine_reap_destroys_a_stack_locked_by_a_killed_up(engine, tmp_pat
     assert stacks.stale_locks(name, engine) == []
 
 
-def test_vm_names_longer_than_gce_allows_stop_the_dry_run():
-    """<name>-<study_id>-<cluster>-tserver-<n> must fit Compute Engine's 63 characters: the
-    longest name and study id the schema allows do not with the seed design's clusters."""
-    import yaml
+def test_long_cluster_labels_are_cut_so_every_vm_name_fits_gce():
+    """<name>-<study_id>-<cluster>-tserver-<n> must fit Compute Engine's 63 characters: with
+    the longest name and study id the schema allows (room for 18 characters of label), a label
+    that does not fit is cut and ends in 6 hex digits of its hash; one that fits is kept."""
+    longest = {"name": "y" * 20, "study_id": "s" * 12}
+    prefix = f"{'y' * 20}-{'s' * 12}-"
+    assert stacks.stack_name("nodes3-small-repl", longest) == prefix + "nodes3-small-repl"
+    labels = [
+        f"nodes{n}-small-replon-shared-buffers-{b}-r2" for n in (3, 5) for b in ("128mb", "256mb")
+    ]
+    names = [stacks.stack_name(label, longest) for label in labels]
+    assert len(set(names)) == len(labels), names  # cut labels stay distinct
+    assert all(len(f"{name}-tserver-99") == 63 for name in names), names
+    assert names[0] == prefix + "nodes3-smal-" + hashlib.sha256(labels[0].encode()).hexdigest()[:6]
+    assert names == [stacks.stack_name(label, longest) for label in labels]  # stable
+    tservers = {label: 5 for label in labels}
+    assert stacks.vm_name_errors(longest, tservers) == []
+    errors = stacks.vm_name_errors(longest, {labels[0]: 101})  # -tserver-100: one too many
+    assert len(errors) == 1 and "gcp.name, gcp.study_id: VM name" in errors[0], errors
 
-    from ybscale import study
 
-    config = yaml.safe_load(
-        (Path(__file__).resolve().parents[1] / "config/config.yaml").read_text()
-    )
-    rows = study.load(config).rows
-    fits = gcp.GcpBackend({"gcp": {"name": "y" * 20}}, CLUSTERS)  # the default study id: 8
-    assert fits.check_rows(rows) == []
-    long = gcp.GcpBackend({"gcp": {"name": "y" * 20, "study_id": "s" * 12}}, CLUSTERS)
-    errors = long.check_rows(rows)
-    assert errors and all(e.startswith("config/config.yaml: gcp.name, gcp.study_id: VM name")
-                          for e in errors)  # fmt: skip
-    name = f"{'y' * 20}-{'s' * 12}-nodes5-small-reploff-tserver-4"
-    assert f"VM name {name} has 64 characters, Compute Engine allows 63" in "\n".join(errors)
-    assert "nodes5-large-replon-tserver-4" not in "\n".join(errors)  # 63: fits
+def test_destroying_a_cut_stack_forgets_its_clusters_endpoints(settings, tmp_path):
+    """destroy_stack finds the cluster folder of a stack whose label was cut by the name the
+    label gives, not by the name's tail, and invalidates its endpoints (a folder of another
+    cluster keeps its own)."""
+    from ybscale.backends.gcp.backend import ClusterFiles
+
+    settings = {**settings, "name": "y" * 20, "study_id": "s" * 12}
+    clusters = tmp_path / "clusters"
+    label, other = "nodes5-large-replon-shared-buffers-256mb", "nodes3-small-reploff"
+    for each in (label, other):
+        files = ClusterFiles.of(clusters, each)
+        files.folder.mkdir(parents=True)
+        files.endpoints.write_text("{}")
+    name = stacks.stack_name(label, settings)
+    assert not name.endswith(label)
+    assert not stacks.destroy_stack(name, settings, auto=FakeAuto(), log=quiet, clusters=clusters)
+    assert not ClusterFiles.of(clusters, label).endpoints.exists()
+    assert ClusterFiles.of(clusters, other).endpoints.exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import importlib
 import json
 import os
@@ -67,8 +68,19 @@ def study_prefix(settings: Mapping) -> str:
     return f"{settings['name']}-{settings['study_id']}-"
 
 
+GCE_NAME_MAX = 63  # characters of a Compute Engine resource name
+VM_SUFFIX_MAX = len("-tserver-99")  # the longest suffix the infra program adds to a stack name
+
+
 def stack_name(combo: str, settings: Mapping) -> str:
-    return study_prefix(settings) + combo
+    """<name>-<study_id>-<cluster>; a cluster label too long for its VMs' names (a design with
+    many cluster or server factors) is cut and ends in 6 hex digits of its hash instead."""
+    prefix = study_prefix(settings)
+    room = GCE_NAME_MAX - VM_SUFFIX_MAX - len(prefix)
+    if len(combo) <= room:
+        return prefix + combo
+    digest = hashlib.sha256(combo.encode()).hexdigest()[:6]
+    return prefix + combo[: max(room - len(digest) - 1, 0)].rstrip("-") + "-" + digest
 
 
 def expiry_label(when: dt.datetime) -> str:
@@ -315,12 +327,10 @@ def teardown(stack, log=print) -> None:
     stack.destroy(on_output=log)
 
 
-GCE_NAME_MAX = 63  # characters of a Compute Engine resource name
-
-
 def vm_name_errors(settings: Mapping, tservers: Mapping[str, int]) -> list[str]:
     """A line per cluster (label -> its tservers) whose longest VM name, <stack>-tserver-<n>,
-    is longer than Compute Engine allows: found at dry run, not by a failed `pulumi up`."""
+    is longer than Compute Engine allows even with the label cut (`stack_name`): gcp.name
+    and gcp.study_id leave it no room; found at dry run, not by a failed `pulumi up`."""
     errors = []
     for label, nodes in sorted(tservers.items()):
         longest = f"{stack_name(label, settings)}-tserver-{nodes - 1}"
@@ -495,8 +505,10 @@ def destroy_stack(
 
     auto = _auto(auto)
     prefix = study_prefix(settings)
-    if name.startswith(prefix) and clusters is not None:
-        ClusterFiles.of(clusters, name[len(prefix) :]).forget()
+    if name.startswith(prefix) and clusters is not None and clusters.is_dir():
+        for label in (folder.name for folder in clusters.iterdir() if folder.is_dir()):
+            if stack_name(label, settings) == name:  # a cut label: by its name, not the tail
+                ClusterFiles.of(clusters, label).forget()
     with workspace(settings, auto) as kwargs:
         try:
             stack = auto.select_stack(
