@@ -16,10 +16,11 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 include: "rules/design.smk"
 include: "rules/measure.smk"
+include: "rules/cluster.smk"
 include: "rules/analysis.smk"
 
 
-# a backend whose clusters are shared brings them up by rules of its own
+# a backend's own rules (gcp: the plan before spending)
 if BACKEND.rules:
 
     include: BACKEND.rules
@@ -36,5 +37,11 @@ rule all:
         rules.findings.output,
 
 
+onsuccess:
+    # a target that needed no cluster_down (e.g. a cluster's endpoints) leaves nothing up
+    release_left(SETTINGS, CLUSTERS, list(CLUSTER_RUNS))
+
+
 onerror:
-    BACKEND.on_error(SETTINGS, STUDY.clusters, CLUSTERS)
+    # a failed job, Ctrl-C or SIGTERM: what is still up is released
+    clean_up_after_error(SETTINGS, CLUSTERS, list(CLUSTER_RUNS))

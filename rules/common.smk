@@ -8,6 +8,14 @@ from ybscale import study
 
 from ybscale.design import strata
 from ybscale.backends import backend_class
+from ybscale.backends.base import claim_workflow
+from ybscale.backends.lifecycle import (
+    clean_up_after_error,
+    release_left,
+    slot_chain,
+    stage_priorities,
+)
+from ybscale.design.order import run_priorities
 from ybscale.measure.protocol import code_digest, file_digest
 
 # shell rules run `python -m ybscale...` with the environment Snakemake runs in, activated or not
@@ -15,6 +23,8 @@ shell.prefix(
     f"set -euo pipefail; PATH={shlex.quote(os.path.dirname(sys.executable))}:$PATH; "
 )
 STUDY = study.load(config)
+# the clusters this workflow's jobs bring up live no longer than it (local: orphans reaped)
+claim_workflow()
 SETTINGS = STUDY.settings
 config.update(
     SETTINGS
@@ -25,17 +35,35 @@ RUNS = DESIGN.run_ids
 BACKEND = backend_class(SETTINGS["backend"])
 ANALYSIS = SETTINGS["analysis"]
 CLUSTER_OF = strata.cluster_of(SETTINGS, STUDY.rows)  # run -> the cluster it runs on
-# shared clusters: one per combination (gcp: and per replicate)
-COMBOS = list(STUDY.clusters)
+CLUSTER_RUNS = STUDY.clusters  # cluster label -> the runs measured on it
 CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items())
 MEASURE_CODE = code_digest(BACKEND.name)
-# shared clusters: one folder per cluster (CLUSTER_OF's labels)
+# one folder per cluster (CLUSTER_OF's labels)
 CLUSTERS = "results/clusters"
+
+
+# the order rows are measured in: drawn from measurement.seed, one block per replicate
+# (per cluster where rows share one)
+RUN_PRIORITY = run_priorities(
+    DESIGN,
+    SETTINGS["measurement"]["order"],
+    SETTINGS["measurement"]["seed"],
+    CLUSTER_OF,
+)
+# cluster_down before measure before cluster_up, each stage in the order above
+PRIORITY = stage_priorities(RUN_PRIORITY, CLUSTER_OF)
+# at most BACKEND.max_clusters clusters live: each slot brings its next cluster up only after
+# it released the previous one (a resource cannot span up -> measure -> down; a chain can)
+PREVIOUS_IN_SLOT = slot_chain(BACKEND, SETTINGS, STUDY.rows, CLUSTER_OF, RUN_PRIORITY)
+CLUSTER_DEFINITIONS = {
+    label: BACKEND.definition(SETTINGS, [STUDY.row(run) for run in runs])
+    for label, runs in CLUSTER_RUNS.items()
+}
 
 
 wildcard_constraints:
     run=r"run\d+",
-    combo=r"[A-Za-z0-9_.-]+",
+    cluster=r"[A-Za-z0-9_.-]+",
 
 
 def row_of(run):
@@ -43,21 +71,37 @@ def row_of(run):
     return STUDY.row(run).params()
 
 
-def runs_of(combo):
-    return STUDY.clusters[combo]
+def cluster_of_run(run):
+    """The label of the cluster `run` is measured on (a clear error for an unknown run)."""
+    return CLUSTER_OF[STUDY.row(run).run]
 
 
 def cluster_endpoints(wildcards):
-    """Shared clusters: the endpoints of the row's (brought up by cluster_up); otherwise
-    nothing (the measuring job brings the row's own cluster up and down)."""
-    if not BACKEND.shared_clusters:
-        return []
-    return f"{CLUSTERS}/{CLUSTER_OF[wildcards.run]}/endpoints.json"
+    """How the row reaches its cluster (brought up by cluster_up)."""
+    return f"{CLUSTERS}/{cluster_of_run(wildcards.run)}/endpoints.json"
 
 
 def cluster_released(wildcards):
-    """Shared clusters: the row's, destroyed (its measurements are published after);
-    otherwise nothing."""
-    if not BACKEND.shared_clusters:
+    """The row's cluster, released: its measurements are published after."""
+    return f"{CLUSTERS}/{cluster_of_run(wildcards.run)}/released.json"
+
+
+def previous_released(wildcards):
+    """The slot's previous cluster, released: an order, not data (ancient: its time never
+    re-runs this). Only between clusters never released: Snakemake skips the staleness
+    checks of every job downstream of one that re-runs, through ancient inputs too, so a chain
+    through released clusters would hide their stale rows; re-runs of released clusters are
+    ordered by the stages' priorities instead (PRIORITY)."""
+    before = PREVIOUS_IN_SLOT[wildcards.cluster]
+    released = f"{CLUSTERS}/{{}}/released.json"
+    if before is None or any(
+        os.path.exists(released.format(label)) for label in (wildcards.cluster, before)
+    ):
         return []
-    return f"{CLUSTERS}/{CLUSTER_OF[wildcards.run]}/destroyed.json"
+    return ancient(released.format(before))
+
+
+def definition_of(wildcards):
+    """What defines the cluster, and nothing else (a price, analysis.alpha or the number of
+    slots is not): the cluster rules run again only when it changes."""
+    return CLUSTER_DEFINITIONS[wildcards.cluster]

@@ -1,15 +1,3 @@
-from ybscale.design.order import run_priorities
-
-# the order rows are measured in: drawn from measurement.seed, one block per replicate
-# (per cluster where rows share one)
-RUN_PRIORITY = run_priorities(
-    DESIGN,
-    SETTINGS["measurement"]["order"],
-    SETTINGS["measurement"]["seed"],
-    CLUSTER_OF,
-)
-
-
 rule measure:
     """Measure one design row on its cluster, pgbench at every client count: an attempt that
     records ok or failed in status.json, so the cluster is released either way."""
@@ -20,7 +8,7 @@ rule measure:
         staged=temp(directory("results/runs/{run}/staged")),
     log:
         "results/logs/measure/{run}.log",
-    priority: lambda wildcards: RUN_PRIORITY[STUDY.row(wildcards.run).run]
+    priority: lambda wildcards: PRIORITY["measure"][STUDY.row(wildcards.run).run]
     conda:
         "../envs/ybscale.yaml"
     resources:
@@ -35,7 +23,6 @@ rule measure:
         code=MEASURE_CODE,
         measurement=SETTINGS["measurement"],
         backend=BACKEND.measuring_settings(SETTINGS),  # never prices or the analysis
-        clusters=CLUSTERS,
     script:
         "scripts/measure.py"
 

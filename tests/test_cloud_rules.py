@@ -25,7 +25,7 @@ def scheduled(out) -> dict[str, int]:
 
 def finished_study(tmp_path):
     """The files a finished gcp study leaves, with Snakemake's provenance recorded (--touch):
-    every output present, every cluster's endpoints gone (temp) and destroyed.json there."""
+    every output present, every cluster's endpoints gone (temp) and released.json there."""
     work = copy_workflow(tmp_path / "study")
     (work / "config" / "finished.yaml").write_text(yaml.safe_dump(FINISHED))
     summary = run_snakemake(work, "--summary", configfile="config/finished.yaml")
@@ -38,9 +38,9 @@ def finished_study(tmp_path):
             path.touch()
         else:
             path.mkdir(exist_ok=True)  # directory outputs (charts of the analysis)
-    for destroyed in (work / "results" / "clusters").glob("*/destroyed.json"):
-        outputs.add(str(destroyed.with_name("endpoints.json").relative_to(work)))  # temp
-        (destroyed.with_name("endpoints.json")).touch()
+    for released in (work / "results" / "clusters").glob("*/released.json"):
+        outputs.add(str(released.with_name("endpoints.json").relative_to(work)))  # temp
+        (released.with_name("endpoints.json")).touch()
     finished = time.time() - 3600
     for name in outputs:  # one time for all: no output is newer than what was made from it
         os.utime(work / name, (finished, finished))
@@ -49,7 +49,7 @@ def finished_study(tmp_path):
     assert touched.returncode == 0, failed(touched)
     for endpoints in (work / "results" / "clusters").glob("*/endpoints.json"):
         endpoints.unlink()  # temp: a finished run has removed them
-    assert len(list((work / "results" / "clusters").glob("*/destroyed.json"))) == 8
+    assert len(list((work / "results" / "clusters").glob("*/released.json"))) == 8
     return work
 
 

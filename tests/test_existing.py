@@ -264,12 +264,38 @@ def test_local_runner_psql(tmp_path, monkeypatch):
 def test_backend_never_creates_anything(tmp_path):
     config = {"existing": {"combinations": {"nodes3-small-reploff": ENTRY}}}
     backend = existing.ExistingBackend(config)
-    with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path) as c:
+    row = row_from_levels(LEVELS, 1000)
+    entry = backend.settings["combinations"][row.combination]  # defaults filled
+    endpoints = {"combination": row.combination, "endpoints": entry}  # what `up` returns
+    with backend.measure(row, endpoints, tmp_path) as c:
         assert [e.host for e in c.endpoints] == ["db1", "db2"]
         assert c.table == "ybscale_kv"
+    assert backend.down(endpoints, tmp_path) == {"nothing": "the endpoints are yours"}
+    assert list(tmp_path.iterdir()) == []
+    five = row_from_levels({**LEVELS, "nodes": 5}, 1000)
     with pytest.raises(BackendError, match="existing.combinations.nodes5-small-reploff"):
-        with backend.cluster(row_from_levels({**LEVELS, "nodes": 5}, 1000), tmp_path):
-            pass
+        backend.up(five.combination, backend.definition(config, [five]), tmp_path)
+
+
+def test_up_checks_that_every_endpoint_answers(postgres, tmp_path):
+    """`up` starts nothing: it asks each endpoint for SELECT 1, and names the one that does
+    not answer (a real server, and a port where nothing listens)."""
+    from ybscale.backends.local.cluster import free_port
+
+    node, runner = postgres
+    live = {"hosts": [f"127.0.0.1:{node.port}"], "port": 1, "database": "postgres",
+            "user": "postgres"}  # fmt: skip
+    config = {"existing": {"combinations": {"nodes1-small-reploff": live},
+                           "psql": runner.psql_exe}}  # fmt: skip
+    backend = existing.ExistingBackend(config)
+    row = row_from_levels({**LEVELS, "nodes": 1}, 10)
+    endpoints = backend.up(row.combination, backend.definition(config, [row]), tmp_path)
+    assert endpoints["endpoints"]["hosts"] == live["hosts"]
+    dead = free_port()
+    config["existing"]["combinations"]["nodes1-small-reploff"] = {
+        **live, "hosts": [f"127.0.0.1:{node.port}", f"127.0.0.1:{dead}"]}  # fmt: skip
+    with pytest.raises(BackendError, match=f"not reachable: 127.0.0.1:{dead}: "):
+        backend.up(row.combination, backend.definition(config, [row]), tmp_path)
 
 
 # ------------------------------------------------------------ issue 9: layout, spread, isolation

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import row_from_levels, servers_under, settings_with
 
-from ybscale.backends.base import BackendError, alive
+from ybscale.backends.base import OWNER_ENV, BackendError, alive
 from ybscale.backends.local import cluster as local
 from ybscale.backends.local import cpu
 from ybscale.backends.local.cluster import LocalBackend
@@ -270,4 +271,82 @@ def test_server_and_session_settings_are_read_back_and_a_drift_fails(data_root, 
         cluster.nodes[1].psql("ALTER SYSTEM SET work_mem = '1MB';\nSELECT pg_reload_conf();")
         with pytest.raises(BackendError, match="node2: server settings in effect"):
             cluster.applied()
+    assert servers_under(data_root) == []
+
+
+BRING_UP = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from conftest import settings_with
+from ybscale.backends.local import LocalBackend
+backend = LocalBackend(settings_with(local={{"data_root": {root!r}}}))
+definition = {{"shape": {{"nodes": 2, "node_size": "small", "replication": False}}, "server": {{}}}}
+print(json.dumps(backend.up("run01", definition, Path({folder!r}))), flush=True)
+"""
+
+
+def test_a_cluster_brought_up_by_one_process_is_measured_and_released_by_others(
+    data_root, tmp_path
+):
+    """The pipeline's lifecycle: `up` in one job (the servers outlive it, owned by the
+    workflow: here this process), `measure` and `down` in others, from the endpoints alone. A
+    bring-up in between reaps nothing of it (its owner lives); `down` stops every server and
+    removes its data and CPU groups."""
+    code = BRING_UP.format(tests=str(Path(__file__).parent), root=str(data_root),
+                           folder=str(tmp_path))  # fmt: skip
+    env = {**os.environ, OWNER_ENV: str(os.getpid())}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    endpoints = json.loads(done.stdout)
+    assert len(servers_under(data_root)) == 2  # the bring-up's process has exited
+    (home,) = data_root.glob("ybscale-*/owner.json")
+    assert json.loads(home.read_text())["pid"] == os.getpid()
+    levels = {**LEVELS, "nodes": 1, "replication": "off"}
+    with backend(data_root).cluster(row_from_levels(levels, 100, run="run02"), tmp_path / "b"):
+        assert len(servers_under(data_root)) == 3  # the first cluster was not reaped
+    row = row_from_levels({**LEVELS, "nodes": 2, "replication": "off"}, 1000)
+    with backend(data_root).measure(row, endpoints, tmp_path) as cluster:
+        assert [n.port for n in cluster.nodes] == [n["port"] for n in endpoints["nodes"]]
+        assert sum(int(n.psql("SELECT count(*) FROM kv")) for n in cluster.nodes) == 1000
+        groups = [Path(c["path"]) for c in cluster.applied()["cpu"].values() if "path" in c]
+    assert len(servers_under(data_root)) == 2  # measuring leaves the cluster up
+    backend(data_root).down(endpoints, tmp_path)
+    assert servers_under(data_root) == []
+    assert not home.parent.exists()
+    assert (tmp_path / "node2.log").read_text()  # the server logs are kept in its folder
+    assert groups and [g for g in groups if g.exists()] == []
+
+
+def postmasters(root) -> list[str]:
+    """The servers under `root` (not the processes that merely name it)."""
+    return [line for line in servers_under(root) if "/bin/postgres " in line]
+
+
+def test_the_workflows_clean_up_stops_what_it_owns_and_only_that(data_root, tmp_path):
+    """`on_error` (the Snakefile's onerror:, also after Ctrl-C) stops the servers owned by this
+    workflow, e.g. a bring-up cut short before it wrote its endpoints; another live owner's
+    stay, and are reaped once that owner died."""
+    code = BRING_UP.format(tests=str(Path(__file__).parent), root=str(data_root),
+                           folder=str(tmp_path))  # fmt: skip
+    env = {**os.environ, OWNER_ENV: str(os.getpid())}  # this process is the workflow
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    other = subprocess.Popen(  # another workflow, alive, owning a cluster of its own
+        [sys.executable, "-c", code + "import time; time.sleep(600)\n"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert json.loads(other.stdout.readline())["home"]
+        assert len(postmasters(data_root)) == 4
+        settings = settings_with(local={"data_root": str(data_root)})
+        LocalBackend.on_error(settings, ["run01"], tmp_path)
+        assert len(postmasters(data_root)) == 2  # the other owner's cluster is still up
+        (left,) = data_root.glob("ybscale-*/owner.json")
+        assert json.loads(left.read_text())["pid"] == other.pid
+    finally:
+        other.kill()
+        other.wait()
+    assert str(left.parent) in local.reap_orphans(data_root)  # its owner died: an orphan
     assert servers_under(data_root) == []

@@ -5,6 +5,7 @@ of it (tiny_study_copy)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -235,3 +237,109 @@ def test_interrupted_run_stops_its_servers(tiny_study, tiny_study_copy):
         time.sleep(0.5)
     assert servers_under(root) == []
     assert not list(root.glob("ybscale-*/node*"))
+
+
+def broken_read_workloads(work):
+    """A copy of the workloads whose read script fails on the server (no such table)."""
+    broken = work / "broken-workloads"
+    shutil.copytree(work / "workloads", broken, dirs_exist_ok=True)
+    (broken / "read.sql").write_text("SELECT * FROM no_such_table WHERE k < :rows;\n")
+    return broken
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_a_failed_row_releases_its_cluster_with_and_without_keep_going(
+    tiny_study, tiny_study_copy, keep_going
+):
+    """Issue 20: a row that fails is released by its own cluster_down job before the
+    workflow ends (released.json is written by that job only), with -k and without; then its
+    publish fails naming the row and its log, and the next run measures it again."""
+    work, root = tiny_study_copy, tiny_study.root
+    signs = pd.read_csv(work / "results/design/sign_table.csv").set_index("run")
+    read, write = signs.index[signs["B"] < 0][0], signs.index[signs["B"] > 0][0]
+    started = time.time()
+    targets = [f"results/runs/{run}/throughput.csv" for run in (read, write)]
+    broken = broken_read_workloads(work)
+    args = ["-k"] if keep_going else []
+    out = snakemake(work, *args, "-f", *targets, "--config", f"workloads={broken}", check=False)
+    output = out.stdout + out.stderr
+    assert out.returncode != 0, output[-3000:]
+    released = work / f"results/clusters/{read}/released.json"
+    assert released.stat().st_mtime > started, output[-3000:]
+    assert json.loads(released.read_text())["stopped"], released.read_text()
+    assert output.index(f"cluster={read}") < output.index("Error in rule publish")
+    assert f"{read}: the measurement failed: " in output and "no_such_table" in output
+    assert f"(log: results/logs/measure/{read}.log)" in output
+    assert not (work / f"results/runs/{read}/status.json").exists()  # measured again next run
+    if keep_going:  # the other row went on and was published
+        assert (work / f"results/runs/{write}/throughput.csv").stat().st_mtime > started
+    assert servers_under(root) == []
+    again = planned(work, "results/effects.csv", "--config", f"workloads={broken}")
+    assert again["measure"] == {read}
+
+
+@pytest.mark.slow
+def test_a_cluster_the_targets_leave_up_is_released_when_the_run_succeeds(tiny_study_copy):
+    """A target that needs no cluster_down (the cluster's endpoints) ends with nothing up."""
+    work = tiny_study_copy
+    root = yaml.safe_load((work / "config/test.yaml").read_text())["local"]["data_root"]
+    out = snakemake(work, "results/clusters/run05/endpoints.json")
+    assert "run05: released (left up by this run)" in out.stdout + out.stderr
+    assert servers_under(root) == []
+    assert not (work / "results/clusters/run05/endpoints.json").exists()
+
+
+HOME = r"/ybscale-(\d+-[0-9a-f]{8})/"  # a local cluster's folder (LocalBackend.up)
+
+
+def first_and_last_planned(work) -> tuple[str, str]:
+    """The runs measured first and last in the planned order (results/run_order.csv)."""
+    order = pd.read_csv(work / "results/run_order.csv").sort_values("planned")
+    return order["run"].iloc[0], order["run"].iloc[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["Ctrl-C", "SIGTERM"])
+def test_an_interrupted_run_stops_the_clusters_up_between_jobs(tiny_study, tiny_study_copy, how):
+    """One cluster is up and idle between jobs (a target brought it up; nothing measures on it)
+    while another row is measured. Ctrl-C (SIGINT to every process of the terminal) or SIGTERM
+    to Snakemake alone (it lets the running job finish) stops both: `onerror:` releases what
+    the endpoints say is up, and the servers this workflow owns."""
+    work, root = tiny_study_copy, tiny_study.root
+    idle, measured = first_and_last_planned(work)  # cluster_up of `idle` runs first
+    log = work / f"results/logs/measure/{measured}.log"
+    log.unlink()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/test.yaml",
+         "-f", f"results/clusters/{idle}/endpoints.json",
+         f"results/runs/{measured}/throughput.csv"],
+        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while not (log.is_file() and "repetition" in log.read_text()):
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "no measurement started"
+            time.sleep(0.2)
+        assert (work / f"results/clusters/{idle}/endpoints.json").exists()
+        homes = {home for s in servers_under(root) for home in re.findall(HOME, s)}
+        assert len(homes) == 2, servers_under(root)  # two clusters up
+        if how == "Ctrl-C":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    output = proc.stdout.read()
+    assert servers_under(root) == [], output[-3000:]
+    assert not list(Path(root).glob("ybscale-*/node*"))
+    assert f"{idle}: released (left up by this run)" in output, output[-3000:]
+    status = work / f"results/runs/{measured}/status.json"
+    if how == "SIGTERM":  # graceful: the running attempt finished, nothing new started
+        assert json.loads(status.read_text())["status"] == "ok"
+    else:
+        assert not status.exists()

@@ -232,7 +232,7 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path,
         assert list((folder / "pgbench-logs").glob("*")), run
     assert sorted(combos.values()) == [1, 2] and len(labels) == clusters
     for label in labels:
-        gone = json.loads((results / "clusters" / label / "destroyed.json").read_text())
+        gone = json.loads((results / "clusters" / label / "released.json").read_text())
         assert gone["existed"] is True, gone
     left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
     assert left == [], "a stack is left"

@@ -355,7 +355,7 @@ def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, m
         assert "--project=my-proj --zone=us-central1-a" in host.proxy_command
         assert host.known_hosts == files.known_hosts
     files.known_hosts.write_text("loadgen ssh-ed25519 AAAA\n")  # as the first SSH records it
-    stacks.destroy(combo, settings, out=files.destroyed, auto=FakeAuto(),
+    stacks.destroy(combo, settings, out=files.released, auto=FakeAuto(),
                    now=NOW + dt.timedelta(hours=1), log=lambda m: None)  # fmt: skip
     assert not files.endpoints.exists()  # the next run brings it up again
     assert not files.known_hosts.exists()  # new VMs, new host keys

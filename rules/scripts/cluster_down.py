@@ -1,5 +1,5 @@
-"""cluster_down rule: destroy one combination's stack (see ybscale.backends.gcp.clusters.job)."""
+"""cluster_down rule: release one cluster (see ybscale.backends.lifecycle.down_job)."""
 
-from ybscale.backends.gcp.clusters import job
+from ybscale.backends.lifecycle import down_job
 
-job(snakemake, "down")  # noqa: F821 - injected by Snakemake's script directive
+down_job(snakemake)  # noqa: F821 - injected by Snakemake's script directive

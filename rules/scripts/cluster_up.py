@@ -1,5 +1,5 @@
-"""cluster_up rule: bring one combination's stack up (see ybscale.backends.gcp.clusters.job)."""
+"""cluster_up rule: bring one cluster up (see ybscale.backends.lifecycle.up_job)."""
 
-from ybscale.backends.gcp.clusters import job
+from ybscale.backends.lifecycle import up_job
 
-job(snakemake, "up")  # noqa: F821 - injected by Snakemake's script directive
+up_job(snakemake)  # noqa: F821 - injected by Snakemake's script directive

@@ -1,4 +1,4 @@
-"""Measuring rule: one design row on its own cluster (see ybscale.measure.bench.measure_job)."""
+"""Measuring rule: one design row on its cluster (see ybscale.measure.bench.measure_job)."""
 
 from ybscale.measure.bench import measure_job
 

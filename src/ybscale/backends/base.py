@@ -6,8 +6,8 @@ import abc
 import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ybscale.design.row import Row
@@ -15,6 +15,38 @@ from ybscale.design.row import Row
 
 class BackendError(RuntimeError):
     """A cluster could not be provided or failed while measuring; the message says which."""
+
+
+OWNER_ENV = "YBSCALE_WORKFLOW_PID"  # the Snakemake workflow's pid, set by rules/common.smk
+
+
+def _ancestors() -> set[int]:
+    """This process's parent, its parent's, ... (from /proc)."""
+    found, pid = set(), os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
+def claim_workflow() -> int:
+    """Make this process the owner of the clusters its jobs bring up (the Snakefile calls it
+    at parse time); a job keeps its workflow's claim (an ancestor of it). Returns the owner."""
+    claimed = os.environ.get(OWNER_ENV, "")
+    if not (claimed.isdigit() and int(claimed) in _ancestors()):
+        os.environ[OWNER_ENV] = str(os.getpid())
+    return int(os.environ[OWNER_ENV])
+
+
+def workflow_owner() -> int:
+    """The process a cluster lives no longer than: the Snakemake workflow whose job brought it
+    up (clusters stay up between jobs), else this process. A cluster whose owner died is an
+    orphan, reaped by the next bring-up."""
+    claimed = os.environ.get(OWNER_ENV, "")
+    return int(claimed) if claimed.isdigit() and int(claimed) in _ancestors() else os.getpid()
 
 
 def alive(pid: int) -> bool:
@@ -146,19 +178,21 @@ class Cluster(abc.ABC):
 class Backend(abc.ABC):
     """Turns a resolved design row into a cluster; translates knobs into its own mechanism.
 
-    The class attributes are what the rest of the pipeline knows of a backend (see
-    `ybscale.backends.BACKENDS`)."""
+    Every backend has one lifecycle, run by the same rules (rules/cluster.smk): `up` a cluster
+    (by its label, from its `definition`) -> `measure` each row on it (the `Cluster` the
+    measuring code talks to) -> `down`. The class attributes are what the rest of the pipeline
+    knows of a backend (see `ybscale.backends.BACKENDS`)."""
 
     name: str
     modules: tuple[str, ...] = ()  # its measuring modules (package paths), for the code digest
-    shared_clusters = False  # True: a combination's rows share a cluster its own rules bring up
-    rules: str | None = None  # its rules file (relative to the Snakefile), included when set
+    rules: str | None = None  # rules of its own (relative to the Snakefile), included when set
     loads_here = True  # pgbench runs on this machine: one benchmark at a time here
+    runs_here = False  # its servers run on this machine: up and down take the `bench` slot too
     fresh_cluster_per_row = False  # every row on a cluster of its own (no shared error stratum)
 
     def __init__(self, config: Mapping, clusters: Path | None = None):
         self.config = config
-        self.clusters = clusters  # shared clusters: the folder of every combination's files
+        self.clusters = clusters  # the folder of every cluster's files, as the rules name it
 
     @classmethod
     def section(cls, config: Mapping) -> Mapping | None:
@@ -176,14 +210,39 @@ class Backend(abc.ABC):
         its combination's."""
         return {row.run: row.combination for row in rows}
 
+    @classmethod
+    def definition(cls, settings: Mapping, rows: Sequence[Row]) -> dict:
+        """What defines the cluster `rows` share (the cluster rules' params, what `up` gets):
+        by default the combination's shape and server settings."""
+        row = rows[0]
+        return {
+            "combination": row.combination,
+            "shape": asdict(row.cluster),
+            "server": dict(row.server),
+        }
+
+    @classmethod
+    def max_clusters(cls, settings: Mapping) -> int | None:
+        """How many of its clusters may be up at once (None: no bound)."""
+        return None
+
+    @classmethod
+    def slots(cls, settings: Mapping, rows: Sequence[Row], order: Sequence[str]) -> dict:
+        """Cluster label -> the one its slot releases before bringing it up (None: first in its
+        slot), the labels taken in `order` (the measuring order) round the `max_clusters`
+        slots."""
+        n = cls.max_clusters(settings)
+        return {label: order[i - n] if n and i >= n else None for i, label in enumerate(order)}
+
     @staticmethod
     def report_text(applied: Sequence[Mapping]) -> list[str]:
         """Paragraphs for the findings, from the rows' `applied` records."""
         return []
 
     @classmethod
-    def on_error(cls, settings: Mapping, combinations, clusters: Path) -> None:
-        """Release what a failed workflow may have left (the Snakefile's `onerror:`)."""
+    def on_error(cls, settings: Mapping, labels, clusters: Path) -> None:
+        """Release what a failed or interrupted workflow may have left that its clusters'
+        endpoints do not say (the Snakefile's `onerror:`, after `lifecycle.release_left`)."""
         return None
 
     @abc.abstractmethod
@@ -204,9 +263,34 @@ class Backend(abc.ABC):
         return sorted(set(errors))
 
     @abc.abstractmethod
+    def up(self, label: str, definition: Mapping, folder: Path) -> dict:
+        """Bring cluster `label` up as `definition` says; its endpoints (plain JSON: all that
+        `measure` and `down` need, in another process). `folder`: the cluster's own files.
+        What was started is stopped again when this raises (interrupted too)."""
+
+    @abc.abstractmethod
+    def measure(
+        self, row: Row, endpoints: Mapping, folder: Path
+    ) -> AbstractContextManager[Cluster]:
+        """A context manager: the cluster of `endpoints` ready for `row` (its dataset loaded,
+        every node checked), left up on exit."""
+
+    @abc.abstractmethod
+    def down(self, endpoints: Mapping, folder: Path) -> dict:
+        """Release the cluster of `endpoints` (each step even when one before it failed); a
+        record of what was done."""
+
     @contextmanager
     def cluster(self, row: Row, workdir: Path) -> Iterator[Cluster]:
-        """Yield a ready cluster with the row's dataset loaded; stop what was started on exit."""
+        """`row` on a cluster of its own, up -> measure -> down in one process (tests and
+        bench/ scripts; the pipeline runs the three as jobs). Its files go to `workdir`."""
+        label = self.cluster_labels(self.config, [row])[row.run]
+        endpoints = self.up(label, self.definition(self.config, [row]), workdir)
+        try:
+            with self.measure(row, endpoints, workdir) as cluster:
+                yield cluster
+        finally:
+            self.down(endpoints, workdir)
 
 
 def settings_by_source(rows: Sequence[Row], kind: str) -> dict[str, dict[str, str]]:

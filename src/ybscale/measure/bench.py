@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ybscale import __version__
-from ybscale.backends import get_backend
 from ybscale.backends.base import BackendError, Cluster, PgbenchCommand
+from ybscale.backends.lifecycle import attached, interrupt_on_signals
 from ybscale.design.row import Row
 from ybscale.measure import attempt, latency, pgbench, precision, utilisation, workload
 from ybscale.measure.measuring import MeasuringProtocol
@@ -390,15 +390,15 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
 
 def measure(
     row: Row,
+    cluster: Cluster,
     config: Mapping,
     outdir: Path,
-    progress=print,
-    clusters: Path | None = None,
     staged: Path | None = None,
+    progress=print,
 ) -> Path:
-    """Measure one row: throughput.csv, repetitions.csv and measurement.json into `staged`
-    (default `outdir`), pgbench's logs into `outdir`/pgbench-logs; `clusters` (gcp): the
-    folder of the clusters' endpoints."""
+    """Measure one row on `cluster` (ready for it): throughput.csv, repetitions.csv and
+    measurement.json into `staged` (default `outdir`), pgbench's logs into
+    `outdir`/pgbench-logs."""
     settings = config["measurement"]
     run = row.run
     script = Path(row.script_path).resolve()
@@ -408,15 +408,12 @@ def measure(
     logs = outdir.resolve() / "pgbench-logs"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir()
-    backend = get_backend(config, clusters)
     started = dt.datetime.now(dt.UTC)
     rep_rows = []
-    progress(f"{run}: starting {backend.name} cluster {row.combination} for {row.levels}")
-    with backend.cluster(row, outdir) as cluster:
-        applied = cluster.applied()  # raises when a setting in effect differs from the row
-        for warning in applied.get("warnings", []):
-            progress(f"{run}: WARNING: {warning}")
-        lines = measure_sweep(row, cluster, script, env, settings, logs, rep_rows, progress)
+    applied = cluster.applied()  # raises when a setting in effect differs from the row
+    for warning in applied.get("warnings", []):
+        progress(f"{run}: WARNING: {warning}")
+    lines = measure_sweep(row, cluster, script, env, settings, logs, rep_rows, progress)
     finished = dt.datetime.now(dt.UTC)
     pd.DataFrame(rep_rows).to_csv(staged / "repetitions.csv", index=False)
     meta = {
@@ -459,23 +456,13 @@ def _versions(pgbench_exe: str, applied: Mapping) -> dict:
     return {"ybscale": __version__, "pgbench": pgb, "python": platform.python_version()}
 
 
-def _terminate_on_signal() -> None:
-    """Turn SIGTERM/SIGHUP into an exception so clusters are stopped by their finally blocks."""
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)
-
-
 def measure_job(smk) -> None:
     """Entry point of the measuring rule (`script:`), an attempt: it exits 0 whether the row
     was measured or failed, and records which in its status (`attempt.write_status`), so the
     row's cluster is released either way; the `publish` rule then publishes the staged
     measurements or fails with the row's error. An interruption is not a result: it exits
     non-zero and records nothing. Progress goes to the terminal and the log."""
-    _terminate_on_signal()
+    interrupt_on_signals()
     run = smk.wildcards.run
     with open(smk.log[0], "w") as log:
 
@@ -485,15 +472,12 @@ def measure_job(smk) -> None:
             print(f"[{stamp}] {msg}", file=log, flush=True)
 
         staged = Path(smk.output.staged)
+        endpoints = Path(smk.input.cluster)
         try:
-            measure(
-                Row.from_dict(smk.params.row),
-                smk.config,
-                staged.parent,
-                progress,
-                Path(smk.params.clusters),
-                staged=staged,
-            )
+            row = Row.from_dict(smk.params.row)
+            progress(f"{run}: on cluster {endpoints.parent.name} ({row.combination}), {row.levels}")
+            with attached(smk.config, row, endpoints) as cluster:
+                measure(row, cluster, smk.config, staged.parent, staged, progress)
         except Exception as exc:  # any failure of the row is its result; a bug's too
             progress(f"FAILED: {exc}")
             traceback.print_exc(file=log)

@@ -17,7 +17,7 @@ from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
 from ybscale.backends.machine_cpu import MachineCpu
-from ybscale.backends.ysql import LocalRunner, YsqlCluster
+from ybscale.backends.ysql import LocalRunner, YsqlCluster, password_env
 from ybscale.config_sources import source_of
 from ybscale.design.row import Row
 from ybscale.settings import section
@@ -148,22 +148,48 @@ class ExistingBackend(Backend):
     def check_rows(self, rows) -> list[str]:
         return check_endpoints(self.settings, rows)
 
-    @contextmanager
-    def cluster(self, row, workdir) -> Iterator[Cluster]:
-        combo = row.combination
-        entry = self.settings["combinations"].get(combo)
+    @classmethod
+    def definition(cls, settings: Mapping, rows) -> dict:
+        """The endpoints the rows' combination names (`existing.combinations`)."""
+        combo = rows[0].combination
+        entry = validate_section(settings)["combinations"].get(combo)
+        return {"combination": combo, "endpoints": dict(entry) if entry else None}
+
+    def up(self, label: str, definition: Mapping, folder: Path) -> dict:
+        """Nothing is started: check that every endpoint answers (SELECT 1) where pgbench
+        runs (here, or on `existing.load_generator`)."""
+        combo, entry = definition["combination"], definition["endpoints"]
         if entry is None:
             raise BackendError(f"{source_of('existing.combinations')}.{combo}: no endpoints")
+        problems = []
+        with ExistingBackend._runner(self.settings, self.settings["table"], {}) as runner:
+            for endpoint in endpoints_of(entry):  # from where pgbench will run
+                try:
+                    runner.psql(endpoint, "SELECT 1", password_env(endpoint), 30)
+                except BackendError as exc:
+                    problems.append(f"{endpoint.host}:{endpoint.port}: {exc}")
+        if problems:
+            raise BackendError(
+                f"{source_of('existing.combinations')}.{combo}: not reachable: "
+                + "; ".join(problems)
+            )
+        return {"combination": combo, "endpoints": dict(entry)}
+
+    @contextmanager
+    def measure(self, row, endpoints: Mapping, folder: Path) -> Iterator[Cluster]:
         table = self.settings["table"]
-        endpoints = endpoints_of(entry)
-        record = {"backend": "existing", "combination": combo, "load_generator_host": None}
-        nodes = node_hosts(self.settings["ssh"], endpoints)
+        nodes = endpoints_of(endpoints["endpoints"])
+        record = {
+            "backend": "existing",
+            "combination": row.combination,
+            "load_generator_host": None,
+        }
         with (
             ExistingBackend._runner(self.settings, table, record) as runner,
-            MachineCpu(runner.proc_stat, nodes) as cpu,
+            MachineCpu(runner.proc_stat, node_hosts(self.settings["ssh"], nodes)) as cpu,
         ):
             yield YsqlCluster(
-                endpoints,
+                nodes,
                 row,
                 runner,
                 table=table,
@@ -185,3 +211,7 @@ class ExistingBackend(Backend):
         record["load_generator_host"] = f"{host.login}:{host.port}"
         with ssh_session(host):
             yield LoadgenRunner(host, table)
+
+    def down(self, endpoints: Mapping, folder: Path) -> dict:
+        """Nothing to release: the endpoints are yours."""
+        return {"nothing": "the endpoints are yours"}

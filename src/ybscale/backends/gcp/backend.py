@@ -1,12 +1,12 @@
 """`gcp` backend: YugabyteDB VMs on Google Compute Engine, one Pulumi stack per cluster: an
 infrastructure combination's, and a replicate's with gcp.cluster_per_replicate (`cluster_label`).
 
-Clusters are brought up and destroyed by the cluster_up / cluster_down rules (rules/cloud.smk),
-which call this module's CLI; `GcpBackend.cluster()` only reads the endpoints they wrote and runs
-pgbench on the load-generator VM over SSH.
+Clusters are brought up and destroyed by the cluster_up / cluster_down rules (rules/cluster.smk)
+through `GcpBackend.up` / `down` (`clusters.py`, which drives `stacks.py`); `measure` reads the
+endpoints they wrote and runs pgbench on the load-generator VM over SSH.
 
     python -m ybscale.backends.gcp.clusters up --combo C --out results/clusters/C/endpoints.json
-    python -m ybscale.backends.gcp.clusters down --combo C --out results/clusters/C/destroyed.json
+    python -m ybscale.backends.gcp.clusters down --combo C --out results/clusters/C/released.json
 
 Where those files live is the rules' choice: `ClusterFiles` is handed the folder.
 """
@@ -35,7 +35,7 @@ READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script wri
 @dataclass(frozen=True)
 class ClusterFiles:
     """What the pipeline keeps of one combination's cluster, in the folder the rules name
-    (``results/clusters/<combination>``): endpoints, destroyed marker, row lock, host keys."""
+    (``results/clusters/<label>``): endpoints, released marker, row lock, host keys."""
 
     folder: Path
 
@@ -52,8 +52,9 @@ class ClusterFiles:
         return self.folder / "endpoints.json"
 
     @property
-    def destroyed(self) -> Path:
-        return self.folder / "destroyed.json"
+    def released(self) -> Path:
+        """The marker `cluster_down` writes once the stack is destroyed."""
+        return self.folder / "released.json"
 
     @property
     def known_hosts(self) -> Path:
@@ -89,7 +90,7 @@ class ClusterFiles:
                 f"--combo {self.combination}) brings this cluster up"
             )
         endpoints = json.loads(path.read_text())
-        gone = self.destroyed
+        gone = self.released
         if gone.exists() and json.loads(gone.read_text()).get("destroyed", "") >= endpoints.get(
             "created", ""
         ):
@@ -129,7 +130,8 @@ def cluster_label(row: Row, per_replicate: bool) -> str:
 
 
 class GcpBackend(Backend):
-    """Measures on the cluster the cluster_up rule brought up for the row's combination."""
+    """One Pulumi stack per cluster: `up` provisions it and waits until it is ready, `measure`
+    runs pgbench on its load generator over SSH, `down` destroys it."""
 
     name = "gcp"
     modules = (
@@ -138,8 +140,7 @@ class GcpBackend(Backend):
         "backends/ssh.py",
         "backends/machine_cpu.py",
     )
-    shared_clusters = True  # one stack per combination, by the rules in rules/cloud.smk
-    rules = "rules/cloud.smk"
+    rules = "rules/cloud.smk"  # the plan, printed before spending
     loads_here = False  # pgbench runs on each cluster's own load generator
 
     def __init__(self, config: Mapping, clusters: Path | None = None):
@@ -164,7 +165,27 @@ class GcpBackend(Backend):
         return {row.run: cluster_label(row, per_replicate) for row in rows}
 
     @classmethod
-    def on_error(cls, settings: Mapping, combinations, clusters: Path) -> None:
+    def definition(cls, settings: Mapping, rows) -> dict:
+        """Its shape, server settings, machine types and the gcp settings that define a
+        stack (`clusters.definition`): never prices or slots."""
+        from ybscale.backends.gcp.clusters import definition
+
+        return definition(settings, rows[0])
+
+    @classmethod
+    def max_clusters(cls, settings: Mapping) -> int:
+        return validate_section(settings)["max_clusters"]
+
+    @classmethod
+    def slots(cls, settings: Mapping, rows, order) -> dict:
+        """The plan's slots (`plan.previous_in_slot`): each cluster to the slot that frees
+        first, by the planned time of its rows."""
+        from ybscale.backends.gcp.plan import previous_in_slot
+
+        return previous_in_slot(rows, settings)
+
+    @classmethod
+    def on_error(cls, settings: Mapping, labels, clusters: Path) -> None:
         from ybscale.backends.gcp.stacks import destroy_all
 
         destroy_all(settings, clusters)  # this study's stacks, whatever combination
@@ -189,19 +210,43 @@ class GcpBackend(Backend):
             + vm_name_errors(self.settings, tservers)
         )
 
+    def up(self, label: str, definition: Mapping, folder: Path) -> dict:
+        """pulumi up the cluster's stack, wait until it is ready (VM boot logs kept in
+        `folder`/serial when it is not); the stack's outputs."""
+        from ybscale.backends.gcp import clusters
+
+        files = ClusterFiles(folder)
+        clusters.up(label, self.config, files.endpoints, serial_logs=folder / "serial")
+        return json.loads(files.endpoints.read_text())
+
+    def down(self, endpoints: Mapping, folder: Path) -> dict:
+        """Destroy the cluster's stack (its endpoints and host keys forgotten)."""
+        from ybscale.backends.gcp import clusters
+
+        return clusters.down(
+            ClusterFiles(folder).combination, self.config, folder / "released.json"
+        )
+
     @contextmanager
     def cluster(self, row, workdir) -> Iterator[Cluster]:
-        combo = cluster_label(row, self.settings["cluster_per_replicate"])
+        """`row` on the cluster the cluster_up rule brought up (gcp clusters are not brought
+        up for one row): its endpoints read from the clusters folder."""
+        label = cluster_label(row, self.settings["cluster_per_replicate"])
         if self.clusters is None:
             raise BackendError("gcp: the measuring rule passes the clusters folder (params)")
-        files = ClusterFiles.of(self.clusters, combo)
-        endpoints = files.load()
+        files = ClusterFiles.of(self.clusters, label)
+        with self.measure(row, files.load(), files.folder) as cluster:
+            yield cluster
+
+    @contextmanager
+    def measure(self, row, endpoints: Mapping, folder: Path) -> Iterator[Cluster]:
+        files = ClusterFiles(folder)
         host = ssh_host(endpoints, self.settings, files.known_hosts)
         nodes = tserver_endpoints(endpoints)
         record = {
             "backend": "gcp",
             "combination": row.combination,
-            "cluster": combo,
+            "cluster": files.combination,
             "stack": endpoints.get("stack"),
             "machine_type": endpoints.get("machine_type"),
             "replication_factor": endpoints.get("replication_factor"),

@@ -1,5 +1,6 @@
-"""`up` / `down` one cluster (rules/cloud.smk): the cloud lifecycle. A cluster is a combination's
-(and, with gcp.cluster_per_replicate, a replicate's: ``<combination>-r<k>``).
+"""`up` / `down` one cluster's stack: the cloud lifecycle (`GcpBackend.up`/`down`, run by
+rules/cluster.smk). A cluster is a combination's (and, with gcp.cluster_per_replicate, a
+replicate's: ``<combination>-r<k>``).
 
 This module drives `stacks` (Pulumi) and hands the gcp backend's readiness check to it.
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
+import datetime as dt
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,6 +74,49 @@ def definition(settings: Mapping, row: Row) -> dict:
     }
 
 
+def up(
+    combo: str,
+    config: Mapping,
+    out: Path,
+    *,
+    design: str | None = None,
+    serial_logs: Path | None = None,
+) -> None:
+    """pulumi up the stack of cluster `combo`, wait until it is ready, write its endpoints to
+    `out`; BackendError or ValueError saying why not (the stack destroyed first)."""
+    files = ClusterFiles(out.parent)
+    stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
+    settings = gcp_section(config)
+    loaded = study.load({**config, "backend": "gcp"}, design)
+    print(format_plan(plan(loaded.rows, loaded.settings, [combo])))
+    if combo not in loaded.clusters:
+        raise ValueError(
+            f"{loaded.design.source}: no row runs on cluster {combo!r} "
+            f"(clusters: {', '.join(loaded.clusters)})"
+        )
+    row = loaded.row(loaded.clusters[combo][0])  # the combination's shape
+    files.known_hosts.unlink(missing_ok=True)
+    capacity.up_with_fallback(
+        stacks.up,
+        combo,
+        settings,
+        out=out,
+        ready=lambda endpoints, s: wait_ready(endpoints, s, files.known_hosts, row),
+        shape=row.cluster,
+        server=row.server,
+        serial_logs=serial_logs,
+    )
+
+
+def down(combo: str, config: Mapping, out: Path) -> dict:
+    """Destroy the stack of cluster `combo`, write the marker `out`; what was destroyed."""
+    stacks.install_signal_handlers()
+    settings = gcp_section(config)
+    existed = stacks.destroy(combo, settings, out=out)  # forgets endpoints, host keys
+    return {"stack": stacks.stack_name(combo, settings), "existed": existed,
+            "destroyed": dt.datetime.now(dt.UTC).isoformat()}  # fmt: skip
+
+
 def run(
     action: str,
     combo: str,
@@ -82,34 +126,12 @@ def run(
     design: str | None = None,
     serial_logs: Path | None = None,
 ) -> int:
-    """`up` (pulumi up, wait until ready, write endpoints) or `down` (destroy, write the
-    marker) one combination's stack; an exit code, the error printed."""
-    files = ClusterFiles(out.parent)
-    stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
+    """`up` or `down` by hand: an exit code, the error printed."""
     try:
-        settings = gcp_section(config)
         if action == "up":
-            loaded = study.load({**config, "backend": "gcp"}, design)
-            print(format_plan(plan(loaded.rows, loaded.settings, [combo])))
-            if combo not in loaded.clusters:
-                raise ValueError(
-                    f"{loaded.design.source}: no row runs on cluster {combo!r} "
-                    f"(clusters: {', '.join(loaded.clusters)})"
-                )
-            row = loaded.row(loaded.clusters[combo][0])  # the combination's shape
-            files.known_hosts.unlink(missing_ok=True)
-            capacity.up_with_fallback(
-                stacks.up,
-                combo,
-                settings,
-                out=out,
-                ready=lambda endpoints, s: wait_ready(endpoints, s, files.known_hosts, row),
-                shape=row.cluster,
-                server=row.server,
-                serial_logs=serial_logs,
-            )
+            up(combo, config, out, design=design, serial_logs=serial_logs)
         else:
-            stacks.destroy(combo, settings, out=out)  # forgets endpoints, host keys
+            down(combo, config, out)
     except (BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -119,22 +141,8 @@ def run(
     return 0
 
 
-def job(smk, action: str) -> None:
-    """Entry point of the cluster rules (`script:`): the settings come with the job's config,
-    so only the params (what defines the cluster) decide when the rule runs again."""
-    with open(smk.log[0], "w") as log:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(log.fileno(), 1)  # the engine's and ssh's output too
-        os.dup2(log.fileno(), 2)
-        serial = smk.params.get("serial_logs")
-        code = run(action, smk.wildcards.combo, smk.config, Path(smk.output[0]),
-                   serial_logs=Path(serial) if serial else None)  # fmt: skip
-    sys.exit(code)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """`up` / `down` one combination's stack by hand (the rules call `job`)."""
+    """`up` / `down` one cluster's stack by hand (the rules go through `GcpBackend`)."""
     parser = argparse.ArgumentParser(prog="python -m ybscale.backends.gcp.clusters")
     parser.add_argument("action", choices=["up", "down"])
     parser.add_argument("--combo", required=True, help="e.g. nodes3-small-reploff")
@@ -145,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out",
         required=True,
         type=Path,
-        help="endpoints.json (up) / destroyed.json (down), in the combination's cluster folder",
+        help="endpoints.json (up) / released.json (down), in the cluster's folder",
     )
     parser.add_argument("--serial-logs", type=Path, help="up: VM boot logs kept on failure")
     args = parser.parse_args(argv)

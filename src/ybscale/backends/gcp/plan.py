@@ -169,7 +169,7 @@ def schedule(order: Sequence[str], seconds: Mapping[str, float], slots: int) -> 
 
 def previous_in_slot(rows: Sequence[Row], config: Mapping) -> dict[str, str | None]:
     """cluster -> the cluster its slot destroys before bringing it up (None: first in its slot).
-    rules/cloud.smk makes cluster_up depend on that one's destroyed.json, which bounds the live
+    rules/cluster.smk makes cluster_up depend on that one's released.json, which bounds the live
     clusters to gcp.max_clusters."""
     p = plan(rows, config)
     by_slot: dict[int, list] = {}

@@ -479,7 +479,7 @@ def destroy(
     program: Callable | None = None,
 ) -> bool:  # fmt: skip
     """Destroy the combination's stack and remove it; False when there was no such stack.
-    `out` (destroyed.json) sits in the cluster's folder: what it knew of the cluster goes."""
+    `out` (released.json) sits in the cluster's folder: what it knew of the cluster goes."""
     name = stack_name(combo, settings)
     clusters = Path(out).parent.parent if out is not None else None
     gone = destroy_stack(name, settings, auto=auto, log=log, program=program, clusters=clusters)

@@ -38,10 +38,11 @@ from ybscale.backends.base import (
     alive,
     settings_by_source,
     spawn_local,
+    workflow_owner,
 )
 from ybscale.backends.local import catalogue
 from ybscale.backends.local.cpu import CpuLimits, reap_orphan_groups
-from ybscale.design.row import Row
+from ybscale.design.row import ClusterShape, Row
 from ybscale.measure import pgbench, utilisation, workload
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
@@ -255,21 +256,31 @@ def _keep_log(node: Node, workdir: Path) -> None:
         shutil.copy(node.logfile, workdir / node.logfile.name)
 
 
-def reap_orphans(root: Path) -> list[str]:
-    """Stop servers and remove data left by ybscale processes that died (e.g. killed -9)."""
+def reap_orphans(root: Path, owned_by: int | None = None) -> list[str]:
+    """Stop servers and remove data whose owner (the workflow, or the process that brought
+    them up) died, e.g. killed -9; with `owned_by`, those of that owner instead."""
     reaped = []
     for owner in root.glob(PREFIX + "*/owner.json"):
         try:
             pid = json.loads(owner.read_text())["pid"]
         except (OSError, ValueError, KeyError):
             continue
-        if alive(pid):
+        if pid != owned_by if owned_by is not None else alive(pid):
             continue
         for datadir in owner.parent.glob("*/"):
             kill_postmaster(datadir)
         shutil.rmtree(owner.parent, ignore_errors=True)
         reaped.append(str(owner.parent))
     return reaped
+
+
+def nodes_of(endpoints: Mapping) -> list[Node]:
+    """The nodes a bring-up's endpoints describe (`LocalBackend.up`)."""
+    bindir = Path(endpoints["record"]["bindir"])
+    runas = list(endpoints["runas"])
+    return [
+        Node(n["name"], Path(n["datadir"]), n["port"], runas, bindir) for n in endpoints["nodes"]
+    ]
 
 
 class LocalCluster(Cluster):
@@ -282,6 +293,7 @@ class LocalCluster(Cluster):
         record: dict,
         limits: CpuLimits,
         client_cpus: float | None = None,
+        client_prefix: Sequence[str] = (),
     ):
         self.nodes = nodes
         self.limits = limits  # lifted while the dataset loads
@@ -291,9 +303,7 @@ class LocalCluster(Cluster):
         self.record = record
         self.pgbench = str(nodes[0].bindir / "pgbench")
         self.client_cpus = client_cpus  # pgbench's quota (None: none); its CPU time is counted
-        self.client_prefix = (
-            limits.prefix("client", client_cpus)[0] if client_cpus else limits.counted("client")
-        )
+        self.client_prefix = list(client_prefix)  # pgbench's CPU group (made by the bring-up)
 
     @property
     def quorum(self) -> int:
@@ -434,10 +444,12 @@ def _bytes(text: str) -> int | None:
 
 
 class LocalBackend(Backend):
-    """Starts a real PostgreSQL cluster per row on 127.0.0.1."""
+    """A real PostgreSQL cluster per row on 127.0.0.1: `up` starts its servers as daemons
+    (each under its CPU quota), `measure` loads the row's dataset, `down` stops them."""
 
     name = "local"
     modules = ("backends/local/cluster.py", "backends/local/cpu.py")
+    runs_here = True
     fresh_cluster_per_row = True
 
     @classmethod
@@ -508,32 +520,35 @@ class LocalBackend(Backend):
                 _run(argv, "initdb of the template data directory", timeout=120)
         return path
 
-    @contextmanager
-    def cluster(self, row: Row, workdir: Path) -> Iterator[LocalCluster]:
-        """A started, loaded and checked cluster for `row`; its server logs end in `workdir`
-        (made if missing), and everything else is removed on exit."""
-        workdir.mkdir(parents=True, exist_ok=True)
+    @classmethod
+    def max_clusters(cls, settings) -> int:
+        return 1  # this machine holds one cluster at a time: an idle one would take its CPU
+
+    def up(self, label: str, definition: Mapping, folder: Path) -> dict:
+        """Start the servers of cluster `label` (daemons, each under its CPU quota; owned by
+        the workflow, `workflow_owner`) and return what the measuring and releasing jobs need
+        to find them again. What was started is stopped when the bring-up fails or is
+        interrupted. Clusters whose owner died are reaped first."""
+        folder.mkdir(parents=True, exist_ok=True)
+        shape = ClusterShape(**definition["shape"])
         bindir = find_bindir()
         runas = self.runas()
-        root, storage = choose_data_root(self.settings["data_root"], workdir / "pgdata")
+        root, storage = choose_data_root(self.settings["data_root"], self._fallback_root(folder))
         root.mkdir(parents=True, exist_ok=True)
         reaped = reap_orphans(root) + reap_orphan_groups(alive)
         template = self.template(root, bindir, runas)
-        cluster_id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        owner = workflow_owner()
+        cluster_id = f"{owner}-{uuid.uuid4().hex[:8]}"  # the CPU groups' name carries the owner
         home = root / (PREFIX + cluster_id)
-        home.mkdir(mode=0o755)
-        (home / "owner.json").write_text(json.dumps({"pid": os.getpid(), "workdir": str(workdir)}))
-        self._chown(home)
-        cpu_setting = self.settings["cpu"]
+        cpu = self.settings["cpu"]
         limits = CpuLimits(
             group=cluster_id,
             mechanism=self.settings["cpu_mechanism"],
-            largest=max(cpu_setting.values()),
+            largest=max(cpu.values()),
             period_ms=self.settings["cpu_period_ms"],
         )
-        n = row.cluster.nodes
         ports: list[int] = []
-        for _ in range(n):
+        for _ in range(shape.nodes):
             ports.append(free_port(exclude=ports))
         nodes = [
             Node(f"node{i + 1}", home / f"node{i + 1}", port, runas, bindir)
@@ -543,36 +558,103 @@ class LocalBackend(Backend):
             "backend": "local",
             "bindir": str(bindir),
             "storage": {"data_root": str(root), "kind": storage},
-            "topology": "primary + quorum standbys"
-            if row.cluster.replication
-            else f"{n} hash shards",
+            "topology": (
+                "primary + quorum standbys" if shape.replication else f"{shape.nodes} hash shards"
+            ),
             "nodes": [{"name": nd.name, "port": nd.port} for nd in nodes],
             "reaped_orphans": reaped,
         }
-        cluster = LocalCluster(nodes, row, record, limits, self.settings["client_cpus"])
-        with ExitStack() as cleanup:  # every step runs, even when one before it raised
-            cleanup.callback(limits.cleanup)
+        endpoints = {
+            "home": str(home),
+            "runas": runas,
+            "nodes": [
+                {"name": nd.name, "datadir": str(nd.datadir), "port": nd.port} for nd in nodes
+            ],
+            "record": record,
+            "client_cpus": self.settings["client_cpus"],
+        }
+        home.mkdir(mode=0o755)
+        with ExitStack() as cleanup:  # on failure or interruption: what started is stopped
+            cleanup.callback(lambda: self.down({**endpoints, "limits": limits.to_dict()}, folder))
+            (home / "owner.json").write_text(
+                json.dumps({"pid": owner, "label": label, "folder": str(folder)})
+            )
+            self._chown(home)
+            self._start(nodes, template, shape, definition["server"], record, limits,
+                        cpu[shape.node_size])  # fmt: skip
+            client_cpus = endpoints["client_cpus"]
+            endpoints["client_prefix"] = (
+                limits.prefix("client", client_cpus)[0] if client_cpus else limits.counted("client")
+            )
+            record["warnings"] = [limits.warning] if limits.warning else []
+            endpoints["limits"] = limits.to_dict()
+            cleanup.pop_all()
+        return endpoints
+
+    @contextmanager
+    def measure(self, row: Row, endpoints: Mapping, folder: Path) -> Iterator[LocalCluster]:
+        """The cluster brought up for `row`, its dataset loaded and every node checked."""
+        nodes = nodes_of(endpoints)
+        cluster = LocalCluster(
+            nodes,
+            row,
+            dict(endpoints["record"]),
+            CpuLimits.restore(endpoints["limits"]),
+            endpoints["client_cpus"],
+            endpoints["client_prefix"],
+        )
+        cluster.load()
+        cluster.check()
+        yield cluster
+
+    def down(self, endpoints: Mapping, folder: Path) -> dict:
+        """Stop every server (the primary last), keep their logs in `folder`, remove their
+        data and CPU groups: each step even when one before it failed."""
+        home = Path(endpoints["home"])
+        nodes = nodes_of(endpoints)
+        with ExitStack() as cleanup:  # callbacks run last first, each even if one raised
+            cleanup.callback(CpuLimits.restore(endpoints["limits"]).cleanup)
             cleanup.callback(shutil.rmtree, home, ignore_errors=True)
             for node in nodes:
-                cleanup.callback(_keep_log, node, workdir)
-            for node in nodes:  # stopped first, the primary last
+                cleanup.callback(_keep_log, node, folder)
+            for node in nodes:
                 cleanup.callback(node.stop)
-            self._start(cluster, template, limits, cpu_setting[row.cluster.node_size])
-            record["warnings"] = [limits.warning] if limits.warning else []
-            cluster.load()
-            cluster.check()
-            yield cluster
+        return {"stopped": [n.name for n in nodes], "logs": str(folder)}
 
-    def _start(self, cluster: LocalCluster, template: Path, limits: CpuLimits, cpus: float) -> None:
+    def _fallback_root(self, folder: Path) -> Path:
+        """Where data goes without a writable /dev/shm: beside the clusters' files."""
+        return Path(self.clusters or folder) / "pgdata"
+
+    @classmethod
+    def on_error(cls, settings, labels, clusters) -> None:
+        """Stop the servers this workflow brought up that are still running (a bring-up cut
+        short before it wrote its endpoints), their data and CPU groups removed."""
+        backend = cls(settings, clusters)
+        root, _ = choose_data_root(backend.settings["data_root"], backend._fallback_root(clusters))
+        for home in reap_orphans(root, owned_by=workflow_owner()):
+            print(f"local: stopped the servers of {home}", file=sys.stderr)
+        reap_orphan_groups(alive)
+
+    def _start(
+        self,
+        nodes: list[Node],
+        template: Path,
+        shape: ClusterShape,
+        server: Mapping[str, str],
+        record: dict,
+        limits: CpuLimits,
+        cpus: float,
+    ) -> None:
         """Clone the template per node, start them, and wire up replication when asked."""
-        nodes, shared_buffers = cluster.nodes, self.settings["shared_buffers"]
-        cluster.record["cpu"] = {}
+        shared_buffers = self.settings["shared_buffers"]
+        replicated = shape.replication
+        record["cpu"] = {}
         for node in nodes:
             _run(["cp", "-a", str(template), str(node.datadir)], f"clone template for {node.name}")
         primary, standbys = nodes[0], nodes[1:]
         for node in nodes:
-            extra = dict(cluster.row.server)
-            if cluster.replicated and node is not primary:
+            extra = dict(server)
+            if replicated and node is not primary:
                 extra |= {
                     "primary_conninfo": f"'host=127.0.0.1 port={primary.port} user=postgres "
                     f"application_name={node.name}'",
@@ -582,26 +664,27 @@ class LocalBackend(Backend):
                 self._chown(node.datadir / "standby.signal")
             node.configure(shared_buffers, extra)
             prefix, applied = limits.prefix(node.name, cpus)
-            cluster.record["cpu"][node.name] = applied
-            if cluster.replicated and node is not primary:
+            record["cpu"][node.name] = applied
+            if replicated and node is not primary:
                 continue
             node.start(prefix)
-        if not cluster.replicated or not standbys:
+        if not replicated or not standbys:
             return
         for node in standbys:
             primary.psql(f"SELECT pg_create_physical_replication_slot('{node.name}', true)")
         for node in standbys:
             node.start(limits.prefix(node.name, cpus)[0])
         names = ", ".join(n.name for n in standbys)
+        quorum = len(nodes) // 2  # a majority of all nodes, counting the primary
         # a server.synchronous_commit factor (postgresql.conf) wins over the backend's default
-        commit = cluster.row.server.get("synchronous_commit", "remote_apply")
-        sql = f"ALTER SYSTEM SET synchronous_standby_names = 'ANY {cluster.quorum} ({names})';\n"
-        if "synchronous_commit" not in cluster.row.server:
+        commit = server.get("synchronous_commit", "remote_apply")
+        sql = f"ALTER SYSTEM SET synchronous_standby_names = 'ANY {quorum} ({names})';\n"
+        if "synchronous_commit" not in server:
             sql += "ALTER SYSTEM SET synchronous_commit = 'remote_apply';\n"
         primary.psql(sql + "SELECT pg_reload_conf();\n")
         _wait_quorum(primary, len(standbys))
-        cluster.record["replication"] = {
-            "synchronous_standby_names": f"ANY {cluster.quorum} ({names})",
+        record["replication"] = {
+            "synchronous_standby_names": f"ANY {quorum} ({names})",
             "synchronous_commit": commit,
         }
 

@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,30 @@ class CpuLimits:
                 f"no CPU limit mechanism usable here (asked: {self.mechanism}); node_size levels "
                 "were NOT applied and small/large nodes ran with the same CPU"
             )
+
+    def to_dict(self) -> dict:
+        """What another process needs to read, lift and remove these groups (`restore`)."""
+        return {
+            "group": self.group,
+            "mechanism": self.chosen,
+            "largest": self.largest,
+            "period_ms": self.period_ms,
+            "warning": self.warning,
+            "dirs": [str(p) for p in self._dirs],
+            "quotas": {str(p): list(q) for p, q in self._quotas.items()},
+            "usage": {name: str(p) for name, p in self._usage.items()},
+        }
+
+    @classmethod
+    def restore(cls, state: Mapping) -> CpuLimits:
+        """The groups `to_dict` described, as made by the process that brought them up."""
+        limits = cls(state["group"], "none", state["largest"], state["period_ms"])
+        limits.chosen = state["mechanism"]
+        limits.warning = state["warning"]
+        limits._dirs = [Path(p) for p in state["dirs"]]
+        limits._quotas = {Path(p): (int(q), int(t)) for p, (q, t) in state["quotas"].items()}
+        limits._usage = {name: Path(p) for name, p in state["usage"].items()}
+        return limits
 
     def prefix(self, node: str, cpus: float) -> tuple[list[str], dict]:
         """Command prefix that starts a process under the limit, and a record of what applies."""

@@ -1,0 +1,187 @@
+"""One cluster lifecycle for every backend: `cluster_up` -> the rows measured on it ->
+`cluster_down`, as Snakemake jobs (rules/cluster.smk), and the clean-up of clusters left up.
+
+A cluster is named by its label (`Backend.cluster_labels`: local, one per row; gcp, one per
+combination; existing, one per set of endpoints) and keeps its files in the folder the rules
+name (`results/clusters/<label>/`): `endpoints.json` (temp: what the measuring jobs need to
+reach it, or why it did not come up) and `released.json` (when it was released, and how).
+
+A failed bring-up is a result, not a crash: its endpoints record the error, the rows on it
+fail their attempts saying so, and the cluster's slot moves on to the next cluster. An
+interruption is not: the job stops what it started and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from ybscale.backends import backend_class, get_backend
+from ybscale.backends.base import Backend, BackendError, Cluster
+from ybscale.design.row import Row
+
+ENDPOINTS = "endpoints.json"
+RELEASED = "released.json"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+def _write(path: Path, record: Mapping) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def interrupt_on_signals() -> None:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does: what a job started is
+    stopped by the same clean-up."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+@contextmanager
+def _logged(path: str | Path) -> Iterator[None]:
+    """The job's stdout and stderr (its subprocesses' too) into its log."""
+    with open(path, "w") as log:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        yield
+
+
+def bring_up(backend: Backend, label: str, definition: Mapping, folder: Path, log: str) -> dict:
+    """The cluster's endpoints, or (its bring-up failed) a record of why."""
+    try:
+        endpoints = backend.up(label, definition, folder)
+    except Exception as exc:  # the rows on it fail with this; the slot moves on
+        traceback.print_exc()
+        return {"label": label, "created": _now(), "failed": f"{type(exc).__name__}: {exc}",
+                "log": log}  # fmt: skip
+    return {"label": label, "created": _now(), **endpoints}
+
+
+def up_job(smk) -> None:
+    """Entry point of `cluster_up` (`script:`): bring the cluster up, write its endpoints."""
+    interrupt_on_signals()
+    out = Path(smk.output[0])
+    with _logged(smk.log[0]):
+        backend = get_backend(smk.config, out.parent.parent)
+        _write(out, bring_up(backend, smk.wildcards.cluster, smk.params.cluster, out.parent,
+                             smk.log[0]))  # fmt: skip
+
+
+def down_job(smk) -> None:
+    """Entry point of `cluster_down`: release the cluster once every row on it was attempted."""
+    interrupt_on_signals()
+    out = Path(smk.output[0])
+    with _logged(smk.log[0]):
+        endpoints = json.loads(Path(smk.input.endpoints).read_text())
+        backend = get_backend(smk.config, out.parent.parent)
+        if "failed" in endpoints:  # the failed bring-up stopped what it had started
+            record = {"nothing": "the cluster did not come up"}
+        else:
+            record = backend.down(endpoints, out.parent)
+        _write(out, {**record, "label": smk.wildcards.cluster, "released": _now()})
+        print(f"{smk.wildcards.cluster}: released")
+
+
+@contextmanager
+def attached(config: Mapping, row: Row, endpoints_path: Path) -> Iterator[Cluster]:
+    """The cluster `row` runs on, as its endpoints describe it (the measuring job's)."""
+    endpoints = json.loads(endpoints_path.read_text())
+    if "failed" in endpoints:
+        raise BackendError(
+            f"cluster {endpoints['label']} did not come up: {endpoints['failed']} "
+            f"(log: {endpoints['log']})"
+        )
+    backend = get_backend(config, endpoints_path.parent.parent)
+    with backend.measure(row, endpoints, endpoints_path.parent) as cluster:
+        yield cluster
+
+
+def _released_after(folder: Path, endpoints: Mapping) -> bool:
+    released = folder / RELEASED
+    if not released.exists():
+        return False
+    try:
+        when = json.loads(released.read_text()).get("released", "")
+    except ValueError:
+        return False
+    return when >= endpoints.get("created", "")
+
+
+def release_left(settings: Mapping, clusters: Path, labels: Sequence[str], log=print) -> list:
+    """Release every cluster of `labels` still up (its endpoints there, not released since):
+    a run whose targets needed no `cluster_down`, or one that stopped on an error or an
+    interruption. Its endpoints go, so the next run brings it up again. Errors are logged."""
+    backend = get_backend(settings, Path(clusters))
+    released = []
+    for label in dict.fromkeys(labels):
+        folder = Path(clusters) / label
+        path = folder / ENDPOINTS
+        try:
+            endpoints = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        try:
+            if "failed" not in endpoints and not _released_after(folder, endpoints):
+                backend.down(endpoints, folder)
+                released.append(label)
+                log(f"{label}: released (left up by this run)")
+            path.unlink(missing_ok=True)
+        except Exception as exc:
+            log(f"{label}: could not be released: {exc}")
+    return released
+
+
+def clean_up_after_error(settings: Mapping, clusters: Path, labels: Sequence[str]) -> None:
+    """The Snakefile's `onerror:` (a failed job, Ctrl-C, SIGTERM): release what is left up,
+    then whatever the backend itself tracks (gcp: this owner's stacks; local: the servers this
+    workflow started)."""
+    release_left(settings, clusters, labels)
+    backend_class(settings["backend"]).on_error(settings, labels, Path(clusters))
+
+
+def measuring_order(run_priority: Mapping[str, int], cluster_of: Mapping[str, str]) -> list:
+    """The clusters in the order their rows are measured (by their first row's priority)."""
+    first: dict[str, int] = {}
+    for run, label in cluster_of.items():
+        first[label] = max(first.get(label, 0), run_priority[run])
+    return sorted(first, key=lambda label: -first[label])
+
+
+def slot_chain(backend: type[Backend], settings, rows, cluster_of, run_priority) -> dict:
+    """Cluster label -> the cluster its slot releases before bringing it up (None: the first of
+    its slot): `backend.max_clusters` slots, the clusters in the measuring order."""
+    return backend.slots(settings, rows, measuring_order(run_priority, cluster_of))
+
+
+def stage_priorities(run_priority: Mapping[str, int], cluster_of: Mapping[str, str]) -> dict:
+    """Snakemake priorities of the lifecycle's jobs: every `cluster_down` before any row is
+    measured, every row measured before any `cluster_up`, and within each stage the
+    measuring order. So when a partial re-run leaves several clusters free to come up, the
+    one up is measured and released before the next comes up (with the `bench` slot: one
+    cluster at a time on this machine)."""
+    n = max(run_priority.values(), default=0)
+    order = measuring_order(run_priority, cluster_of)
+    cluster = {label: len(order) - i for i, label in enumerate(order)}
+    return {
+        "up": cluster,
+        "measure": {run: n + p for run, p in run_priority.items()},
+        "down": {label: 2 * n + p for label, p in cluster.items()},
+    }

@@ -1,0 +1,84 @@
+"""The lifecycle every backend shares (ybscale.backends.lifecycle): a failed bring-up is a
+result the rows fail with, clusters left up are released, the slots and the stages' order."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import row_from_levels, servers_under, settings_with
+
+from ybscale.backends import lifecycle
+from ybscale.backends.base import BackendError
+from ybscale.backends.local import LocalBackend
+
+LEVELS = {"operation_size": 1, "workload": "read", "node_size": "small", "nodes": 2,
+          "replication": "off"}  # fmt: skip
+
+
+def local(data_root, **extra):
+    return LocalBackend(settings_with(local={"data_root": str(data_root), **extra}))
+
+
+def test_a_failed_bring_up_is_recorded_and_fails_the_rows_on_it(data_root, tmp_path, monkeypatch):
+    monkeypatch.setattr("os.geteuid", lambda: 0)  # as root, the servers' user must exist
+    backend = local(data_root, user="no-such-user-here")
+    row = row_from_levels(LEVELS, 100)
+    folder = tmp_path / "clusters" / "run01"
+    record = lifecycle.bring_up(backend, "run01", backend.definition(backend.config, [row]),
+                                folder, "results/logs/cluster_up/run01.log")  # fmt: skip
+    assert "local.user" in record["failed"] and record["label"] == "run01"
+    assert servers_under(data_root) == []
+    (folder / lifecycle.ENDPOINTS).write_text(json.dumps(record))
+    with pytest.raises(
+        BackendError,
+        match=r"cluster run01 did not come up: .*local\.user.*"
+        r"\(log: results/logs/cluster_up/run01\.log\)",
+    ):
+        with lifecycle.attached(backend.config, row, folder / lifecycle.ENDPOINTS):
+            pass
+
+
+def test_a_cluster_left_up_is_released_once(data_root, tmp_path):
+    backend = local(data_root)
+    row = row_from_levels(LEVELS, 100)
+    folder = tmp_path / "run01"
+    endpoints = lifecycle.bring_up(backend, "run01", backend.definition(backend.config, [row]),
+                                   folder, "log")  # fmt: skip
+    (folder / lifecycle.ENDPOINTS).write_text(json.dumps(endpoints))
+    assert len(servers_under(data_root)) == 2
+    logs = []
+    assert lifecycle.release_left(backend.config, tmp_path, ["run01", "run02"], logs.append) == [
+        "run01"
+    ]
+    assert servers_under(data_root) == [] and not (folder / lifecycle.ENDPOINTS).exists()
+    assert logs == ["run01: released (left up by this run)"]
+    assert lifecycle.release_left(backend.config, tmp_path, ["run01"], logs.append) == []
+
+
+def test_local_clusters_come_up_one_after_the_other_in_the_measuring_order():
+    priority = {"run01": 2, "run02": 4, "run03": 1, "run04": 3}  # run02 is measured first
+    labels = {run: run for run in priority}
+    settings = settings_with()
+    chain = lifecycle.slot_chain(LocalBackend, settings, [], labels, priority)
+    assert chain == {"run02": None, "run04": "run02", "run01": "run04", "run03": "run01"}
+    stages = lifecycle.stage_priorities(priority, labels)
+    # every release before any measurement before any bring-up, each in the measuring order
+    assert min(stages["down"].values()) > max(stages["measure"].values())
+    assert min(stages["measure"].values()) > max(stages["up"].values())
+    assert sorted(stages["up"], key=stages["up"].get, reverse=True) == list(chain)
+    assert sorted(stages["measure"], key=stages["measure"].get) == ["run03", "run01", "run04",
+                                                                    "run02"]  # fmt: skip
+
+
+def test_shared_clusters_take_as_many_slots_as_allowed():
+    priority = {"run01": 4, "run02": 3, "run03": 2, "run04": 1}
+    labels = {"run01": "a", "run02": "b", "run03": "a", "run04": "c"}  # a, b, c in that order
+
+    class Two(LocalBackend):
+        @classmethod
+        def max_clusters(cls, settings):
+            return 2
+
+    chain = lifecycle.slot_chain(Two, {}, [], labels, priority)
+    assert chain == {"a": None, "b": None, "c": "a"}
