@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import copy_workflow
 
 from ybscale.design.factorial import (
     Design,
@@ -370,44 +369,6 @@ def _check_outputs(out: Path) -> None:
 def test_main_writes_outputs(tmp_path):
     assert main([str(SEED), str(tmp_path / "design")]) == 0
     _check_outputs(tmp_path / "design")
-
-
-PARSE_IMPORTS = """
-import runpy, sys
-sys.argv = ["snakemake", "-n", "--rerun-triggers", "mtime", "--configfile", "config/test.yaml"]
-try:
-    runpy.run_module("snakemake", run_name="__main__")
-except SystemExit as exc:
-    assert not exc.code, exc.code
-print(" ".join(sorted({m.split(".")[0] for m in sys.modules} & {"pandas", "scipy"})))
-"""
-
-
-def test_the_workflow_parses_without_pandas_or_scipy(tmp_path):
-    """A dry run plans the whole study (every row resolved and checked, replicates included)
-    without importing pandas or scipy: they were most of a dry run's cost beyond Snakemake's
-    (bench/dry_run_overhead). Mtime triggers: Snakemake itself imports pandas to compare
-    params (and numpy always, through yte)."""
-    work = copy_workflow(tmp_path / "work")
-    design = yaml.safe_load((work / "config" / "design.yaml").read_text())
-    (work / "config" / "design.yaml").write_text(yaml.safe_dump({**design, "replications": 2}))
-    out = subprocess.run(
-        [sys.executable, "-c", PARSE_IMPORTS], cwd=work, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "run32" in out.stdout  # the dry run planned both replicates
-    assert out.stdout.splitlines()[-1] == ""
-
-
-def test_a_run_s_replicate_is_the_sign_table_s(tmp_path):
-    data = _seed_data()
-    data["replications"] = 3
-    design = load_design(_write(tmp_path, data))
-    table = design.sign_table()
-    assert [design.replicate(run) for run in design.run_ids] == list(table["replicate"])
-    assert design.replicate("run17") == 2
-    with pytest.raises(KeyError):
-        design.replicate("run49")
 
 
 def test_clusters_without_a_backend_is_a_usage_error(tmp_path, capsys):
