@@ -350,7 +350,7 @@ def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
 def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, keep_going):
     """A 2^2 design (nodes 1/2 x workload read/write) whose read script fails on the stand-ins:
     each cluster has a failing row, and each is still destroyed by its cluster_down rule (its
-    destroyed.json), with and without -k; the failing rows' errors name them, nothing is left."""
+    released.json), with and without -k; the failing rows' errors name them, nothing is left."""
     root, site_file = site
     broken = tmp_path / "broken-workloads"
     shutil.copytree(REPO / "workloads", broken)
@@ -374,8 +374,8 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
         assert rows[run].script == "read"
         assert "no_such_table" in (work / "results/logs/measure" / f"{run}.log").read_text()
         assert not (work / "results/runs" / run / "throughput.csv").exists()
-        combo = rows[run].combination  # released by its own rule (destroyed.json)
-        gone = work / "results/clusters" / combo / "destroyed.json"
+        combo = rows[run].combination  # released by its own rule (released.json)
+        gone = work / "results/clusters" / combo / "released.json"
         assert json.loads(gone.read_text())["existed"] is True, log[-3000:]
     if keep_going:  # the rows that worked are published all the same
         for run in set(rows) - set(failures):
