@@ -321,6 +321,7 @@ def authorized_keys(host) -> Path:
     return host.key.parent.parent / "authorized_keys"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
 def pytest_collection_modifyitems(items):
     """Tests on the real Pulumi engine (they take the `engine` fixture) are slow long
     real-system tests: marked here once, so a new one is marked too (`-m "not slow"` skips them;
