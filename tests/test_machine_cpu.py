@@ -123,10 +123,14 @@ def test_existing_reads_every_host_it_may_log_in_on(sshd, tmp_path):
              "known_hosts": str(sshd.known_hosts)}  # fmt: skip
     config = {"existing": {"combinations": {"nodes2-small-reploff": entry}, "ssh": login}}
     row = row_from_levels(LEVELS, 100)
-    with existing.ExistingBackend(config).cluster(row, tmp_path) as cluster:
+    backend = existing.ExistingBackend(config)
+    # what `up` returns (nothing listens on the endpoints: only their hosts are read, over SSH)
+    filled = backend.settings["combinations"][row.combination]  # defaults filled
+    endpoints = {"combination": row.combination, "endpoints": filled}
+    with backend.measure(row, endpoints, tmp_path) as cluster:
         assert cluster.cpu.open()["measured"] == ["client", "node0", "node1"]
         check_window(cluster, {"client", "node0", "node1"})
     assert sockets() == []
     config["existing"].pop("ssh")
-    with existing.ExistingBackend(config).cluster(row, tmp_path) as cluster:
+    with existing.ExistingBackend(config).measure(row, endpoints, tmp_path) as cluster:
         assert set(cluster.cpu_seconds()) == {"client"}
