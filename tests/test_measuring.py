@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import settings_with
+import yaml
+from conftest import REPO, settings_with
 
 from ybscale.measure.measuring import ADAPTIVE_EXTRA_COUNTS, MeasuringProtocol
 
@@ -49,12 +50,34 @@ def test_its_row_time_counts_every_count_it_can_measure():
 
 def test_it_describes_itself_as_it_runs():
     grid = MeasuringProtocol.of({"clients": [1, 2], "sweep": "grid", "repetitions": 3})
-    assert grid.describe() == (
-        "every count 3 repetitions until the 95 % CI is within ±3 %; 5 s each, the first 1 s "
-        "not counted"
+    assert grid.describe() == "every count 3 repetitions; 5 s each, the first 1 s not counted"
+    one = {"clients": [1], "sweep": "grid", "repetitions": 1}
+    assert (
+        MeasuringProtocol.of(one)
+        .describe()
+        .startswith("every count 1 to 3 repetitions until the 95 % CI is within ±3 %; 5 s each")
+    )  # up to the default max_repetitions: the interval decides
+    assert (
+        MeasuringProtocol.of({**one, "max_repetitions": 1})
+        .describe()
+        .startswith("every count 1 repetition; 5 s each")
     )
     adaptive = MeasuringProtocol.of({"clients": [1, 2], "max_clients": 8, "max_repetitions": 5})
     assert adaptive.describe().startswith(
         "adaptive sweep: one repetition per count, doubling past the grid up to 8 clients"
     )
     assert "3 to 5 repetitions" in adaptive.describe()
+
+
+def test_the_test_config_is_described_as_measured_pgbench_own_tps_one_repetition():
+    """config/test.yaml: 1 s repetitions with skip_seconds 1 leave no second after the skip, so
+    bench keeps pgbench's own tps (`steady_throughput`'s fallback); one repetition, no interval."""
+    test = yaml.safe_load((REPO / "config" / "test.yaml").read_text())["measurement"]
+    loaded = settings_with(measurement={**settings_with()["measurement"], **test})
+    assert loaded["measurement"]["seconds"] == 1 and loaded["measurement"]["skip_seconds"] == 1
+    assert MeasuringProtocol.of(loaded["measurement"]).describe() == (
+        "adaptive sweep: one repetition per count; 1 s each, throughput as pgbench reports it "
+        "over the whole run (skipping the first 1 s would leave no second to count)"
+    )
+    every_second = MeasuringProtocol.of({**loaded["measurement"], "skip_seconds": 0})
+    assert every_second.describe().endswith("1 s each, every second counted")

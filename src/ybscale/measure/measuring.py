@@ -91,18 +91,38 @@ class MeasuringProtocol:
     def describe(self) -> str:
         """How the client counts are measured, in words (the findings' Response paragraph)."""
         low, high = self.repetitions, self.most_repetitions
-        reps = f"{low}" if low == high else f"{low} to {high}"
-        until = f" until the 95 % CI is within ±{100 * self.precision:g} %"
-        each = f"{self.seconds} s each, the first {self.skip_seconds} s not counted"
+        reps = _count(low, "repetition") if low == high else f"{low} to {high} repetitions"
+        # a fixed number of repetitions stops there, whatever the interval
+        until = f" until the 95 % CI is within ±{100 * self.precision:g} %" if low < high else ""
+        each = f"{self.seconds} s each, {self.counted()}"
         if self.sweep != "adaptive":
-            return f"every count {reps} repetitions{until}; {each}"
+            return f"every count {reps}{until}; {each}"
         extend = (
             f", doubling past the grid up to {self.max_clients} clients while the best is at its "
             "edge, until a larger count is significantly below the best"
-            if self.max_clients
-            else ""
+            if self.clients and adaptive.extension_counts(self.clients, self.max_clients)
+            else ""  # max_clients at the grid's largest: nothing to extend to
         )
+        if high == 1:  # the first scan is every repetition there is
+            return f"adaptive sweep: one repetition per count{extend}; {each}"
         return (
-            f"adaptive sweep: one repetition per count{extend}, then, in turns, {reps} "
-            f"repetitions{until} for the counts not significantly below the best; {each}"
+            f"adaptive sweep: one repetition per count{extend}, then, in turns, {reps}"
+            f"{until} for the counts not significantly below the best; {each}"
         )
+
+    def counted(self) -> str:
+        """Which seconds of a repetition its throughput counts (`bench.steady_throughput`:
+        the per-second logs after `skip_seconds`, else pgbench's own figure)."""
+        if self.skip_seconds >= self.seconds:  # the per-second logs hold `seconds` intervals
+            return (
+                f"throughput as pgbench reports it over the whole run (skipping the first "
+                f"{self.skip_seconds} s would leave no second to count)"
+            )
+        if self.skip_seconds == 0:
+            return "every second counted"
+        return f"the first {self.skip_seconds} s not counted"
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 repetition``, ``3 repetitions``."""
+    return f"{n} {noun if n == 1 else noun + 's'}"
