@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ybscale.design.row import Row
+from ybscale.design.row import Row, resource_name
 
 
 class BackendError(RuntimeError):
@@ -188,7 +188,6 @@ class Backend(abc.ABC):
     rules: str | None = None  # rules of its own (relative to the Snakefile), included when set
     loads_here = True  # pgbench runs on this machine: one benchmark at a time here
     runs_here = False  # its servers run on this machine: up and down take the `bench` slot too
-    fresh_cluster_per_row = False  # every row on a cluster of its own (no shared error stratum)
 
     def __init__(self, config: Mapping, clusters: Path | None = None):
         self.config = config
@@ -291,6 +290,14 @@ class Backend(abc.ABC):
                 yield cluster
         finally:
             self.down(endpoints, workdir)
+
+
+def cluster_label(row: Row, per_replicate: bool) -> str:
+    """The cluster a combination's rows share: labelled by the combination; with
+    `per_replicate` replicate k >= 2 on ``<combination>-r<k>`` of its own."""
+    if per_replicate and row.replicate > 1:
+        return resource_name(f"{row.combination}-r{row.replicate}")
+    return row.combination
 
 
 def settings_by_source(rows: Sequence[Row], kind: str) -> dict[str, dict[str, str]]:

@@ -1,10 +1,11 @@
 """One cluster lifecycle for every backend: `cluster_up` -> the rows measured on it ->
 `cluster_down`, as Snakemake jobs (rules/cluster.smk), and the clean-up of clusters left up.
 
-A cluster is named by its label (`Backend.cluster_labels`: local, one per row; gcp, one per
-combination; existing, one per set of endpoints) and keeps its files in the folder the rules
-name (`results/clusters/<label>/`): `endpoints.json` (temp: what the measuring jobs need to
-reach it, or why it did not come up) and `released.json` (when it was released, and how).
+A cluster is named by its label (`Backend.cluster_labels`: local, one per row or, with
+`local.cluster_per: combination`, per combination; gcp, one per combination; existing, one per
+set of endpoints) and keeps its files in the folder the rules name (`results/clusters/<label>/`):
+`endpoints.json` (temp: what the measuring jobs need to reach it, or why it did not come up)
+and `released.json` (when it was released, and how).
 
 A failed bring-up is a result, not a crash: its endpoints record the error, the rows on it
 fail their attempts saying so, and the cluster's slot moves on to the next cluster. An

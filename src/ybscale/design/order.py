@@ -4,8 +4,9 @@ Montgomery ch. 1 / Jain ch. 16: measure the rows in random order so that slow dr
 machine is not confounded with whichever factors happen to follow the standard order. With
 r >= 2 replicates each replicate is a block (all rows once), run in its own random order, one
 block after the other; the block is then a term of the ANOVA. Where rows share a cluster (gcp,
-existing: ybscale.design.strata) the cluster is the block: clusters in random order, and the rows of
-each (its replicates included, since they reuse it) in random order, all drawn from the seed.
+existing, local with `local.cluster_per: combination`: ybscale.design.strata) the cluster is the
+block: clusters in random order, and the rows of each (its replicates included, since they
+reuse it) in random order, all drawn from the seed.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 Which rows share a cluster depends on the backend:
 
-* ``local``: every row starts a fresh cluster, so cluster-to-cluster variation is part of every
-  row's error alike: one stratum (``single``), every column judged against the same noise.
+* ``local``: by default every row starts a fresh cluster, so cluster-to-cluster variation is
+  part of every row's error alike: one stratum (``single``), every column judged against the
+  same noise. With ``local.cluster_per: combination`` the rows of a combination share one (per
+  replicate), as on gcp.
 * ``gcp``: one cluster per infrastructure combination (the rows differing only in session or
   workload knobs share it) and per replicate (``gcp.cluster_per_replicate``, default true:
   replicate k >= 2 on ``<combination>-r<k>``; false: the replicates reuse the combination's).
@@ -202,22 +204,26 @@ def stratified(effects) -> bool:
     return bool(set(strata_of_effects(effects).values()) & {WHOLE, SUB})
 
 
-def findings_text(effects, backend: str, number=lambda v: f"{v:.3g}") -> list[str]:
-    """The findings' **Error strata** paragraph from an effects table's ``stratum`` column."""
+def findings_text(
+    effects, backend: str, number=lambda v: f"{v:.3g}", clusters: Mapping[str, str] | None = None
+) -> list[str]:
+    """The findings' **Error strata** paragraph from an effects table's ``stratum`` column;
+    `clusters` (run -> the cluster it ran on, the rules' ``--clusters``) says why one stratum."""
     strata = strata_of_effects(effects)
     if not strata:
         return []
     if not stratified(effects):
-        from ybscale.backends import BACKENDS, backend_class
-
-        fresh = backend in BACKENDS and backend_class(backend).fresh_cluster_per_row
+        labels = list((clusters or {}).values())
         shared = (
-            "every row ran on a fresh cluster, so cluster-to-cluster variation is in every "
-            "row's error alike"
-            if fresh
-            else "no column is constant within every cluster the rows shared"
+            ""
+            if not labels
+            else ": every row ran on a fresh cluster, so cluster-to-cluster variation is in "
+            "every row's error alike"
+            if len(set(labels)) == len(labels)
+            else f": {len(labels)} rows shared {len(set(labels))} cluster(s) and no column is "
+            "constant within every cluster"
         )
-        return [f"**Error strata.** One stratum ({backend}): {shared}; every column is judged "
+        return [f"**Error strata.** One stratum ({backend}){shared}; every column is judged "
                 "against the same noise."]  # fmt: skip
     terms = effects.set_index(effects["term"].astype(str))
     whole_cols = [t for t, s in strata.items() if s == WHOLE]

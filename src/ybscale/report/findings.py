@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -435,9 +436,11 @@ def _active_terms(study: Study) -> list[str]:
     return [str(t) for t in terms.loc[terms["active"], "term"]] if len(terms) else []
 
 
-def findings_blocks(study: Study, files: StudyFiles) -> list:
+def findings_blocks(
+    study: Study, files: StudyFiles, clusters: Mapping[str, str] | None = None
+) -> list:
     """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists, ("table", rows)
-    the summary table."""
+    the summary table; `clusters`: run -> the cluster it ran on (the rules' --clusters)."""
     describe = partial(effect_sentence, study.design, share=False)
     return [
         *summary_table(study.design, _terms(study)),
@@ -445,7 +448,7 @@ def findings_blocks(study: Study, files: StudyFiles) -> list:
         *sensitivity.scale_text(study.effects, describe),
         *effects_section(study),
         *sensitivity.sensitivity_blocks(study.effects),
-        *strata.findings_text(_terms(study), _backend(study), number),
+        *strata.findings_text(_terms(study), _backend(study), number, clusters),
         *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
         *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),
@@ -507,10 +510,11 @@ def write_findings(
     rst: Path | str | None = None,
     alpha: float = 0.05,
     ceiling: str = "empirical",
+    clusters: Mapping[str, str] | None = None,
 ) -> str:
     """Write findings.md (and the .rst copy); returns the Markdown."""
     study = load_study(design, files, alpha, ceiling)
-    blocks = findings_blocks(study, files)
+    blocks = findings_blocks(study, files, clusters)
     text = render(blocks, "md")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text, encoding="utf-8")
@@ -541,13 +545,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     design = load_design(args.design)
     files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs, args.anova)
-    text = write_findings(design, files, args.out, args.rst, args.alpha, args.ceiling)
+    clusters = strata.parse_clusters(args.clusters)
+    text = write_findings(design, files, args.out, args.rst, args.alpha, args.ceiling, clusters)
     if args.design_rst:
         from ybscale.report.design_report import design_rst
 
         args.design_rst.parent.mkdir(parents=True, exist_ok=True)
         effects = pd.read_csv(args.effects)
-        clusters = strata.parse_clusters(args.clusters)
         page = design_rst(design, strata.strata_of_effects(effects), clusters)
         args.design_rst.write_text(page, encoding="utf-8")
     print(text)

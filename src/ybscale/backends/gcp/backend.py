@@ -21,13 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ybscale.backends import ssh, yb_catalogue
-from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint, settings_by_source
+from ybscale.backends.base import (
+    Backend,
+    BackendError,
+    Cluster,
+    Endpoint,
+    cluster_label,
+    settings_by_source,
+)
 from ybscale.backends.gcp.balancer import load_balancer_idle
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
 from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.backends.ysql import YsqlCluster, master_problems
-from ybscale.design.row import Row, resource_name
+from ybscale.design.row import Row
 
 READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script writes it last
 
@@ -119,14 +126,6 @@ def ssh_host(endpoints: Mapping, settings: Mapping, known_hosts: Path) -> ssh.Ss
         proxy_command=proxy,
         control_path=ssh.control_path(),
     )
-
-
-def cluster_label(row: Row, per_replicate: bool) -> str:
-    """The cluster (and stack) a row runs on: its combination's; with `per_replicate`
-    (gcp.cluster_per_replicate) replicate k >= 2 on ``<combination>-r<k>`` of its own."""
-    if per_replicate and row.replicate > 1:
-        return resource_name(f"{row.combination}-r{row.replicate}")
-    return row.combination
 
 
 class GcpBackend(Backend):

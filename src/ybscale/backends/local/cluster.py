@@ -1,4 +1,5 @@
-"""Local backend: a real multi-node PostgreSQL cluster on 127.0.0.1 for one design row.
+"""Local backend: a real multi-node PostgreSQL cluster on 127.0.0.1 for one design row, or for
+the rows of one combination (`local.cluster_per: combination`).
 
 cluster.nodes          -> that many postgres servers, each its own data directory and port.
 cluster.replication on -> node1 primary, the others synchronous quorum standbys (ANY k, majority).
@@ -36,6 +37,7 @@ from ybscale.backends.base import (
     Endpoint,
     Target,
     alive,
+    cluster_label,
     settings_by_source,
     spawn_local,
     workflow_owner,
@@ -46,6 +48,7 @@ from ybscale.design.row import ClusterShape, Row
 from ybscale.measure import pgbench, utilisation, workload
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
+DROP_SQL = "DROP TABLE IF EXISTS kv;\nDROP SEQUENCE IF EXISTS kv_new_key;\n"  # a row's first load
 PREFIX = "ybscale-"
 
 
@@ -343,23 +346,26 @@ class LocalCluster(Cluster):
             return
         self.load()
 
-    def load(self) -> None:
-        """(Re)create `rows` keys: split over the shards, or on the primary when replicated.
+    def load(self, anew: bool = False) -> None:
+        """(Re)create `rows` keys: split over the shards, or on the primary when replicated;
+        `anew` (a row's first load: the cluster may have served another row) drops the table
+        and its key sequence first, as the existing backend's reset does.
 
         The nodes' CPU quotas are lifted meanwhile (restored before anything is measured): a
         reload at a quarter of a CPU was most of the time between two write counts."""
         with self.limits.lifted():
-            self._load()
+            self._load(DROP_SQL if anew else "")
 
-    def _load(self) -> None:
+    def _load(self, before: str) -> None:
         if self.replicated:
-            self.nodes[0].psql(workload.load_sql(self.rows) + "CHECKPOINT;\n", timeout=300)
+            sql = before + workload.load_sql(self.rows) + "CHECKPOINT;\n"
+            self.nodes[0].psql(sql, timeout=300)
             self.wait_replayed()
         else:  # shards load at once: each node works within its own CPU quota
             n = len(self.nodes)
 
             def load_shard(i: int) -> None:
-                sql = workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n"
+                sql = before + workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n"
                 self.nodes[i].psql(sql, timeout=300)
 
             with ThreadPoolExecutor(n) as pool:
@@ -417,6 +423,15 @@ class LocalCluster(Cluster):
             "isolation_in_effect": isolation,
             "settings_in_effect": in_effect,
             "server_version": version,
+            "servers": self.servers(),
+        }
+
+    def servers(self) -> dict[str, dict]:
+        """Each node's postmaster: its pid and when it started, as the server reports them
+        (rows with equal values ran on the same servers)."""
+        sql = "SELECT pg_postmaster_start_time()"
+        return {
+            n.name: {"pid": postmaster_pid(n.datadir), "started": n.psql(sql)} for n in self.nodes
         }
 
 
@@ -444,17 +459,21 @@ def _bytes(text: str) -> int | None:
 
 
 class LocalBackend(Backend):
-    """A real PostgreSQL cluster per row on 127.0.0.1: `up` starts its servers as daemons
-    (each under its CPU quota), `measure` loads the row's dataset, `down` stops them."""
+    """A real PostgreSQL cluster per row (or per combination) on 127.0.0.1: `up` starts its
+    servers as daemons (each under its CPU quota), `measure` loads the row's dataset anew,
+    `down` stops them."""
 
     name = "local"
     modules = ("backends/local/cluster.py", "backends/local/cpu.py")
     runs_here = True
-    fresh_cluster_per_row = True
 
     @classmethod
     def cluster_labels(cls, settings, rows) -> dict[str, str]:
-        return {row.run: row.run for row in rows}  # one fresh cluster per row
+        """A fresh cluster per row (`local.cluster_per: row`), or one per combination and
+        replicate (`combination`: the rows differing only in session or workload knobs)."""
+        if settings["local"]["cluster_per"] == "row":
+            return {row.run: row.run for row in rows}
+        return {row.run: cluster_label(row, per_replicate=True) for row in rows}
 
     def __init__(self, config: Mapping, clusters: Path | None = None):
         super().__init__(config, clusters)
@@ -556,6 +575,7 @@ class LocalBackend(Backend):
         ]
         record = {
             "backend": "local",
+            "cluster": label,
             "bindir": str(bindir),
             "storage": {"data_root": str(root), "kind": storage},
             "topology": (
@@ -593,7 +613,8 @@ class LocalBackend(Backend):
 
     @contextmanager
     def measure(self, row: Row, endpoints: Mapping, folder: Path) -> Iterator[LocalCluster]:
-        """The cluster brought up for `row`, its dataset loaded and every node checked."""
+        """The cluster brought up for `row` (maybe another row's before: its dataset is
+        re-created from scratch), every node checked."""
         nodes = nodes_of(endpoints)
         cluster = LocalCluster(
             nodes,
@@ -603,7 +624,7 @@ class LocalBackend(Backend):
             endpoints["client_cpus"],
             endpoints["client_prefix"],
         )
-        cluster.load()
+        cluster.load(anew=True)
         cluster.check()
         yield cluster
 

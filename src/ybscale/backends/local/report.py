@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 
 
 def report_text(applied: Sequence[Mapping]) -> list[str]:
-    """The paragraph, with the CPU quotas the rows were granted (from their `applied`)."""
+    """The paragraph, with the CPU quotas the rows were granted and, when rows shared
+    clusters, how many (from their `applied`)."""
     cpus = []
     for a in applied:
         quotas = [n.get("cpus") for n in (a.get("cpu") or {}).values() if n.get("cpus")]
@@ -22,6 +23,14 @@ def report_text(applied: Sequence[Mapping]) -> list[str]:
         if cpus
         else ""
     )
+    labels = [a["cluster"] for a in applied if a.get("cluster")]
+    shared = (
+        f" The {len(labels)} rows ran on {len(set(labels))} clusters (local.cluster_per: "
+        "combination): the rows of a combination shared one, each row's table and key sequence "
+        "dropped and loaded anew before it was measured."
+        if len(set(labels)) < len(labels)
+        else ""
+    )
     return [
         "**What the local backend cannot show.** Every node is a PostgreSQL server on this one "
         "machine: the nodes share its cores, memory and disk, so adding a node adds no CPU and "
@@ -30,4 +39,5 @@ def report_text(applied: Sequence[Mapping]) -> list[str]:
         "bigger machine; replication is PostgreSQL streaming replication, not a Raft group. "
         "Absolute throughput is not that of a cluster of machines; the effects are the result."
         + quota
+        + shared
     ]
