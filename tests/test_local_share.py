@@ -118,7 +118,8 @@ def test_a_study_shares_one_real_cluster_per_combination_and_judges_a_split_plot
     test_yaml.write_text(yaml.safe_dump(test_cfg))
     out = snakemake(work, configfile="config/test.yaml", timeout=1800)
     assert out.returncode == 0, failed(out)
-    assert servers_under(data_root) == [] and list(data_root.glob("ybscale-*/")) == []
+    assert servers_under(data_root) == []
+    assert list(data_root.glob("ybscale-*/owner.json")) == []  # every cluster's data removed
 
     results = work / "results"
     applied = {
