@@ -35,6 +35,8 @@ def test_replicated_cluster_has_a_quorum_and_reads_back_isolation(data_root, tmp
     with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
         assert len(servers_under(data_root)) == 3
         cluster.check()
+        quotas = [r for r in cluster.applied()["cpu"].values() if "path" in r]
+        assert [_quota(r) for r in quotas] == [str(r["quota_us"]) for r in quotas]  # set again
         primary = cluster.nodes[0]
         names = primary.psql("SHOW synchronous_standby_names")
         assert names == "ANY 1 (node2, node3)"
@@ -184,12 +186,15 @@ def test_the_quota_is_lifted_only_while_data_loads_and_comes_back_after_a_failur
         limits.cleanup()
 
 
-def test_a_reset_leaves_the_nodes_at_their_quota(data_root, tmp_path):
+def test_the_start_and_a_reset_leave_the_nodes_at_their_quota(data_root, tmp_path):
+    """The quotas are lifted while the servers start and while data loads, never after (the
+    replicated start: test_replicated_cluster_has_a_quorum_and_reads_back_isolation)."""
     levels = {**LEVELS, "nodes": 3, "replication": "off"}
     with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
         records = [r for r in cluster.applied()["cpu"].values() if "path" in r]
         if not records:
             pytest.fail("no cgroup mechanism works on this machine")
+        assert [_quota(r) for r in records] == [str(r["quota_us"]) for r in records]
         cluster.reset("write")
         assert [_quota(r) for r in records] == [str(r["quota_us"]) for r in records]
 
@@ -350,3 +355,16 @@ def test_the_workflows_clean_up_stops_what_it_owns_and_only_that(data_root, tmp_
         other.wait()
     assert str(left.parent) in local.reap_orphans(data_root)  # its owner died: an orphan
     assert servers_under(data_root) == []
+
+
+def test_a_relative_data_root_is_in_the_workflows_folder_where_its_link_points(
+    tmp_path, monkeypatch
+):
+    """`local.data_root: pgdata` is the jobs' (the workflow's) folder's pgdata, resolved: a
+    server's socket path is short and its data directory absolute."""
+    (tmp_path / "ram").mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "pgdata").symlink_to(tmp_path / "ram", target_is_directory=True)
+    monkeypatch.chdir(tmp_path / "work")
+    root, _ = local.choose_data_root("pgdata", tmp_path / "fallback")
+    assert root == tmp_path.resolve() / "ram"

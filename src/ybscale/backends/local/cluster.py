@@ -24,8 +24,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +82,7 @@ def choose_data_root(setting: str, fallback: Path) -> tuple[Path, str]:
         if shm.is_dir() and os.access(shm, os.W_OK):
             return shm, "tmpfs (/dev/shm, RAM)"
         return fallback, "disk (no writable /dev/shm)"
-    path = Path(setting)
+    path = Path(setting).resolve()  # relative: to the workflow's folder (the jobs' own)
     path.mkdir(parents=True, exist_ok=True)
     return path, _fs_type(path)
 
@@ -629,17 +629,20 @@ class LocalBackend(Backend):
         yield cluster
 
     def down(self, endpoints: Mapping, folder: Path) -> dict:
-        """Stop every server (the primary last), keep their logs in `folder`, remove their
-        data and CPU groups: each step even when one before it failed."""
+        """Stop every server (the primary last; the others at once, their quotas lifted), keep
+        their logs in `folder`, remove their data and CPU groups: each step even when one
+        before it failed."""
         home = Path(endpoints["home"])
         nodes = nodes_of(endpoints)
+        limits = CpuLimits.restore(endpoints["limits"])
+        replicated = "replication" in endpoints["record"]
         with ExitStack() as cleanup:  # callbacks run last first, each even if one raised
-            cleanup.callback(CpuLimits.restore(endpoints["limits"]).cleanup)
+            cleanup.callback(limits.cleanup)
             cleanup.callback(shutil.rmtree, home, ignore_errors=True)
             for node in nodes:
                 cleanup.callback(_keep_log, node, folder)
-            for node in nodes:
-                cleanup.callback(node.stop)
+            cleanup.callback(stop_nodes, nodes, replicated)
+            limits.lift()  # nothing is measured any more: shutting down at a quota is slow
         return {"stopped": [n.name for n in nodes], "logs": str(folder)}
 
     def _fallback_root(self, folder: Path) -> Path:
@@ -666,14 +669,20 @@ class LocalBackend(Backend):
         limits: CpuLimits,
         cpus: float,
     ) -> None:
-        """Clone the template per node, start them, and wire up replication when asked."""
+        """Clone the template per node, start the nodes at once (the standbys once the primary
+        is up), and wire up replication when asked. The CPU quotas are lifted meanwhile and
+        written back before anything is measured, as for the data load: nothing is measured
+        while servers start."""
         shared_buffers = self.settings["shared_buffers"]
         replicated = shape.replication
+        primary, standbys = nodes[0], nodes[1:]
+        prefixes = {}
         record["cpu"] = {}
         for node in nodes:
+            prefixes[node.name], record["cpu"][node.name] = limits.prefix(node.name, cpus)
+
+        def prepare(node: Node) -> None:
             _run(["cp", "-a", str(template), str(node.datadir)], f"clone template for {node.name}")
-        primary, standbys = nodes[0], nodes[1:]
-        for node in nodes:
             extra = dict(server)
             if replicated and node is not primary:
                 extra |= {
@@ -684,30 +693,64 @@ class LocalBackend(Backend):
                 (node.datadir / "standby.signal").touch()
                 self._chown(node.datadir / "standby.signal")
             node.configure(shared_buffers, extra)
-            prefix, applied = limits.prefix(node.name, cpus)
-            record["cpu"][node.name] = applied
-            if replicated and node is not primary:
-                continue
-            node.start(prefix)
-        if not replicated or not standbys:
-            return
-        for node in standbys:
-            primary.psql(f"SELECT pg_create_physical_replication_slot('{node.name}', true)")
-        for node in standbys:
-            node.start(limits.prefix(node.name, cpus)[0])
-        names = ", ".join(n.name for n in standbys)
-        quorum = len(nodes) // 2  # a majority of all nodes, counting the primary
-        # a server.synchronous_commit factor (postgresql.conf) wins over the backend's default
-        commit = server.get("synchronous_commit", "remote_apply")
-        sql = f"ALTER SYSTEM SET synchronous_standby_names = 'ANY {quorum} ({names})';\n"
-        if "synchronous_commit" not in server:
-            sql += "ALTER SYSTEM SET synchronous_commit = 'remote_apply';\n"
-        primary.psql(sql + "SELECT pg_reload_conf();\n")
-        _wait_quorum(primary, len(standbys))
+
+        def start(node: Node) -> None:
+            node.start(prefixes[node.name])
+
+        with limits.lifted():
+            at_once(prepare, nodes)
+            if not replicated or not standbys:
+                at_once(start, nodes)
+                return
+            start(primary)
+            primary.psql(
+                "".join(
+                    f"SELECT pg_create_physical_replication_slot('{node.name}', true);\n"
+                    for node in standbys
+                )
+            )
+            at_once(start, standbys)
+            names = ", ".join(n.name for n in standbys)
+            quorum = len(nodes) // 2  # a majority of all nodes, counting the primary
+            # a server.synchronous_commit factor (postgresql.conf) wins over the backend's default
+            commit = server.get("synchronous_commit", "remote_apply")
+            sql = f"ALTER SYSTEM SET synchronous_standby_names = 'ANY {quorum} ({names})';\n"
+            if "synchronous_commit" not in server:
+                sql += "ALTER SYSTEM SET synchronous_commit = 'remote_apply';\n"
+            primary.psql(sql + "SELECT pg_reload_conf();\n")
+            _wait_quorum(primary, len(standbys))
         record["replication"] = {
             "synchronous_standby_names": f"ANY {quorum} ({names})",
             "synchronous_commit": commit,
         }
+
+
+def at_once(action: Callable[[Node], None], nodes: Sequence[Node]) -> None:
+    """`action` on every node, each in a thread of its own. Once all have finished (an
+    interruption meanwhile waits for them, so that what they started can be stopped), the
+    interruption or else the first failure is raised."""
+    interrupted = None
+    with ThreadPoolExecutor(max(1, len(nodes))) as pool:
+        futures = [pool.submit(action, node) for node in nodes]
+        while True:
+            try:
+                wait(futures)
+                break
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+    if interrupted:
+        raise interrupted
+    for future in futures:
+        future.result()
+
+
+def stop_nodes(nodes: Sequence[Node], replicated: bool) -> None:
+    """Stop every node, the primary last (its standbys at once before it; shards all at once);
+    the primary is stopped even when a standby's stop failed."""
+    first, last = (nodes[1:], nodes[:1]) if replicated else (nodes, [])
+    with ExitStack() as then:
+        then.callback(at_once, Node.stop, last)
+        at_once(Node.stop, first)
 
 
 def _wait_quorum(primary: Node, standbys: int, timeout: float = COMMAND_TIMEOUT) -> None:

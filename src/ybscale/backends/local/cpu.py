@@ -154,6 +154,15 @@ class CpuLimits:
             for path, (quota, period) in self._quotas.items():
                 self._write_quota(path, str(quota), period)
 
+    def lift(self) -> None:
+        """No quota from now on, in every group that still exists (a cluster shutting down:
+        nothing is measured any more)."""
+        for path, (_, period) in self._quotas.items():
+            try:
+                self._write_quota(path, "max", period)
+            except OSError:
+                pass
+
     def _write_quota(self, path: Path, quota: str, period: int) -> None:
         if self.chosen == "cgroup2":
             (path / "cpu.max").write_text(f"{quota} {period}\n")
