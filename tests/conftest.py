@@ -1,11 +1,12 @@
 """Shared fixtures: a private RAM data root, a look at which servers are still running, an sshd
-on 127.0.0.1, and one tiny study run once per session that every test reading a finished study
+on 127.0.0.1, and one tiny study run once per test run that every test reading a finished study
 shares.
 
 The shared study (`tiny_study`)
 -------------------------------
 The README sequence on ``config/test.yaml`` (16 rows, real PostgreSQL, about a minute): the
-default target, then ``--report report.html``, run once per pytest session in a copy of the
+default target, then ``--report report.html``, run once per pytest run (by the first
+pytest-xdist worker that needs it; the others wait for it and share it) in a copy of the
 workflow (its package too) with its own RAM data root. A test that only READS a finished study
 takes it as a fixture::
 
@@ -19,16 +20,20 @@ metadata included, so the copy is just as finished and up to date::
 
     def test_edit(tiny_study_copy):
         work = tiny_study_copy  # a Path: a private copy of tiny_study.work
+        root = data_root_of(work)  # where the copy's servers go: servers_under(root) == []
 
-The copies keep the shared data root (`tiny_study.root`, tests run one at a time), so a dry run
-of an unchanged copy plans nothing. The session checks at its end that nobody wrote into the
-shared study: a changed, added or removed file there is an error of the session.
+The study's config names its data root relatively (``local.data_root: pgdata``, a link in the
+study's folder), so a copy's config is the same file and a dry run of an unchanged copy plans
+nothing, while the copy's link points to a data root of its own: copies run on both workers at
+once. Every worker checks at its end that nobody wrote into the shared study while it ran: a
+changed, added or removed file there is an error of the session.
 """
 
 from __future__ import annotations
 
 import fcntl
 import getpass
+import json
 import os
 import re
 import shutil
@@ -79,11 +84,37 @@ def ram_root():
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture
-def data_root():
-    """A data root of the test's own (see `ram_root`)."""
+@pytest.fixture(scope="session")
+def template():
+    """The local backend's template data directory (`LocalBackend.template`: initdb once),
+    made once per worker in a RAM root of its own; None without PostgreSQL's binaries."""
+    from ybscale.backends.base import BackendError
+    from ybscale.backends.local import LocalBackend, find_bindir
+
+    try:
+        bindir = find_bindir()
+    except BackendError:
+        yield None
+        return
     with ram_root() as root:
-        yield root
+        local = LocalBackend(settings_with())
+        yield local.template(root, bindir, local.runas())
+
+
+def seed(root: Path, template: Path | None) -> Path:
+    """`root` holding a copy of `template`, as a data root does after its first cluster: its
+    clusters clone it instead of running initdb (fresh roots, the tiny study's and
+    test_studies', still make their own: that path runs too)."""
+    if template is not None:
+        subprocess.run(["cp", "-a", str(template), str(root / template.name)], check=True)
+    return root
+
+
+@pytest.fixture
+def data_root(template):
+    """A data root of the test's own (see `ram_root`), seeded with the template (`seed`)."""
+    with ram_root() as root:
+        yield seed(root, template)
 
 
 def copy_workflow(dest: Path, source: Path = REPO, package: bool = False) -> Path:
@@ -120,12 +151,19 @@ def failed(out: subprocess.CompletedProcess) -> str:
 
 
 def tiny_workflow(work: Path, root: Path, package: bool = False) -> Path:
-    """A copy of the workflow whose config/test.yaml puts the servers under `root`."""
+    """A copy of the workflow whose config/test.yaml puts the servers under `work`/pgdata, a
+    link to `root` (`data_root_of`)."""
     copy_workflow(work, package=package)
     test_cfg = yaml.safe_load((work / "config" / "test.yaml").read_text())
-    test_cfg["local"] = {"data_root": str(root)}
+    test_cfg["local"] = {"data_root": "pgdata"}  # relative: to the workflow's folder
     (work / "config" / "test.yaml").write_text(yaml.safe_dump(test_cfg))
+    (work / "pgdata").symlink_to(root, target_is_directory=True)
     return work
+
+
+def data_root_of(work: Path) -> Path:
+    """Where a tiny study's servers go: the data root its pgdata link points to."""
+    return (work / "pgdata").resolve()
 
 
 def tiny_snakemake(work: Path, *args, check: bool = True, timeout: float = 600, env=None):
@@ -156,9 +194,12 @@ class TinyStudy:
     root: Path  # its RAM data root: servers_under(root) must be [] between tests
     report: subprocess.CompletedProcess  # the `--report report.html` run (checked by a test)
 
-    def copy(self, dest: Path) -> Path:
-        """A private copy of the finished study in `dest` (results and metadata included)."""
+    def copy(self, dest: Path, root: Path) -> Path:
+        """A private copy of the finished study in `dest` (results and metadata included)
+        whose servers go to `root` (its pgdata link points there)."""
         shutil.copytree(self.work, dest, symlinks=True)
+        (dest / "pgdata").unlink()
+        (dest / "pgdata").symlink_to(root, target_is_directory=True)
         return dest
 
 
@@ -171,18 +212,45 @@ def _snapshot(work: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-@pytest.fixture(scope="session")
-def tiny_study(tmp_path_factory) -> TinyStudy:
-    """The tiny study, run once per session and shared read-only (see the module docstring)."""
-    with ram_root() as root:
-        work = tiny_workflow(tmp_path_factory.mktemp("tiny-study"), root, package=True)
+def _shared_folder(config, tmp_path_factory) -> Path:
+    """A folder of this pytest run that every pytest-xdist worker sees (their base folders'
+    parent), else the run's base folder."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(config, "workerinput") else base
+
+
+def _build_tiny_study(work: Path, root: Path) -> dict:
+    """Run the tiny study in `work` on the data root `root`: what `tiny_study` needs, or why
+    it failed."""
+    try:
+        tiny_workflow(work, root, package=True)
         # the default target: the whole study (a minute on a quiet machine; the timeout is for
         # a machine shared with other work, not a performance target)
         tiny_snakemake(work, timeout=1800)
         report = tiny_snakemake(work, "--report", "report.html", check=False, timeout=600)
-        before = _snapshot(work)
-        yield TinyStudy(work, root, report)
-        after = _snapshot(work)
+    except Exception as exc:  # every worker fails with it, none runs it again
+        return {"error": f"the tiny study failed: {type(exc).__name__}: {exc}"}
+    return {"report": [report.args, report.returncode, report.stdout, report.stderr]}
+
+
+@pytest.fixture(scope="session")
+def tiny_study(request, tmp_path_factory) -> TinyStudy:
+    """The tiny study, run once per pytest run and shared read-only by every worker (see the
+    module docstring); its data root is removed at the end of the run (pytest_unconfigure)."""
+    shared = _shared_folder(request.config, tmp_path_factory)
+    work, root, built = shared / "tiny-study", Path(os.environ[_TINY_ROOT]), shared / "tiny.json"
+    with open(shared / "tiny-study.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker runs it, the others wait for it
+        if not built.exists():
+            root.mkdir(mode=0o755)
+            root.chmod(0o755)
+            built.write_text(json.dumps(_build_tiny_study(work, root)))
+    record = json.loads(built.read_text())
+    if "error" in record:
+        raise AssertionError(record["error"])
+    before = _snapshot(work)
+    yield TinyStudy(work, root, subprocess.CompletedProcess(*record["report"]))
+    after = _snapshot(work)
     changed = sorted(
         name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
     )
@@ -190,9 +258,10 @@ def tiny_study(tmp_path_factory) -> TinyStudy:
 
 
 @pytest.fixture
-def tiny_study_copy(tiny_study, tmp_path) -> Path:
-    """A private copy of the finished tiny study: a test that changes anything works here."""
-    return tiny_study.copy(tmp_path / "study")
+def tiny_study_copy(tiny_study, tmp_path, data_root) -> Path:
+    """A private copy of the finished tiny study whose servers go to a data root of its own
+    (`data_root_of`): a test that changes anything works here."""
+    return tiny_study.copy(tmp_path / "study", data_root)
 
 
 def row_from_levels(levels: dict, dataset_rows: int, run: str = "run01", **extra):
@@ -325,19 +394,45 @@ def authorized_keys(host) -> Path:
 def pytest_collection_modifyitems(items):
     """Tests on the real Pulumi engine (they take the `engine` fixture) are slow long
     real-system tests: marked here once, so a new one is marked too (`-m "not slow"` skips them;
-    `pytest -q` and CI run them). Tests of the shared tiny study run on one pytest-xdist worker
-    (one study per session, not one per worker), and so do a module's tests that share one of
-    its fixtures. The slow tests come first."""
+    `pytest -q` and CI run them). A module's tests that share one of its fixtures run on one
+    pytest-xdist worker, and so do the quick tests reading the tiny study; in the order of
+    `_order`."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "engine" in fixtures:
             item.add_marker(pytest.mark.slow)
-        if "tiny_study" in fixtures:
-            item.add_marker(pytest.mark.xdist_group("tiny-study"))
-        elif _module_scoped(item):  # a module's fixture set up once, on one worker
+        if _module_scoped(item):  # a module's fixture set up once, on one worker
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-    # the long ones first, so the workers do not end waiting on one long group
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        elif _reads_the_tiny_study(item):
+            item.add_marker(pytest.mark.xdist_group("tiny-study"))
+    items.sort(key=_order)
+
+
+def _reads_the_tiny_study(item) -> bool:
+    """A quick test that reads the shared study (no copy, not slow, no fixture of its module)."""
+    fixtures = getattr(item, "fixturenames", ())
+    return (
+        "tiny_study" in fixtures
+        and "tiny_study_copy" not in fixtures
+        and item.get_closest_marker("slow") is None
+        and not _module_scoped(item)
+    )
+
+
+def _order(item) -> tuple[int, bool]:
+    """First the quick tests reading the tiny study (one group: the worker that takes it runs
+    the study at once), then the long tests (so the workers do not end waiting on one long
+    test), those of the tiny study after the others (by then it has run, and they are shared
+    out over both workers), then the quick ones."""
+    study = "tiny_study" in getattr(item, "fixturenames", ())
+    slow = item.get_closest_marker("slow") is not None
+    if _reads_the_tiny_study(item):
+        return (0, False)
+    if slow and not study:
+        return (1, False)
+    if study:
+        return (2, not slow)
+    return (3, False)
 
 
 def _module_scoped(item) -> bool:
@@ -352,10 +447,15 @@ def _module_scoped(item) -> bool:
 # asserts on what a measurement saw: CPU shares, a saturated node, a race) holds it exclusively,
 # so nothing of the other worker runs beside it.
 _LOCK = pytest.StashKey[str]()
+_TINY_ROOT = "YBSCALE_TINY_STUDY_ROOT"  # the shared tiny study's RAM data root (made when run)
 
 
 def pytest_configure(config):
-    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+    if hasattr(config, "workerinput"):
+        return  # the workers start with what the run set up here
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    os.environ[_TINY_ROOT] = str(base / f"ybscale-test-{uuid.uuid4().hex[:8]}")
+    if config.getoption("numprocesses", None):
         fd, path = tempfile.mkstemp(prefix="ybscale-tests-", suffix=".lock")
         os.close(fd)
         os.environ["YBSCALE_TEST_LOCK"] = path  # the workers start after this, with it
@@ -363,6 +463,11 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    if hasattr(config, "workerinput"):
+        return
+    root = os.environ.pop(_TINY_ROOT, "")
+    if root:  # the servers on it were stopped by the study and by each test
+        shutil.rmtree(root, ignore_errors=True)
     path = config.stash.get(_LOCK, None)
     if path:
         Path(path).unlink(missing_ok=True)

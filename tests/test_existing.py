@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import row_from_levels, settings_with
+from conftest import row_from_levels, seed, settings_with
 
 from ybscale import study
 from ybscale.backends import yb_catalogue, ysql
@@ -325,12 +325,12 @@ def test_isolation_on_postgresql_is_read_with_show():
 
 
 @pytest.fixture(scope="module")
-def postgres(tmp_path_factory):
+def postgres(tmp_path_factory, template):
     """A real PostgreSQL server (the local backend's, one node) and a psql LocalRunner."""
     from ybscale.backends.local import LocalBackend, find_bindir
 
     base = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path_factory.mktemp("pg")
-    root = Path(tempfile.mkdtemp(prefix="ybscale-test-", dir=base))
+    root = seed(Path(tempfile.mkdtemp(prefix="ybscale-test-", dir=base)), template)
     root.chmod(0o755)
     backend = LocalBackend(settings_with(local={"data_root": str(root), "cpu_mechanism": "none"}))
     levels = {**LEVELS, "nodes": 1, "replication": "off"}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, failed, planned, servers_under
+from conftest import REPO, data_root_of, failed, planned, servers_under
 from test_findings import NUMBER, display_tolerance, parse_number
 
 CHROMIUM_FLAGS = [
@@ -197,10 +197,11 @@ def readme_commands() -> list[str]:
 
 
 @pytest.mark.slow
-def test_readme_commands_work_in_the_documented_order(tiny_study, tiny_study_copy):
+def test_readme_commands_work_in_the_documented_order(tiny_study_copy):
     """Every command the README documents after the quick start, as written, in its order
     (snakemake lines on the tiny config, in a copy: it re-measures a row and re-runs the study)."""
-    work, root = tiny_study_copy, tiny_study.root
+    work = tiny_study_copy
+    root = data_root_of(work)
     (work / "report.html").unlink()  # the shared study's: the commands must write their own
     commands = readme_commands()
     assert len(commands) >= 8
