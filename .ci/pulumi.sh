@@ -20,6 +20,7 @@ go=$(command -v go || echo /usr/local/go/bin/go)
 
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'exit 143' TERM INT HUP  # stopped (.ci/run stops it when CI fails first): clean up too
 export GOMODCACHE="${GOMODCACHE:-$("$go" env GOMODCACHE)}"
 export GOFLAGS=-mod=mod
 module="github.com/pulumi/pulumi/pkg/v3@$version"
@@ -31,8 +32,11 @@ chmod -R u+w "$work/pkg"
 sed -i '/=>[[:space:]]*\.\.\/sdk/d' "$work/pkg/go.mod"
 echo "pulumi.sh: building the Pulumi CLI $version (several minutes on 2 cores)" >&2
 mkdir -p "$cache"
-(cd "$work/pkg" && "$go" build -o "$work/pulumi" \
-  -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$version" ./cmd/pulumi)
+# -trimpath and -s -w (no symbol table, no DWARF): a smaller binary, a shorter link; panics
+# still print their stack traces (the pclntab stays)
+(cd "$work/pkg" && "$go" build -trimpath -o "$work/pulumi" \
+  -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$version" \
+  ./cmd/pulumi)
 mv "$work/pulumi" "$bin"
 "$bin" version >&2
 echo "$bin"
