@@ -182,20 +182,39 @@ def settled(check, timeout: float = 60) -> list[str]:
     return left
 
 
+# The rehearsals split in two halves of about equal length, each on one pytest-xdist worker
+# (a worker running both sets the module's site up once): the halves run side by side.
+HALF_A, HALF_B = pytest.mark.xdist_group("rehearsal-a"), pytest.mark.xdist_group("rehearsal-b")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("design", "clusters"), [(DESIGN, 2), (REPLICATED, 4)], ids=["r1", "r2"])
-def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path, design, clusters):
+@pytest.mark.parametrize(
+    ("design", "clusters", "analysis"),
+    [
+        pytest.param(DESIGN, 2, False, id="r1", marks=HALF_B),
+        pytest.param(REPLICATED, 4, True, id="r2", marks=HALF_A),
+    ],
+)
+def test_gcp_study_runs_end_to_end_on_loopback(
+    engine_env, sshd, site, tmp_path, design, clusters, analysis
+):
+    """r2 (replicates on clusters of their own, 4 clusters taking turns in 2 slots) runs the
+    default target: the measurements and the whole analysis of them; r1 (2 clusters, each of
+    4 rows) stops at its published measurements (the targets every row's publish writes), the
+    analysis of gcp measurements being r2's."""
     root, site_file = site
     work, study = gcp_study(tmp_path, design=design)
     runs = [f"run{i:02d}" for i in range(1, 9)]
+    targets = [] if analysis else [f"results/runs/{run}/measurement.json" for run in runs]
     # the load generator's work folder of each row (sshd's user is this one: its home)
     remote = [Path.home() / LoadgenRunner(None).remote_dir(work / "results" / "runs" / run /
               "pgbench-logs") for run in runs]  # fmt: skip
     for folder in remote:
         shutil.rmtree(folder, ignore_errors=True)
     env = {**engine_env, SITE_ENV: str(site_file)}
-    out = run_snakemake(work, configfile="config/loopback.yaml", env=env, timeout=900)
+    out = run_snakemake(work, *targets, configfile="config/loopback.yaml", env=env, timeout=900)
     assert out.returncode == 0, failed(out)
+    assert (work / "results" / "findings.md").exists() == analysis
     stand_ins = servers_under(root)
     master = json.loads(site_file.read_text())["master_ip"]
     assert len(stand_ins) == 2, stand_ins  # one stand-in server per cluster, nothing else
@@ -243,6 +262,7 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path,
 
 
 @pytest.mark.slow
+@HALF_A
 def test_ctrl_c_while_a_row_measures_destroys_both_stacks(engine_env, sshd, site, tmp_path):
     """Ctrl-C (SIGINT to the terminal's foreground process group: Snakemake and its jobs) while
     rows measure on both clusters: onerror destroys both stacks, and nothing the run started
@@ -292,6 +312,7 @@ def test_ctrl_c_while_a_row_measures_destroys_both_stacks(engine_env, sshd, site
 
 
 @pytest.mark.slow
+@HALF_B
 def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
     """backend existing end to end: the endpoints are the stand-in tservers, pgbench and psql
     run on `existing.load_generator` (the sshd on 127.0.0.1) over SSH; nothing is created or
@@ -346,7 +367,13 @@ def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("keep_going", [False, True], ids=["stop", "keep-going"])
+@pytest.mark.parametrize(
+    "keep_going",
+    [
+        pytest.param(False, id="stop", marks=HALF_A),
+        pytest.param(True, id="keep-going", marks=HALF_B),
+    ],
+)
 def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, keep_going):
     """A 2^2 design (nodes 1/2 x workload read/write) whose read script fails on the stand-ins:
     each cluster has a failing row, and each is still destroyed by its cluster_down rule (its

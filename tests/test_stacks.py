@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import types
 from pathlib import Path
@@ -415,7 +416,8 @@ def cloudfree_program():
     """The real program's config and lifecycle outputs, a component with no cloud resources.
 
     YBSCALE_TEST_SLOW=<marker file>: signal the marker once registered, then stall the program
-    (an `up` in progress, for the interrupt test).
+    (an `up` in progress, for the interrupt tests) until the driver has handled its signal
+    (`STALL_ENDS`), 20 s at most.
     """
     import pulumi
     from ybscale_infra import ClusterArgs, export_lifecycle
@@ -437,7 +439,13 @@ def cloudfree_program():
     marker = os.environ.get("YBSCALE_TEST_SLOW")
     if marker:
         Path(marker).write_text("registered")
-        time.sleep(20)
+        STALL_ENDS.wait(20)
+
+
+# set by the interrupted driver (INTERRUPTED_UP) once its SIGTERM handler ran: the stalled
+# program then returns, instead of holding the driver's exit for the rest of its 20 s (the
+# Automation API runs an inline program in a thread that the interpreter joins at exit)
+STALL_ENDS = threading.Event()
 
 
 @pytest.fixture
@@ -553,8 +561,16 @@ import sys
 sys.path[:0] = [{tests!r}]
 from ybscale.backends.gcp import backend as gcp
 from ybscale.backends.gcp import stacks
-from test_stacks import cloudfree_program, CLUSTERS, NOW
+import signal
+from test_stacks import cloudfree_program, CLUSTERS, NOW, STALL_ENDS
 stacks.install_signal_handlers()
+handled = signal.getsignal(signal.SIGTERM)
+def handler(signum, frame):  # stacks' own handler first, then the stalled program returns
+    try:
+        handled(signum, frame)
+    finally:
+        STALL_ENDS.set()
+signal.signal(signal.SIGTERM, handler)
 settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
 try:
     stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program,
