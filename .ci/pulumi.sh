@@ -32,11 +32,8 @@ chmod -R u+w "$work/pkg"
 sed -i '/=>[[:space:]]*\.\.\/sdk/d' "$work/pkg/go.mod"
 echo "pulumi.sh: building the Pulumi CLI $version (several minutes on 2 cores)" >&2
 mkdir -p "$cache"
-# -trimpath and -s -w (no symbol table, no DWARF): a smaller binary, a shorter link; panics
-# still print their stack traces (the pclntab stays)
-(cd "$work/pkg" && "$go" build -trimpath -o "$work/pulumi" \
-  -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$version" \
-  ./cmd/pulumi)
+(cd "$work/pkg" && "$go" build -o "$work/pulumi" \
+  -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$version" ./cmd/pulumi)
 mv "$work/pulumi" "$bin"
 "$bin" version >&2
 echo "$bin"
