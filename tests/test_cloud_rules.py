@@ -44,8 +44,12 @@ def finished_study(tmp_path):
     finished = time.time() - 3600
     for name in outputs:  # one time for all: no output is newer than what was made from it
         os.utime(work / name, (finished, finished))
+    # --forceall: every job is touched and recorded whatever the checkout's file times (copied
+    # from a checkout older than `finished`, nothing was out of date, so nothing was recorded);
     # --notemp: the endpoints stay until every job is recorded (removed below, as a run does)
-    touched = run_snakemake(work, "--touch", "--notemp", configfile="config/finished.yaml")
+    touched = run_snakemake(
+        work, "--touch", "--forceall", "--notemp", configfile="config/finished.yaml"
+    )
     assert touched.returncode == 0, failed(touched)
     for endpoints in (work / "results" / "clusters").glob("*/endpoints.json"):
         endpoints.unlink()  # temp: a finished run has removed them
