@@ -31,7 +31,6 @@ changed, added or removed file there is an error of the session.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import getpass
 import json
@@ -42,7 +41,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -235,53 +233,18 @@ def _build_tiny_study(work: Path, root: Path) -> dict:
     return {"report": [report.args, report.returncode, report.stdout, report.stderr]}
 
 
-def _ensure_tiny_study(config, tmp_path_factory) -> tuple[Path, Path, Path]:
-    """(work, root, its record): the tiny study, run here unless another worker (or this one's
-    background start, pytest_collection_finish) ran it or runs it now (then this waits for it)."""
-    shared = _shared_folder(config, tmp_path_factory)
-    work, root, built = shared / "tiny-study", Path(os.environ[_TINY_ROOT]), shared / "tiny.json"
-    with open(shared / "tiny-study.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the first to get here runs it, the others wait
-        if not built.exists():
-            root.mkdir(mode=0o755)
-            root.chmod(0o755)
-            built.write_text(json.dumps(_build_tiny_study(work, root)))
-    return work, root, built
-
-
-def pytest_collection_finish(session):
-    """When a collected test reads the tiny study, the first pytest-xdist worker starts it at
-    once in the background while both workers run the tests that do not read it (they come
-    first, `_order`), instead of one worker waiting idle for it. It holds the run's shared
-    lock meanwhile, so an `exclusive` test never runs beside it."""
-    worker = getattr(session.config, "workerinput", {}).get("workerid")
-    wanted = any("tiny_study" in getattr(i, "fixturenames", ()) for i in session.items)
-    if worker != "gw0" or not wanted:
-        return
-
-    def build():
-        path = os.environ.get("YBSCALE_TEST_LOCK")
-        with open(path) if path else contextlib.nullcontext() as lock:
-            if lock:
-                fcntl.flock(lock, fcntl.LOCK_SH)
-            _ensure_tiny_study(session.config, session.config._tmp_path_factory)
-
-    thread = threading.Thread(target=build, name="tiny-study", daemon=True)
-    thread.start()
-    session.config.stash[_BUILD] = thread
-
-
-def pytest_sessionfinish(session):
-    thread = session.config.stash.get(_BUILD, None)
-    if thread is not None:
-        thread.join()  # even when interrupted: the study stops its own servers when it ends
-
-
 @pytest.fixture(scope="session")
 def tiny_study(request, tmp_path_factory) -> TinyStudy:
     """The tiny study, run once per pytest run and shared read-only by every worker (see the
     module docstring); its data root is removed at the end of the run (pytest_unconfigure)."""
-    work, root, built = _ensure_tiny_study(request.config, tmp_path_factory)
+    shared = _shared_folder(request.config, tmp_path_factory)
+    work, root, built = shared / "tiny-study", Path(os.environ[_TINY_ROOT]), shared / "tiny.json"
+    with open(shared / "tiny-study.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker runs it, the others wait for it
+        if not built.exists():
+            root.mkdir(mode=0o755)
+            root.chmod(0o755)
+            built.write_text(json.dumps(_build_tiny_study(work, root)))
     record = json.loads(built.read_text())
     if "error" in record:
         raise AssertionError(record["error"])
@@ -457,14 +420,19 @@ def _reads_the_tiny_study(item) -> bool:
 
 
 def _order(item) -> tuple[int, bool]:
-    """First the long tests that do not read the tiny study (it runs meanwhile in the
-    background, pytest_collection_finish; and the workers do not end waiting on one long test),
-    then the quick ones, then those of the tiny study, long ones first."""
+    """First the quick tests reading the tiny study (one group: the worker that takes it runs
+    the study at once), then the long tests (so the workers do not end waiting on one long
+    test), those of the tiny study after the others (by then it has run, and they are shared
+    out over both workers), then the quick ones."""
     study = "tiny_study" in getattr(item, "fixturenames", ())
     slow = item.get_closest_marker("slow") is not None
+    if _reads_the_tiny_study(item):
+        return (0, False)
+    if slow and not study:
+        return (1, False)
     if study:
         return (2, not slow)
-    return (0 if slow else 1, False)
+    return (3, False)
 
 
 def _module_scoped(item) -> bool:
@@ -479,7 +447,6 @@ def _module_scoped(item) -> bool:
 # asserts on what a measurement saw: CPU shares, a saturated node, a race) holds it exclusively,
 # so nothing of the other worker runs beside it.
 _LOCK = pytest.StashKey[str]()
-_BUILD = pytest.StashKey[threading.Thread]()
 _TINY_ROOT = "YBSCALE_TINY_STUDY_ROOT"  # the shared tiny study's RAM data root (made when run)
 
 
