@@ -41,6 +41,7 @@ rule publish:
             subcategory="{run}",
         ),
         repetitions="results/runs/{run}/repetitions.csv",
+        per_second="results/runs/{run}/per_second.csv",  # nodes added up: the chart's
         measurement=report(
             "results/runs/{run}/measurement.json",
             caption="../report/measurement.rst",
@@ -76,22 +77,6 @@ rule ceiling:
     shell:
         "python -m ybscale.analysis.ceiling fit --run {wildcards.run} --throughput {input.throughput}"
         " --repetitions {input.repetitions} {params.slo} --out {output} > {log} 2>&1"
-
-
-rule per_second:
-    """Throughput second by second of one row, from its pgbench logs (for the charts)."""
-    input:
-        # the measuring job's record of its repetitions; the logs are beside it (pgbench-logs/)
-        repetitions="results/runs/{run}/repetitions.csv",
-    output:
-        "results/runs/{run}/per_second.csv",
-    log:
-        "results/logs/per_second/{run}.log",
-    conda:
-        "../envs/ybscale.yaml"
-    shell:
-        "python -m ybscale.measure.per_second --repetitions {input.repetitions} --out {output}"
-        " > {log} 2>&1"
 
 
 rule run_order:

@@ -20,7 +20,8 @@ import shutil
 import sys
 from pathlib import Path
 
-PUBLISHED = ("throughput.csv", "repetitions.csv", "measurement.json")  # the measuring outputs
+# the measuring job's outputs
+PUBLISHED = ("throughput.csv", "repetitions.csv", "per_second.csv", "measurement.json")
 
 
 class RowFailed(RuntimeError):

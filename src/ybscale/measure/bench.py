@@ -26,6 +26,7 @@ from ybscale.backends.lifecycle import attached, interrupt_on_signals
 from ybscale.design.row import Row
 from ybscale.measure import attempt, latency, pgbench, precision, utilisation, workload
 from ybscale.measure.measuring import MeasuringProtocol
+from ybscale.measure.per_second import per_second
 
 THROUGHPUT_COLUMNS = [
     "clients",
@@ -396,8 +397,8 @@ def measure(
     staged: Path | None = None,
     progress=print,
 ) -> Path:
-    """Measure one row on `cluster` (ready for it): throughput.csv, repetitions.csv and
-    measurement.json into `staged` (default `outdir`), pgbench's logs into
+    """Measure one row on `cluster` (ready for it): throughput.csv, repetitions.csv,
+    per_second.csv and measurement.json into `staged` (default `outdir`), pgbench's logs into
     `outdir`/pgbench-logs."""
     settings = config["measurement"]
     run = row.run
@@ -416,6 +417,8 @@ def measure(
     lines = measure_sweep(row, cluster, script, env, settings, logs, rep_rows, progress)
     finished = dt.datetime.now(dt.UTC)
     pd.DataFrame(rep_rows).to_csv(staged / "repetitions.csv", index=False)
+    seconds = per_second(staged / "repetitions.csv", logs, run=run)  # what the charts draw
+    seconds.to_csv(staged / "per_second.csv", index=False)
     meta = {
         "run": run,
         "levels": row.levels,

@@ -1,4 +1,5 @@
-"""One row's throughput second by second (per_second.csv), derived once from its pgbench logs.
+"""One row's throughput second by second (per_second.csv), derived once from its pgbench logs
+by the measuring job (staged and published with its other measurements).
 
 Every repetition in repetitions.csv has one per-second log per node (pgbench's aggregate format,
 as `ybscale.measure.latency.reduce_log` leaves it) under the row's ``pgbench-logs/``, named by
@@ -6,7 +7,7 @@ as `ybscale.measure.latency.reduce_log` leaves it) under the row's ``pgbench-log
 this table, not the logs.
 
     python -m ybscale.measure.per_second --repetitions results/runs/run07/repetitions.csv \\
-        --out results/runs/run07/per_second.csv
+        --out results/runs/run07/per_second.csv     # derives it again from the published logs
 """
 
 from __future__ import annotations
@@ -31,12 +32,15 @@ def node_logs(logs: Path, clients: int, repetition: int) -> list[Path]:
     return sorted(path for path in logs.glob("*") if name.fullmatch(path.name))
 
 
-def per_second(repetitions: Path | str, logs: Path | str | None = None) -> pd.DataFrame:
-    """run, clients, repetition, second (since the repetition's first interval), tps: the
-    nodes added up. A repetition shorter than one interval has no line."""
+def per_second(
+    repetitions: Path | str, logs: Path | str | None = None, run: str | None = None
+) -> pd.DataFrame:
+    """run (default: the folder of `repetitions`), clients, repetition, second (since the
+    repetition's first interval), tps: the nodes added up. A repetition shorter than one
+    interval has no line."""
     repetitions = Path(repetitions)
     logs = Path(logs) if logs else repetitions.parent / LOGS
-    run = repetitions.parent.name
+    run = run or repetitions.parent.name
     done = pd.read_csv(repetitions)[["clients", "repetition"]].drop_duplicates()
     frames = []
     for clients, rep in done.itertuples(index=False):
