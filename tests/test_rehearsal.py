@@ -184,47 +184,17 @@ def settled(check, timeout: float = 60) -> list[str]:
 
 # The rehearsals split in two halves of about equal length, each on one pytest-xdist worker
 # (a worker running both sets the module's site up once): the halves run side by side.
+# Half A: the replicated design through the analysis, the 2^2 failing row, Ctrl-C; half B:
+# the 2^3 design with failing read rows (-k), existing over SSH.
 HALF_A, HALF_B = pytest.mark.xdist_group("rehearsal-a"), pytest.mark.xdist_group("rehearsal-b")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("design", "clusters", "analysis"),
-    [
-        pytest.param(DESIGN, 2, False, id="r1", marks=HALF_B),
-        pytest.param(REPLICATED, 4, True, id="r2", marks=HALF_A),
-    ],
-)
-def test_gcp_study_runs_end_to_end_on_loopback(
-    engine_env, sshd, site, tmp_path, design, clusters, analysis
-):
-    """r2 (replicates on clusters of their own, 4 clusters taking turns in 2 slots) runs the
-    default target: the measurements and the whole analysis of them; r1 (2 clusters, each of
-    4 rows) stops at its published measurements (the targets every row's publish writes), the
-    analysis of gcp measurements being r2's."""
-    root, site_file = site
-    work, study = gcp_study(tmp_path, design=design)
-    runs = [f"run{i:02d}" for i in range(1, 9)]
-    targets = [] if analysis else [f"results/runs/{run}/measurement.json" for run in runs]
-    # the load generator's work folder of each row (sshd's user is this one: its home)
-    remote = [Path.home() / LoadgenRunner(None).remote_dir(work / "results" / "runs" / run /
-              "pgbench-logs") for run in runs]  # fmt: skip
-    for folder in remote:
-        shutil.rmtree(folder, ignore_errors=True)
-    env = {**engine_env, SITE_ENV: str(site_file)}
-    out = run_snakemake(work, *targets, configfile="config/loopback.yaml", env=env, timeout=900)
-    assert out.returncode == 0, failed(out)
-    assert (work / "results" / "findings.md").exists() == analysis
-    stand_ins = servers_under(root)
-    master = json.loads(site_file.read_text())["master_ip"]
-    assert len(stand_ins) == 2, stand_ins  # one stand-in server per cluster, nothing else
-
-    results = work / "results"
-    logs = "\n".join(p.read_text() for p in (results / "logs" / "cluster_up").glob("*.log"))
-    assert logs.count(": ready (masters, yb_servers(), YSQL on every tserver)") == clusters, logs
+def check_published_rows(work: Path, runs: list[str], master: str) -> tuple[dict, set]:
+    """What every published gcp row must show (its measurement.json, throughput.csv, logs):
+    returns combination -> nodes and the cluster labels the rows ran on."""
     combos, labels = {}, set()
     for run in runs:
-        folder = results / "runs" / run
+        folder = work / "results" / "runs" / run
         meta = json.loads((folder / "measurement.json").read_text())
         applied = meta["applied"]
         nodes = meta["row"]["cluster"]["nodes"]
@@ -249,9 +219,48 @@ def test_gcp_study_runs_end_to_end_on_loopback(
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
         # pgbench ran on the load generator: its per-transaction logs came back over SSH
         assert list((folder / "pgbench-logs").glob("*")), run
-    assert sorted(combos.values()) == [1, 2] and len(labels) == clusters
+    return combos, labels
+
+
+def remote_folders(work: Path, runs: list[str]) -> list[Path]:
+    """The load generator's work folder of each row (sshd's user is this one: its home),
+    removed before the run."""
+    remote = [Path.home() / LoadgenRunner(None).remote_dir(work / "results" / "runs" / run /
+              "pgbench-logs") for run in runs]  # fmt: skip
+    for folder in remote:
+        shutil.rmtree(folder, ignore_errors=True)
+    return remote
+
+
+def clusters_were_ready(work: Path) -> int:
+    """How many cluster_up logs say the cluster was ready."""
+    logs = (work / "results" / "logs" / "cluster_up").glob("*.log")
+    text = "\n".join(p.read_text() for p in logs)
+    return text.count(": ready (masters, yb_servers(), YSQL on every tserver)")
+
+
+@pytest.mark.slow
+@HALF_A
+def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path):
+    """A 2^2 design run twice, each replicate on clusters of its own (4 clusters taking turns
+    in 2 slots), through the default target: the measurements and the whole analysis of them.
+    (The 2^3 design on 2 clusters of 4 rows is measured by the keep-going failing-row run.)"""
+    root, site_file = site
+    work, study = gcp_study(tmp_path, design=REPLICATED)
+    runs = [f"run{i:02d}" for i in range(1, 9)]
+    remote = remote_folders(work, runs)
+    env = {**engine_env, SITE_ENV: str(site_file)}
+    out = run_snakemake(work, configfile="config/loopback.yaml", env=env, timeout=900)
+    assert out.returncode == 0, failed(out)
+    assert (work / "results" / "findings.md").exists()
+    stand_ins = servers_under(root)
+    master = json.loads(site_file.read_text())["master_ip"]
+    assert len(stand_ins) == 2, stand_ins  # one stand-in server per cluster, nothing else
+    assert clusters_were_ready(work) == 4
+    combos, labels = check_published_rows(work, runs, master)
+    assert sorted(combos.values()) == [1, 2] and len(labels) == 4
     for label in labels:
-        gone = json.loads((results / "clusters" / label / "released.json").read_text())
+        gone = json.loads((work / "results" / "clusters" / label / "released.json").read_text())
         assert gone["existed"] is True, gone
     left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
     assert left == [], "a stack is left"
@@ -337,10 +346,7 @@ def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
     study["existing"] = {"combinations": combos, "load_generator": login}
     (work / "config" / "existing.yaml").write_text(yaml.safe_dump(study))
     runs = [f"run{i:02d}" for i in range(1, 9)]
-    remote = [Path.home() / LoadgenRunner(None).remote_dir(work / "results" / "runs" / run /
-              "pgbench-logs") for run in runs]  # fmt: skip
-    for folder in remote:
-        shutil.rmtree(folder, ignore_errors=True)
+    remote = remote_folders(work, runs)
     targets = [f"results/runs/{run}/measurement.json" for run in runs]
     out = run_snakemake(work, *targets, configfile="config/existing.yaml", timeout=900)
     assert out.returncode == 0, failed(out)
@@ -377,28 +383,32 @@ def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
     ],
 )
 def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, keep_going):
-    """A 2^2 design (nodes 1/2 x workload read/write) whose read script fails on the stand-ins:
-    each cluster has a failing row, and each is still destroyed by its cluster_down rule (its
-    released.json), with and without -k; the failing rows' errors name them, nothing is left."""
+    """A design whose read script fails on the stand-ins: each cluster has a failing row, and
+    each is still destroyed by its cluster_down rule (its released.json), with and without -k;
+    the failing rows' errors name them, nothing is left. Without -k a 2^2 design (nodes 1/2 x
+    workload read/write); with -k the 2^3 design (isolation too: 2 clusters of 4 rows), whose
+    4 write rows are published with everything a gcp row must show (`check_published_rows`)."""
     root, site_file = site
     broken = tmp_path / "broken-workloads"
     shutil.copytree(REPO / "workloads", broken)
     (broken / "read.sql").write_text("SELECT * FROM no_such_table WHERE k < :rows;\n")
     small = {"factors": {k: DESIGN["factors"][k] for k in ("A", "B")}}
-    work, study = gcp_study(tmp_path, design=small, workloads=str(broken))
+    work, study = gcp_study(tmp_path, design=DESIGN if keep_going else small,
+                            workloads=str(broken))  # fmt: skip
+    config = {**study, "design": str(work / "config" / "rehearsal.yaml")}
+    rows = {row.run: row for row in load_study(config).rows}
+    remote = remote_folders(work, list(rows))
     mark = uuid.uuid4().hex
     env = {**engine_env, SITE_ENV: str(site_file), "YBSCALE_REHEARSAL_RUN": mark}
     args = ["-k"] if keep_going else []
     out = run_snakemake(work, *args, configfile="config/loopback.yaml", env=env, timeout=900)
     log = out.stdout + out.stderr
     assert out.returncode != 0, log[-3000:]
-    config = {**study, "design": str(work / "config" / "rehearsal.yaml")}
-    rows = {row.run: row for row in load_study(config).rows}
     failures = [run for run in rows if f"{run}: the measurement failed" in log]
     assert failures, log[-3000:]
     # without -k Snakemake stops at the first failure: each failure it reached had released
-    # its cluster first; with -k both read rows fail, one on each cluster
-    assert (len(failures) == 2) if keep_going else (len(failures) >= 1), log[-3000:]
+    # its cluster first; with -k every read row fails, two on each cluster
+    assert (len(failures) == 4) if keep_going else (len(failures) >= 1), log[-3000:]
     for run in failures:
         assert rows[run].script == "read"
         assert "no_such_table" in (work / "results/logs/measure" / f"{run}.log").read_text()
@@ -406,10 +416,19 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
         combo = rows[run].combination  # released by its own rule (released.json)
         gone = work / "results/clusters" / combo / "released.json"
         assert json.loads(gone.read_text())["existed"] is True, log[-3000:]
-    if keep_going:  # the rows that worked are published all the same
-        for run in set(rows) - set(failures):
-            assert (work / "results/runs" / run / "throughput.csv").exists(), run
+    if keep_going:  # the rows that worked are published all the same, and hold everything
+        worked = sorted(set(rows) - set(failures))
+        master = json.loads(site_file.read_text())["master_ip"]
+        combos, labels = check_published_rows(work, worked, master)
+        assert sorted(combos.values()) == [1, 2] and len(labels) == 2
+        assert clusters_were_ready(work) == 2
+        for run in worked:  # each row's script went to the load generator
+            folder = remote[list(rows).index(run)]
+            assert [p.name for p in (folder / "scripts").iterdir()], folder
+    for folder in remote:
+        shutil.rmtree(folder, ignore_errors=True)
     left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
     assert left == [], f"stacks left: {left}"
+    assert pulumi_processes(tmp_path) == []
     assert settled(lambda: processes_with_env("YBSCALE_REHEARSAL_RUN", mark)) == []
     assert settled(lambda: descendants(sshd_listener(sshd))) == []
