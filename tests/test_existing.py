@@ -20,6 +20,7 @@ from ybscale import study
 from ybscale.backends import yb_catalogue, ysql
 from ybscale.backends.base import BackendError, Endpoint, PgbenchCommand
 from ybscale.backends.existing import backend as existing
+from ybscale.backends.yb_catalogue import stubs
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = {
@@ -345,7 +346,7 @@ def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=N
     """A YsqlCluster over `tservers` databases carrying YugabyteDB `series`'s views and functions
     (stand-ins generated from the vendored catalogue; each database is one tserver).
 
-    tablets: a number (spread by yb_catalogue.tablets_sql with replication factor `rf`), or per
+    tablets: a number (spread by stubs.tablets_sql with replication factor `rf`), or per
     tserver i the tablet ids it holds (every tserver sees the whole tablet list); leaders: tablet
     id -> leader address. series: 2026.1 (has yb_tablet_metadata) when leaders are given, else
     2024.2 (has none: the leaders come from yb_local_tablets).
@@ -354,7 +355,7 @@ def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=N
     series = series or ("2026.1" if leaders is not None else "2024.2")
     servers = [f"10.0.0.{i + 1}:5433" for i in range(tservers)]
     if isinstance(tablets, int):
-        data = yb_catalogue.tablets_sql("kv", tablets, servers, replication_factor=rf)
+        data = stubs.tablets_sql("kv", tablets, servers, replication_factor=rf)
     else:
         rows = []
         for t in sorted({t for held in tablets for t in held}):
@@ -369,7 +370,7 @@ def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=N
         node.psql(f"DROP DATABASE IF EXISTS {db}")
         node.psql(f"CREATE DATABASE {db}")
         ep = Endpoint(node.endpoint.host, node.endpoint.port, db, "postgres", None, f"tserver{i}")
-        sql = yb_catalogue.stub_sql(series, servers=servers, node=i)
+        sql = stubs.stub_sql(series, servers=servers, node=i)
         sql += "CREATE TABLE kv (k bigint PRIMARY KEY, v text);\n" + data
         runner.psql(ep, sql, {}, 60)
         eps.append(ep)

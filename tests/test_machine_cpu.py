@@ -16,7 +16,8 @@ from conftest import _free_port, row_from_levels
 from ybscale.backends import ssh, ysql
 from ybscale.backends.base import Endpoint
 from ybscale.backends.existing import backend as existing
-from ybscale.backends.gcp.backend import LoadgenRunner, node_hosts
+from ybscale.backends.gcp.reach import node_hosts
+from ybscale.backends.loadgen import LoadgenRunner
 from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.measure import utilisation
 

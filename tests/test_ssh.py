@@ -178,7 +178,7 @@ def one_command(tmp_path: Path) -> PgbenchCommand:
 def test_one_command_renders_here_and_on_the_load_generator(sshd, tmp_path):
     """Issue 23, 2: the same command as argv on this machine and on the load generator (its
     script uploaded there over the real sshd, paths relative to the login directory)."""
-    from ybscale.backends.gcp.backend import LoadgenRunner
+    from ybscale.backends.loadgen import LoadgenRunner
 
     command = one_command(tmp_path)
     here = pgbench.argv(command, "/usr/lib/postgresql/15/bin/pgbench")
@@ -205,7 +205,7 @@ def test_loadgen_runner_runs_the_command_and_collects_its_logs(sshd, tmp_path):
     """gcp: a command run on the 'load generator' (here sshd on 127.0.0.1), with the work folder
     relative to the login directory as on the VMs (a `cd` into it before the command once
     doubled every relative path: no script, no logs); only PG* variables travel."""
-    from ybscale.backends.gcp.backend import LoadgenRunner
+    from ybscale.backends.loadgen import LoadgenRunner
 
     fake = tmp_path / "pgbench"
     fake.write_text(FAKE_PGBENCH)
@@ -234,7 +234,7 @@ def test_loadgen_runner_runs_the_command_and_collects_its_logs(sshd, tmp_path):
 def test_loadgen_facts_are_read_on_the_load_generator(sshd, tmp_path):
     """Issue 9, 4: cores (nproc) and pgbench version of the machine that runs pgbench."""
 
-    from ybscale.backends.gcp.backend import LoadgenRunner
+    from ybscale.backends.loadgen import LoadgenRunner
 
     fake = tmp_path / "pgbench"
     fake.write_text("#!/bin/sh\necho 'pgbench (PostgreSQL) 16.9'\n")

@@ -23,9 +23,11 @@ import pulumi.automation as real_auto
 import pytest
 from conftest import row_from_levels
 
+from ybscale.backends import ssh
 from ybscale.backends.base import BackendError
 from ybscale.backends.gcp import backend as gcp
 from ybscale.backends.gcp import clusters, stacks
+from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.design.row import ClusterShape
 
 NOW = dt.datetime(2026, 11, 22, 15, 0, tzinfo=dt.UTC)
@@ -275,7 +277,7 @@ def test_destroy_all_destroys_this_studys_stacks_only(settings):
     stacks.up("nodes5-large-replon", settings, auto=auto, now=NOW, log=lambda m: None)
     stacks.up("nodes5-large-replon", {**settings, "study_id": "s2a"}, auto=auto, now=NOW,
               log=lambda m: None)  # fmt: skip
-    files = gcp.ClusterFiles.of(CLUSTERS, "nodes3-small-reploff")
+    files = ClusterFiles.of(CLUSTERS, "nodes3-small-reploff")
     files.folder.mkdir(parents=True)
     files.endpoints.write_text("{}")
     destroyed = stacks.destroy_all({"gcp": GCP}, CLUSTERS, auto=auto, log=lambda m: None)
@@ -333,14 +335,14 @@ LEVELS = {
 
 
 def test_gcp_cluster_reads_endpoints_and_refuses_destroyed(settings, tmp_path, monkeypatch):
-    monkeypatch.setattr(gcp.ssh, "start_master", lambda host: False)
-    monkeypatch.setattr(gcp.ssh, "stop_master", lambda host, started=True: None)
+    monkeypatch.setattr(ssh, "start_master", lambda host: False)
+    monkeypatch.setattr(ssh, "stop_master", lambda host, started=True: None)
     backend = gcp.GcpBackend({"gcp": {"project": "my-proj"}}, CLUSTERS)
     with pytest.raises(BackendError, match="missing; the cluster_up rule"):
         with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path):
             pass
     combo = "nodes3-small-reploff"
-    files = gcp.ClusterFiles.of(CLUSTERS, combo)
+    files = ClusterFiles.of(CLUSTERS, combo)
     stacks.up(combo, settings, out=files.endpoints, auto=FakeAuto(), now=NOW,
               log=lambda m: None)  # fmt: skip
     with backend.cluster(row_from_levels(LEVELS, 1000), tmp_path) as cluster:
@@ -378,8 +380,8 @@ def test_cli_prints_plan_before_up(settings, tmp_path, monkeypatch, capsys):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(
         json.dumps({
-            "design": str(gcp.Path(__file__).resolve().parents[1] / "config" / "design.yaml"),
-            "workloads": str(gcp.Path(__file__).resolve().parents[1] / "workloads"),
+            "design": str(Path(__file__).resolve().parents[1] / "config" / "design.yaml"),
+            "workloads": str(Path(__file__).resolve().parents[1] / "workloads"),
             "measurement": {"clients": [1, 2]}, "gcp": {"project": "p"},
         })
     )  # fmt: skip
@@ -482,7 +484,7 @@ def quiet(message):
 def test_real_engine_lifecycle_and_reap(engine, tmp_path):
     combo = "nodes3-small-reploff"
     name = stacks.stack_name(combo, engine)
-    out = gcp.ClusterFiles.of(CLUSTERS, combo).endpoints
+    out = ClusterFiles.of(CLUSTERS, combo).endpoints
     endpoints = stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
     assert endpoints["tserver_ips"] == ["10.42.0.11", "10.42.0.12", "10.42.0.13"]
     assert json.loads(out.read_text())["stack"] == name
@@ -511,7 +513,7 @@ def test_real_engine_onerror_destroys_this_study_only(engine, tmp_path, monkeypa
     and state backend (in another directory: another study id) stays, as does another owner's.
     """
     combo = "nodes5-large-replon"
-    out = gcp.ClusterFiles.of(tmp_path / CLUSTERS, combo).endpoints
+    out = ClusterFiles.of(tmp_path / CLUSTERS, combo).endpoints
     stacks.up(combo, engine, out=out, now=NOW, log=quiet, program=cloudfree_program)
     stacks.up("nodes3-small-reploff", {**engine, "owner": "bob"}, now=NOW, log=quiet,
               program=cloudfree_program)  # fmt: skip
@@ -521,7 +523,7 @@ def test_real_engine_onerror_destroys_this_study_only(engine, tmp_path, monkeypa
     monkeypatch.chdir(elsewhere)
     other = gcp.validate_section(config)
     assert other["study_id"] != engine["study_id"]
-    other_out = gcp.ClusterFiles.of(elsewhere / CLUSTERS, combo).endpoints
+    other_out = ClusterFiles.of(elsewhere / CLUSTERS, combo).endpoints
     stacks.up(combo, other, out=other_out, now=NOW, log=quiet, program=cloudfree_program)
     monkeypatch.chdir(tmp_path)
 
@@ -560,6 +562,7 @@ INTERRUPTED_UP = """
 import sys
 sys.path[:0] = [{tests!r}]
 from ybscale.backends.gcp import backend as gcp
+from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp import stacks
 import signal
 from test_stacks import cloudfree_program, CLUSTERS, NOW, STALL_ENDS
@@ -574,7 +577,7 @@ signal.signal(signal.SIGTERM, handler)
 settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
 try:
     stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program,
-              out=gcp.ClusterFiles.of(CLUSTERS, "nodes3-small-reploff").endpoints)
+              out=ClusterFiles.of(CLUSTERS, "nodes3-small-reploff").endpoints)
 except KeyboardInterrupt:
     sys.exit(130)
 """
@@ -601,7 +604,7 @@ def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
     assert proc.returncode == 130, out
     assert "bring-up interrupted" in out and "destroyed and removed" in out, out
     assert stacks.list_stacks(engine) == []
-    assert not gcp.ClusterFiles.of(CLUSTERS, "nodes3-small-reploff").endpoints.exists()
+    assert not ClusterFiles.of(CLUSTERS, "nodes3-small-reploff").endpoints.exists()
     locks = tmp_path / "state" / "ybscale" / "pulumi-state" / ".pulumi" / "locks"
     assert not [p for p in locks.rglob("*") if p.is_file()]
 
@@ -630,7 +633,7 @@ def test_rows_of_one_cluster_take_turns_rows_of_two_run_together(settings, tmp_p
     inside = threading.Event()
 
     def row(combo, tag, hold):
-        with gcp.ClusterFiles.of(CLUSTERS, combo).lock():
+        with ClusterFiles.of(CLUSTERS, combo).lock():
             order.append(f"{tag} in")
             inside.set()
             time.sleep(hold)
@@ -701,8 +704,6 @@ def test_destroying_a_cut_stack_forgets_its_clusters_endpoints(settings, tmp_pat
     """destroy_stack finds the cluster folder of a stack whose label was cut by the name the
     label gives, not by the name's tail, and invalidates its endpoints (a folder of another
     cluster keeps its own)."""
-    from ybscale.backends.gcp.backend import ClusterFiles
-
     settings = {**settings, "name": "y" * 20, "study_id": "s" * 12}
     clusters = tmp_path / "clusters"
     label, other = "nodes5-large-replon-shared-buffers-256mb", "nodes3-small-reploff"

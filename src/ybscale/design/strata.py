@@ -258,35 +258,6 @@ def findings_text(
     ]
 
 
-def detect_lines(effects_path, design, delta: float, alpha: float, unit: str = "") -> list[str]:
-    """`plan --detect` per stratum: replications to detect `delta` against each stratum's σ."""
-    import pandas as pd
-
-    from ybscale.design.power import replications_needed
-
-    effects = pd.read_csv(effects_path)
-    if not stratified(effects):
-        return []
-    n = design.n_runs
-    lines = []
-    for stratum in (WHOLE, SUB):
-        se = effects.loc[effects["stratum"] == stratum, "std_error"].dropna()
-        if se.empty:
-            lines.append(f"  {stratum} columns: too few for a noise estimate; not sized.")
-            continue
-        sigma = float(se.iloc[0]) * math.sqrt(n) / 2.0
-        r, reached = replications_needed(delta, sigma, design.n_rows, alpha)
-        need = f"{r} replication(s) (power {reached:.2f})" if r else "not reachable"
-        lines.append(f"  {stratum} columns: sigma of one run {sigma:,.4g}{unit}; {need}.")
-    return [
-        "Per error stratum (the study's columns were judged in two strata; the whole-plot "
-        "sizing assumes each replicate gets clusters of its own, gcp's default "
-        "gcp.cluster_per_replicate, since replicates on the same cluster do not average out "
-        "its noise):",
-        *lines,
-    ]
-
-
 def format_strata(design, clusters: Mapping[str, str], backend: str) -> str:
     """`ybscale plan`'s lines: how the rows share clusters and each column's stratum."""
     strata = column_strata(design, clusters)

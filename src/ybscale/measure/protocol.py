@@ -20,6 +20,7 @@ COMMON_MODULES = (
     "measure/latency.py",
     "measure/utilisation.py",
     "measure/workload.py",
+    "measure/per_second.py",
     "design/row.py",
     "design/knobs.py",
     "backends/base.py",

@@ -22,9 +22,10 @@ import yaml
 from ybscale import study
 from ybscale.backends.base import BackendError
 from ybscale.backends.gcp import capacity, stacks
-from ybscale.backends.gcp.backend import ClusterFiles, wait_ready
 from ybscale.backends.gcp.config import gcp_section
+from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.plan import format_plan, plan
+from ybscale.backends.gcp.reach import wait_ready
 from ybscale.config_sources import file_sources, sources_in_use
 from ybscale.design.row import Row
 

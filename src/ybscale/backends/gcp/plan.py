@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from ybscale.backends.gcp.backend import GcpBackend
+from ybscale.backends.base import cluster_label
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.stacks import cluster_machines
 from ybscale.config_sources import file_sources, source_of, sources_in_use
@@ -41,7 +41,7 @@ LOAD_ROWS_PER_S = 20_000  # dataset (re)load speed assumed for write rows (estim
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    cluster: str  # its label and stack (GcpBackend.cluster_labels): combination[-r<replicate>]
+    cluster: str  # its label and stack (base.cluster_label): combination[-r<replicate>]
     runs: list[str]
     masters: int
     tservers: int
@@ -272,7 +272,7 @@ def plan(
     measurement = config["measurement"]
     by_run = {row.run: row for row in rows}
     runs = list(by_run)
-    key = GcpBackend.cluster_labels({**config, "gcp": settings}, rows)
+    key = {row.run: cluster_label(row, settings["cluster_per_replicate"]) for row in rows}
     if combos is not None:
         runs = [r for r in runs if key[r] in combos]
     seconds = {r: row_seconds(by_run[r], measurement) for r in runs}

@@ -501,7 +501,7 @@ def destroy_stack(
     """Refresh (clearing pending creates), destroy and remove one stack; when it is this
     study's, its endpoints under `clusters` (the folder of every combination's files) are
     invalidated first, whatever happens next."""
-    from ybscale.backends.gcp.backend import ClusterFiles
+    from ybscale.backends.gcp.files import ClusterFiles
 
     auto = _auto(auto)
     prefix = study_prefix(settings)

@@ -4,8 +4,8 @@ One JSON file per series (``<series>.json``): the YSQL views and functions the c
 columns, argument and result types) and the yb-tserver / yb-master flags the code and the infra
 set, each with the release tag and the source paths (and commits) it was read from, and the
 yb-tserver flag names ``server.*`` knobs are checked against. ``regenerate.py`` rebuilds a file
-from a yugabyte-db checkout at the tag; ``stubs.stub_sql`` turns one into stand-ins a plain
-PostgreSQL server can carry (tests).
+from a yugabyte-db checkout at the tag; ``stubs.stub_sql`` (its own module, which reads
+the catalogue through `load`) turns one into stand-ins a plain PostgreSQL server can carry (tests).
 """
 
 from __future__ import annotations
@@ -91,18 +91,3 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
         for name, values in sorted(server.items())
         if name not in known
     ]
-
-
-# stand-ins for tests (imported last: stubs reads the catalogue through `load`)
-from ybscale.backends.yb_catalogue.stubs import stub_sql, tablets_sql  # noqa: E402
-
-__all__ = [
-    "SUPPORTED",
-    "UnknownSeries",
-    "columns",
-    "load",
-    "series_of",
-    "stub_sql",
-    "tablets_sql",
-    "tserver_flags",
-]

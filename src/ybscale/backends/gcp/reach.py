@@ -1,0 +1,109 @@
+"""Reaching a gcp cluster over SSH: the load generator (public IP or IAP), the tservers
+through it, the masters' health, and the wait until a new cluster is ready."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from ybscale.backends import ssh
+from ybscale.backends.base import BackendError, Endpoint
+from ybscale.backends.loadgen import LoadgenRunner
+from ybscale.backends.ysql import YsqlCluster, master_problems
+from ybscale.design.row import Row
+
+READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script writes it last
+
+
+def ssh_host(endpoints: Mapping, settings: Mapping, known_hosts: Path) -> ssh.SshHost:
+    """How to reach the load generator: its public IP, or its name through an IAP tunnel."""
+    proxy = None
+    host = endpoints["loadgen_ip"]
+    if endpoints.get("ssh_access", settings["ssh_access"]) == "iap":
+        host = endpoints["loadgen_name"]
+        proxy = (
+            f"gcloud compute start-iap-tunnel %h %p --listen-on-stdin "
+            f"--project={endpoints['project']} --zone={endpoints['zone']} --verbosity=warning"
+        )
+    return ssh.SshHost(
+        host=host,
+        port=int(endpoints.get("ssh_port", 22)),
+        user=endpoints["ssh_user"],
+        key=Path(settings["ssh_key"]),
+        known_hosts=known_hosts,
+        proxy_command=proxy,
+        control_path=ssh.control_path(),
+    )
+
+
+def tserver_endpoints(endpoints: Mapping) -> list[Endpoint]:
+    """The YSQL endpoint of every tserver of a cluster."""
+    port = int(endpoints["ysql_port"])
+    return [
+        Endpoint(host=ip, port=port, dbname="yugabyte", user="yugabyte", role=f"tserver{i}")
+        for i, ip in enumerate(endpoints["tserver_ips"])
+    ]
+
+
+def node_hosts(
+    loadgen: ssh.SshHost, nodes: list[Endpoint], port: int = 22
+) -> dict[str, ssh.SshHost]:
+    """Each tserver VM by endpoint name, reached over SSH through the load generator (its
+    private IP; the cluster's firewall lets the load generator in on port 22)."""
+    return {ep.role: ssh.through(loadgen, ep.host, port, tag=ep.role) for ep in nodes}
+
+
+def masters_health(host: ssh.SshHost, endpoints: Mapping):
+    """A check of the yb-master Raft group, asked from the load generator: the first master
+    that answers `/api/v1/masters` (web port 7000) must list every master as LEADER or
+    FOLLOWER, with exactly one leader."""
+    masters = [a.rsplit(":", 1)[0] for a in endpoints["master_addresses"].split(",")]
+
+    def health() -> list[str]:
+        errors = []
+        for ip in masters:
+            url = f"http://{ip}:7000/api/v1/masters"
+            try:
+                answer = ssh.check_output(host, ["curl", "-fsS", "--max-time", "10", url],
+                                          timeout=60)  # fmt: skip
+            except BackendError as exc:
+                errors.append(f"{url}: {exc}")
+                continue
+            return master_problems(answer, len(masters))
+        return ["no master answers: " + "; ".join(errors)]
+
+    return health
+
+
+def wait_ready(
+    endpoints: Mapping,
+    settings: Mapping,
+    known_hosts: Path,
+    row: Row,
+    log=print,
+    sleep=time.sleep,
+) -> None:
+    """Wait until the cluster is ready: the VMs' startup finished, every master in the Raft
+    group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check).
+    `row`: one row of the combination (the cluster it will measure)."""
+    host = ssh_host(endpoints, settings, known_hosts)
+    cluster = YsqlCluster(
+        tserver_endpoints(endpoints), row, LoadgenRunner(host),
+        health=masters_health(host, endpoints),
+    )  # fmt: skip
+    ready_file = endpoints.get("ready_file", READY_FILE)
+    deadline = time.monotonic() + settings["ready_timeout"]
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            ssh.check_output(host, ["test", "-f", ready_file], timeout=60)
+            cluster.check()
+            log(f"{endpoints['stack']}: ready (masters, yb_servers(), YSQL on every tserver)")
+            return
+        except BackendError as exc:
+            last = str(exc)
+            sleep(15)
+    raise BackendError(
+        f"{endpoints['stack']}: not ready after {settings['ready_timeout']}s: {last}"
+    )
