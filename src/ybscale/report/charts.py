@@ -25,8 +25,11 @@ from altair.utils._importers import vl_version_for_vl_convert
 from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 from scipy.stats import norm
 
+from ybscale.analysis.effects import BLOCK_TERM, ERROR_TERM
 from ybscale.analysis.multiplicity import chart_note, family_rule
+from ybscale.analysis.responses import read_responses
 from ybscale.analysis.usl import usl as usl_curve
+from ybscale.design.factorial import load_design
 
 NOT_EFFECTS = {"I", "mean", "intercept", "Intercept", "(Intercept)", "error"}
 ACTIVE_COLOR = alt.Scale(domain=[True, False], range=["#d62728", "#4c78a8"])
@@ -717,6 +720,22 @@ def analysis_charts(
     return [path for stem, chart in charts.items() for path in save(chart, stem)]
 
 
+def effects_charts(design, responses, response, effects, residuals, paths) -> list[Path]:
+    """The analysis charts of an effects table (its terms: no error or block line) and its
+    residuals, where `paths` (AnalysisChartPaths) says."""
+    terms = effects[~effects["term"].isin([ERROR_TERM, BLOCK_TERM])]
+    return analysis_charts(design, responses, response, terms, residuals, paths)
+
+
+def draw_analysis_charts(design, responses, response, effects, residuals, paths) -> list[Path]:
+    """The analysis charts from the files the effects rule wrote (design YAML, ceilings.csv,
+    effects.csv, residuals.csv), where `paths` says (the `effect_charts` rule)."""
+    design = load_design(design)
+    table = read_responses(responses, design, response)
+    effects, residuals = pd.read_csv(effects), pd.read_csv(residuals)
+    return effects_charts(design, table, table.attrs["response"], effects, residuals, paths)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ybscale.report.charts throughput --ceilings C --throughput T.svg
     --per-second P.svg
@@ -744,12 +763,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.runs, args.ceilings, throughput=args.throughput, per_second=args.per_second
         )
     else:
-        from ybscale.analysis.analyze import draw_charts
-
         where = AnalysisChartPaths(
             args.pareto, args.half_normal, args.interactions, args.residual_charts
         )
-        paths = draw_charts(
+        paths = draw_analysis_charts(
             args.design, args.responses, args.response, args.effects, args.residuals, where
         )
     for path in paths:

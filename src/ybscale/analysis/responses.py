@@ -1,0 +1,269 @@
+"""A table of responses, one line per design run, read against its design (`read_responses`).
+
+The responses CSV has one line per design run, identified either by a ``run`` column (run01, ...)
+or by factor columns: letters (A, B, ...) holding -1/+1 (or -/+), or factor names holding level
+labels (operation_size = 1, workload = read). Base factors are required; generated factors, when
+present, must agree with the design. An optional ``replicate`` column picks the replicate; without
+it, repeated combinations are taken as replicates 1, 2, ... in file order. Lines starting with #
+are comments.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+_PLUS = {"1", "+1", "+", "1.0", "+1.0"}
+_MINUS = {"-1", "-", "-1.0"}
+
+
+class ResponsesError(ValueError):
+    """A malformed responses table; the message names the file and the row or column."""
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """All cells as stripped strings ('' when empty)."""
+    if not path.is_file():
+        raise ResponsesError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, comment="#")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ResponsesError(f"{path}: cannot read CSV: {exc}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if frame.columns.duplicated().any():
+        dup = frame.columns[frame.columns.duplicated()][0]
+        raise ResponsesError(f"{path}: column '{dup}' appears twice")
+    if frame.empty:
+        raise ResponsesError(f"{path}: no data rows")
+    return frame.apply(lambda col: col.str.strip())
+
+
+def _id_columns(frame: pd.DataFrame, design) -> list[str]:
+    """Columns that identify a run (run, row, replicate, factor letters and names)."""
+    names = {"run", "row", "replicate"} | set(design.letters) | {f.name for f in design.factors}
+    return [c for c in frame.columns if c in names]
+
+
+def _run_number(value: str) -> int | None:
+    """'run07' or 'run7' -> 7."""
+    match = re.fullmatch(r"run0*(\d+)", value.strip(), flags=re.IGNORECASE)
+    return int(match.group(1)) if match else None
+
+
+def _runs_by_id(frame: pd.DataFrame, design, path: Path) -> list[str]:
+    """Design run ids from a `run` column."""
+    runs = design.run_ids
+    out = []
+    for i, value in enumerate(frame["run"], start=1):
+        number = _run_number(value)
+        if number is None or not 1 <= number <= len(runs):
+            raise ResponsesError(
+                f"{path}: row {i}, column 'run': unknown run id {value!r} "
+                f"(the design has {runs[0]} .. {runs[-1]})"
+            )
+        out.append(runs[number - 1])
+    return out
+
+
+def _sign(value: str, letter: str, path: Path, i: int) -> int:
+    """'+1'/'1'/'+' -> 1, '-1'/'-' -> -1."""
+    if value in _PLUS:
+        return 1
+    if value in _MINUS:
+        return -1
+    raise ResponsesError(f"{path}: row {i}, column '{letter}': {value!r} is not -1 or +1")
+
+
+def _same_label(value: str, label: object) -> bool:
+    """Cell text equals a level label (numbers compared as numbers)."""
+    if value == str(label):
+        return True
+    try:
+        return float(value) == float(label)
+    except (TypeError, ValueError):
+        return False
+
+
+def _level_sign(value: str, factor, path: Path, i: int) -> int:
+    """Sign of a level label of a factor."""
+    for sign, label in ((-1, factor.levels[0]), (1, factor.levels[1])):
+        if _same_label(value, label):
+            return sign
+    levels = ", ".join(repr(str(v)) for v in factor.levels)
+    raise ResponsesError(
+        f"{path}: row {i}, column '{factor.name}': level {value!r} is not in the design "
+        f"(levels: {levels})"
+    )
+
+
+def _row_signs(frame: pd.DataFrame, design, path: Path) -> list[dict[str, int]]:
+    """Per line: letter -> sign, from letter columns or factor-name columns."""
+    out = []
+    for i, (_, line) in enumerate(frame.iterrows(), start=1):
+        signs: dict[str, int] = {}
+        for f in design.factors:
+            if f.letter in frame.columns:
+                signs[f.letter] = _sign(line[f.letter], f.letter, path, i)
+            elif f.name in frame.columns:
+                signs[f.letter] = _level_sign(line[f.name], f, path, i)
+        out.append(signs)
+    return out
+
+
+def _check_base_columns(frame: pd.DataFrame, design, path: Path) -> None:
+    missing = [
+        f"{f.letter} ({f.name})"
+        for f in design.factors
+        if f.letter in design.base and f.letter not in frame.columns and f.name not in frame.columns
+    ]
+    if missing:
+        raise ResponsesError(
+            f"{path}: no 'run' column and no column for base factor(s) {', '.join(missing)}"
+        )
+
+
+def _replicates(frame: pd.DataFrame, design, path: Path) -> list[int | None]:
+    """The replicate column as ints, or None per line when absent."""
+    if "replicate" not in frame.columns:
+        return [None] * len(frame)
+    out = []
+    for i, value in enumerate(frame["replicate"], start=1):
+        if not value.isdigit() or not 1 <= int(value) <= design.replications:
+            raise ResponsesError(
+                f"{path}: row {i}, column 'replicate': {value!r} is not a replicate "
+                f"1..{design.replications}"
+            )
+        out.append(int(value))
+    return out
+
+
+def _runs_by_factors(frame: pd.DataFrame, design, path: Path) -> list[str]:
+    """Design run ids from factor columns (and the optional replicate column)."""
+    _check_base_columns(frame, design, path)
+    table = design.sign_table()
+    row_of = {
+        tuple(int(s[b]) for b in design.base): int(s["row"])
+        for _, s in table[table["replicate"] == 1].iterrows()
+    }
+    expected = {int(s["row"]): s for _, s in table[table["replicate"] == 1].iterrows()}
+    reps = _replicates(frame, design, path)
+    seen: dict[int, int] = {}
+    out = []
+    lines = zip(_row_signs(frame, design, path), reps, strict=True)
+    for i, (signs, rep) in enumerate(lines, start=1):
+        row = row_of[tuple(signs[b] for b in design.base)]
+        for letter, sign in signs.items():
+            if expected[row][letter] != sign:
+                raise ResponsesError(
+                    f"{path}: row {i}: combination {_describe(signs)} is not in the fraction "
+                    f"({letter} must be {int(expected[row][letter]):+d} here)"
+                )
+        rep = rep if rep is not None else seen.get(row, 0) + 1
+        seen[row] = max(seen.get(row, 0), rep)
+        if rep > design.replications:
+            raise ResponsesError(
+                f"{path}: row {i}: combination {_describe(signs)} appears more than "
+                f"{design.replications} time(s)"
+            )
+        out.append(design.run_ids[(rep - 1) * design.n_rows + row - 1])
+    return out
+
+
+def _describe(signs: dict[str, int]) -> str:
+    return " ".join(f"{k}={v:+d}" for k, v in sorted(signs.items()))
+
+
+def _check_coverage(runs: list[str], design, path: Path) -> None:
+    """Every design run exactly once."""
+    seen: dict[str, int] = {}
+    for i, run in enumerate(runs, start=1):
+        if run in seen:
+            raise ResponsesError(
+                f"{path}: row {i}: run {run} ({_describe(design.signs(run))}) duplicates "
+                f"row {seen[run]}"
+            )
+        seen[run] = i
+    missing = [r for r in design.run_ids if r not in seen]
+    if missing:
+        shown = ", ".join(f"{r} ({_describe(design.signs(r))})" for r in missing[:4])
+        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        raise ResponsesError(f"{path}: missing run(s) {shown}{more}")
+
+
+def _check_run_signs(frame: pd.DataFrame, runs: list[str], design, path: Path) -> None:
+    """With a run column, factor columns present must agree with the design."""
+    lines = zip(runs, _row_signs(frame, design, path), strict=True)
+    for i, (run, signs) in enumerate(lines, start=1):
+        want = design.signs(run)
+        for letter, sign in signs.items():
+            if want[letter] != sign:
+                raise ResponsesError(
+                    f"{path}: row {i}: {run} has {letter}={want[letter]:+d} in the design, "
+                    f"the file says {sign:+d}"
+                )
+
+
+def _numeric(frame: pd.DataFrame, column: str, path: Path) -> pd.Series:
+    """A response column as floats; missing or non-numeric cells are errors."""
+    for i, value in enumerate(frame[column], start=1):
+        if value == "":
+            raise ResponsesError(f"{path}: row {i}, column '{column}': missing value")
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            raise ResponsesError(f"{path}: row {i}, column '{column}': {value!r} is not a number")
+    return frame[column].astype(float)
+
+
+def _pick_response(frame: pd.DataFrame, ids: list[str], response: str | None, path: Path) -> str:
+    """The response column: the one asked for, or the only numeric non-identifying one."""
+    if response is not None:
+        if response not in frame.columns:
+            found = ", ".join(c for c in frame.columns if c not in ids) or "none"
+            raise ResponsesError(f"{path}: no response column '{response}' (found: {found})")
+        return response
+    candidates = [
+        c
+        for c in frame.columns
+        if c not in ids and pd.to_numeric(frame[c], errors="coerce").notna().any()
+    ]
+    if len(candidates) != 1:
+        listed = ", ".join(candidates) or "none"
+        raise ResponsesError(
+            f"{path}: cannot tell the response column; pass --response (numeric columns: {listed})"
+        )
+    return candidates[0]
+
+
+def read_responses(path, design, response: str | None = None) -> pd.DataFrame:
+    """Responses indexed by the design's run ids (design order), with ``row``, ``replicate``
+    and the response column(s); the chosen response column is ``result.attrs["response"]``."""
+    path = Path(path)
+    frame = _read_csv(path)
+    ids = _id_columns(frame, design)
+    column = _pick_response(frame, ids, response, path)
+    if "run" in frame.columns:
+        runs = _runs_by_id(frame, design, path)
+        _check_run_signs(frame, runs, design, path)
+    else:
+        runs = _runs_by_factors(frame, design, path)
+    _check_coverage(runs, design, path)
+    values = _numeric(frame, column, path)
+    out = frame[[c for c in frame.columns if c not in ids]].copy()
+    for c in out.columns:
+        out[c] = values if c == column else pd.to_numeric(out[c], errors="coerce")
+    out.index = pd.Index(runs, name="run")
+    signs = design.sign_table()
+    out.insert(0, "replicate", signs.loc[runs, "replicate"].to_numpy())
+    out.insert(0, "row", signs.loc[runs, "row"].to_numpy())
+    out = out.loc[design.run_ids]
+    out.attrs["response"] = column
+    return out
