@@ -392,15 +392,14 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
 def measure(
     row: Row,
     cluster: Cluster,
-    config: Mapping,
+    settings: Mapping,
     outdir: Path,
     staged: Path | None = None,
     progress=print,
 ) -> Path:
-    """Measure one row on `cluster` (ready for it): throughput.csv, repetitions.csv,
-    per_second.csv and measurement.json into `staged` (default `outdir`), pgbench's logs into
-    `outdir`/pgbench-logs."""
-    settings = config["measurement"]
+    """Measure one row on `cluster` (ready for it) as `settings` (the `measurement` section)
+    say: throughput.csv, repetitions.csv, per_second.csv and measurement.json into `staged`
+    (default `outdir`), pgbench's logs into `outdir`/pgbench-logs."""
     run = row.run
     script = Path(row.script_path).resolve()
     env = workload.session_env(row.session)
@@ -480,7 +479,9 @@ def measure_job(smk) -> None:
             row = Row.from_dict(smk.params.row)
             progress(f"{run}: on cluster {endpoints.parent.name} ({row.combination}), {row.levels}")
             with attached(smk.config, row, endpoints) as cluster:
-                measure(row, cluster, smk.config, staged.parent, staged, progress)
+                # the measurement settings are the rule's param (a change re-measures the row);
+                # the backend reads its whole section (how to reach its hosts, timeouts)
+                measure(row, cluster, smk.params.measurement, staged.parent, staged, progress)
         except Exception as exc:  # any failure of the row is its result; a bug's too
             progress(f"FAILED: {exc}")
             traceback.print_exc(file=log)
