@@ -5,16 +5,11 @@ Every repetition in repetitions.csv has one per-second log per node (pgbench's a
 as `ybscale.measure.latency.reduce_log` leaves it) under the row's ``pgbench-logs/``, named by
 `measure.pgbench.repetition_prefix`; the nodes are added up second by second. The charts read
 this table, not the logs.
-
-    python -m ybscale.measure.per_second --repetitions results/runs/run07/repetitions.csv \\
-        --out results/runs/run07/per_second.csv     # derives it again from the published logs
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -65,22 +60,3 @@ def per_second(
             )
         )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="ybscale.measure.per_second", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--repetitions", required=True, type=Path, help="the row's repetitions.csv")
-    parser.add_argument("--logs", type=Path, help=f"its pgbench logs (default: {LOGS}/ beside it)")
-    parser.add_argument("--out", required=True, type=Path, help="per_second.csv")
-    args = parser.parse_args(argv)
-    table = per_second(args.repetitions, args.logs)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out, index=False)
-    print(f"{args.out}: {len(table)} lines")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
