@@ -178,9 +178,10 @@ def test_split_plot_anova_tests_each_stratum_against_its_own_error():
     whole-plot error (8 df) while the naive pooled test (pure error, 30 df) calls it so; a
     sub-plot effect (C, 1.5) is found against the residual within clusters and missed by the
     naive test. The F tests equal the hand formulas and MixedLM's t² (REML, balanced)."""
-    from ybscale.analysis.anova import WHOLE_ERROR, split_plot_text
     from ybscale.analysis.effects import estimate_effects
+    from ybscale.analysis.terms import WHOLE_ERROR
     from ybscale.design.strata import judge, mixed
+    from ybscale.report.anova_text import split_plot_text
 
     design, signs, clusters, strata = _split_plot(3)
     y = _generated(design, signs, clusters, np.random.default_rng(3), a=2.5, c=1.5)
@@ -242,8 +243,9 @@ def test_split_plot_anova_holds_its_level_where_the_pooled_test_does_not():
 def test_unreplicated_split_plot_tests_no_stratum_and_says_why():
     """The seed design on gcp (8 clusters of 2, 7 whole-plot columns): neither stratum has
     error df, so nothing is F-tested (and nothing pooled across strata); the findings say so."""
-    from ybscale.analysis.anova import WHOLE_ERROR, split_plot_text
+    from ybscale.analysis.terms import WHOLE_ERROR
     from ybscale.design.strata import column_strata
+    from ybscale.report.anova_text import split_plot_text
 
     design = load_design(ROOT / "config" / "design.yaml")
     signs = design.sign_table()

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import vl_convert as vlc
+from altair.utils._importers import vl_version_for_vl_convert
 
 from ybscale.analysis.usl import usl as usl_curve
 from ybscale.design.factorial import load_design
@@ -211,6 +212,22 @@ def test_analysis_charts_written_offline(tmp_path, design, ceilings, effects, re
     _assert_offline(tmp_path / "pareto.html")
     svg = (tmp_path / "interactions" / "interaction_AB.svg").read_text()
     assert svg.lstrip().startswith("<svg")
+
+
+def test_the_script_bundle_is_built_once_and_then_read_from_the_cache(tmp_path, monkeypatch):
+    """Built by vl-convert into YBSCALE_CACHE under its versions, then read from there: a
+    marker written over the cached file is what the next process's page carries."""
+    monkeypatch.setenv("YBSCALE_CACHE", str(tmp_path / "cache"))
+    charts._javascript_bundle.cache_clear()  # what a new process starts with
+    built = charts._javascript_bundle()
+    cached = list((tmp_path / "cache" / "vl-convert").iterdir())
+    assert [p.name for p in cached] == [f"{vlc.__version__}-{vl_version_for_vl_convert()}.js"]
+    assert cached[0].read_text(encoding="utf-8") == built and "vegaEmbed" in built
+    cached[0].write_text("/* the cached bundle */", encoding="utf-8")
+    charts._javascript_bundle.cache_clear()
+    page = charts._InlineTemplate().render(spec="{}", embed_options="{}", output_div="vis")
+    charts._javascript_bundle.cache_clear()  # later tests build or read their own
+    assert "/* the cached bundle */" in page and "vegaEmbed(" in page
 
 
 def test_throughput_cli(tmp_path, curves, ceilings):

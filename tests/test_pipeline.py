@@ -85,9 +85,18 @@ def caption_phrase(text: str) -> str:
 
 
 def test_nothing_changed_nothing_runs(tiny_study):
-    """`all` (the default target) needs every output, effects.csv included."""
-    out = snakemake(tiny_study.work, "-n", "all")
+    """`all` (the default target) needs every output, effects.csv included. Comparing every
+    job's params with the recorded ones imports no pandas (ybscale.param_records)."""
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}  # `python -X importtime`
+    out = snakemake(tiny_study.work, "-n", "all", env=env)
     assert "Nothing to be done" in out.stdout + out.stderr
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in out.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "snakemake.persistence" in imported and "ybscale.param_records" in imported
+    assert "pandas" not in imported
 
 
 def test_touching_every_file_remeasures_nothing_and_editing_the_measuring_code_every_row(

@@ -32,10 +32,11 @@ whole-plot columns' SS; df = clusters − 1 − whole-plot columns). A sub-plot 
 interactions with whole-plot columns included) is tested against the **residual** within
 clusters (df = runs − clusters − sub-plot columns). Nothing is pooled; a stratum whose error has
 no degrees of freedom (an unreplicated design, or replicates that reused their cluster, for the
-whole plot) is not F-tested, and `split_plot_text` says so. The replicate is not a block there:
-where rows share clusters the run order randomises clusters, and a replicate's shift is part of
-the cluster-to-cluster variation. Every table has ``stratum`` (single | whole-plot | sub-plot)
-and ``error`` (the line a term's F is against; empty when not tested).
+whole plot) is not F-tested, and `report.anova_text.split_plot_text` says so. The replicate is
+not a block there: where rows share clusters the run order randomises clusters, and a
+replicate's shift is part of the cluster-to-cluster variation. Every table has ``stratum``
+(single | whole-plot | sub-plot) and ``error`` (the line a term's F is against; empty when not
+tested).
 
 Residuals (of the model after pooling; on the log10 scale for the multiplicative model) carry the
 internally studentized residual (statsmodels OLSInfluence) as ``standardized`` and the externally
@@ -60,12 +61,11 @@ from statsmodels.stats.outliers_influence import OLSInfluence
 
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis.effects import aligned_responses, contrasts, lenth, term_sum_sq, transform
+from ybscale.analysis.terms import RESIDUAL, WHOLE_ERROR
 from ybscale.design.strata import SINGLE, SUB, WHOLE, column_strata
 
 OUTLIER_Z = 3.0
-RESIDUAL = "residual"
-BLOCK = "block"
-WHOLE_ERROR = "whole-plot error"
+BLOCK = "block"  # the replicate column of the model (C(block)) and its line
 ANOVA_COLUMNS = [
     "term", "alias", "df", "sum_sq", "mean_sq", "F", "p_value", "p_adjusted", "pooled", "stratum",
     "error",
@@ -201,35 +201,6 @@ def split_plot_table(design, y: pd.Series, clusters: Mapping[str, str], strata) 
         line = (error[stratum], "", df_e, ss_e, ms[stratum], math.nan, math.nan, math.nan)
         rows.append((*line, False, stratum, ""))
     return pd.DataFrame(rows, columns=ANOVA_COLUMNS)
-
-
-def split_plot_text(table: pd.DataFrame, alpha: float = 0.05) -> list[str]:
-    """The findings' **ANOVA by stratum** paragraph from anova.csv ([] with one stratum): each
-    stratum's error and the columns its F test finds, or why the stratum is not F-tested."""
-    if "stratum" not in table.columns or not (table["stratum"] == WHOLE).any():
-        return []
-    parts = []
-    for stratum, error in ((WHOLE, WHOLE_ERROR), (SUB, RESIDUAL)):
-        line = table[(table["term"] == error) & (table["stratum"] == stratum)].iloc[0]
-        terms = table[(table["stratum"] == stratum) & (table["term"] != error)]
-        what = "clusters within whole-plot combinations" if stratum == WHOLE else "within clusters"
-        df = int(line["df"])
-        if df < 1:
-            parts.append(
-                f"the {len(terms)} {stratum} column(s) are not F-tested: their error ({error}, "
-                f"{what}) has no degrees of freedom; Lenth within the stratum judges them"
-            )
-            continue
-        p = terms["p_adjusted"].where(terms["p_adjusted"].notna(), terms["p_value"])
-        found = terms.loc[p.astype(float) < alpha, "term"].tolist()
-        parts.append(
-            f"the {stratum} columns against the {error} ({what}, {df} df, mean square "
-            f"{float(line['mean_sq']):.4g}): {', '.join(found) or 'none'} below α = {alpha:g}"
-        )
-    return [
-        "**ANOVA by stratum** (split plot, `anova.csv`; F tests as the expected mean squares "
-        "ask): " + "; ".join(parts) + "."
-    ]
 
 
 def externally_studentized(fit, infl) -> tuple[np.ndarray, np.ndarray]:

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy import stats
 
 from ybscale.analysis import multiplicity as mult
+from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM
 
 MODELS = ("additive", "multiplicative")
 COLUMNS = [
@@ -63,8 +64,6 @@ COLUMNS = [
     "noise",
     "below_noise",
 ]
-ERROR_TERM = "error"
-BLOCK_TERM = "block"
 
 
 def noise_se_from_ci(low, high, confidence: float = 0.95):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import gc
 
 import numpy as np
-from statsmodels.stats.multitest import multipletests
 
 RULES = ("holm", "bh", "none")
 DEFAULT = "holm"
@@ -41,6 +40,8 @@ def adjust(p_values, rule: str = DEFAULT) -> np.ndarray:
     finite = np.isfinite(p)
     if check_rule(rule) == "none" or not finite.any():
         return out
+    from statsmodels.stats.multitest import multipletests  # imports scipy.stats: when adjusting
+
     gc.freeze()  # statsmodels' Holm runs gc.collect(): over the frozen heap it is ~free
     try:
         out[finite] = multipletests(p[finite], method=_METHOD[rule])[1]

@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
-from scipy import optimize, stats
+from scipy import optimize
+from scipy.special import boxcox, chdtri  # scipy.stats' own, without its import
 
 AUTO = "auto"
 RANGE_SCREEN = 3.0
@@ -110,7 +110,7 @@ def residual_maker(x: np.ndarray) -> np.ndarray:
 
 def profile_loglik(lam: float, y: np.ndarray, resid: np.ndarray) -> float:
     """Box–Cox profile log-likelihood of λ; `resid` = residual_maker(x) of the model."""
-    e = resid @ stats.boxcox(y, lmbda=lam)
+    e = resid @ boxcox(y, lam)
     ssr = float(e @ e)
     n = len(y)
     return -n / 2.0 * math.log(ssr / n) + (lam - 1.0) * float(np.log(y).sum())
@@ -126,7 +126,7 @@ def box_cox(y, x, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
         method="bounded",
     )
     lam = float(best.x)
-    cut = -float(best.fun) - stats.chi2.ppf(confidence, 1) / 2.0
+    cut = -float(best.fun) - chdtri(1, 1.0 - confidence) / 2.0  # the chi2(1) quantile, halved
 
     def above(v: float) -> float:
         return profile_loglik(v, y, x) - cut
@@ -162,14 +162,15 @@ def decide(lam: float, low: float, high: float, ratio: float) -> tuple[str, str]
 
 def _x(design, index, terms) -> np.ndarray:
     matrix = design.model_matrix().loc[index, list(terms)].astype(float)
-    return sm.add_constant(matrix.to_numpy(), has_constant="add")
+    return np.column_stack([np.ones(len(matrix)), matrix.to_numpy()])  # the constant first
 
 
 def residual_checks(z: pd.Series, x: np.ndarray) -> tuple[float, float]:
     """(Shapiro–Wilk p, Levene p across low/high fitted values) of OLS of z on x."""
     import pingouin as pg  # heavy (matplotlib): only when the checks run
+    from statsmodels.regression.linear_model import OLS  # heavy too (about a second)
 
-    fit = sm.OLS(z.to_numpy(), x).fit()
+    fit = OLS(z.to_numpy(), x).fit()
     resid = pd.Series(np.asarray(fit.resid))
     if len(resid) < 4 or float(resid.std()) == 0:
         return math.nan, math.nan

@@ -11,6 +11,7 @@ import argparse
 import itertools
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,11 +24,11 @@ import pandas as pd
 import vl_convert as vlc
 from altair.utils._importers import vl_version_for_vl_convert
 from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
-from scipy.stats import norm
+from scipy.special import ndtri  # the normal quantile (scipy.stats.norm.ppf)
 
-from ybscale.analysis.effects import BLOCK_TERM, ERROR_TERM
 from ybscale.analysis.multiplicity import chart_note, family_rule
 from ybscale.analysis.responses import read_responses
+from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM
 from ybscale.analysis.usl import usl as usl_curve
 from ybscale.design.factorial import load_design
 
@@ -52,7 +53,28 @@ class _InlineTemplate:
 
 @cache
 def _javascript_bundle() -> str:
-    return vlc.javascript_bundle(vl_version=vl_version_for_vl_convert())
+    """Vega, Vega-Lite and vega-embed as one script (vl-convert takes a second or more to
+    build it), kept in the user's cache under the versions it was built from."""
+    vl_version = vl_version_for_vl_convert()
+    path = cache_dir() / "vl-convert" / f"{vlc.__version__}-{vl_version}.js"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    bundle = vlc.javascript_bundle(vl_version=vl_version)
+    try:  # whole or not at all: a rename into place
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(bundle, encoding="utf-8")
+        partial.replace(path)
+    except OSError:  # no writable cache: built again next time
+        pass
+    return bundle
+
+
+def cache_dir() -> Path:
+    """The user's cache of ybscale (YBSCALE_CACHE, else ~/.cache/ybscale; .ci/pulumi.sh too)."""
+    return Path(os.environ.get("YBSCALE_CACHE") or Path.home() / ".cache" / "ybscale")
 
 
 def save(chart: alt.TopLevelMixin, stem: Path | str) -> list[Path]:
@@ -462,7 +484,7 @@ def half_normal_data(effects: pd.DataFrame) -> pd.DataFrame:
     rows = _effect_rows(effects).dropna(subset=["abs_effect"]).sort_values("abs_effect")
     m = len(rows)
     i = np.arange(1, m + 1)
-    return rows.assign(quantile=norm.ppf(0.5 + 0.5 * (i - 0.5) / m)).reset_index(drop=True)
+    return rows.assign(quantile=ndtri(0.5 + 0.5 * (i - 0.5) / m)).reset_index(drop=True)
 
 
 def half_normal_chart(effects: pd.DataFrame) -> alt.LayerChart | alt.HConcatChart:
@@ -613,7 +635,7 @@ def qq_data(residuals: pd.DataFrame) -> pd.DataFrame:
     rows = rows.sort_values("standardized").reset_index(drop=True)
     n = len(rows)
     i = np.arange(1, n + 1)
-    return rows.assign(theoretical=norm.ppf((i - 0.375) / (n + 0.25)) if n else [])
+    return rows.assign(theoretical=ndtri((i - 0.375) / (n + 0.25)) if n else [])
 
 
 def _residual_points(data: pd.DataFrame, x: alt.X, y: alt.Y) -> alt.LayerChart:

@@ -27,11 +27,11 @@ import pandas as pd
 
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis import sensitivity
-from ybscale.analysis.anova import split_plot_text
 from ybscale.design import followup, power, strata
 from ybscale.design.factorial import Design, load_design
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.report import bottlenecks
+from ybscale.report.anova_text import split_plot_text
 from ybscale.report.study_files import StudyFiles
 
 DETECT = "10%"
