@@ -24,8 +24,8 @@ metadata included, so the copy is just as finished and up to date::
 
 The study's config names its data root relatively (``local.data_root: pgdata``, a link in the
 study's folder), so a copy's config is the same file and a dry run of an unchanged copy plans
-nothing, while the copy's link points to a data root of its own: copies run on both workers at
-once. Every worker checks at its end that nobody wrote into the shared study while it ran: a
+nothing, while the copy's link points to a data root of its own: copies run on several workers
+at once. Every worker checks at its end that nobody wrote into the shared study while it ran: a
 changed, added or removed file there is an error of the session.
 """
 
@@ -426,7 +426,7 @@ def _order(item) -> tuple[int, bool]:
     """First the quick tests reading the tiny study (one group: the worker that takes it runs
     the study at once), then the long tests (so the workers do not end waiting on one long
     test), those of the tiny study after the others (by then it has run, and they are shared
-    out over both workers), then the quick ones."""
+    out over the workers), then the quick ones."""
     study = "tiny_study" in getattr(item, "fixturenames", ())
     slow = item.get_closest_marker("slow") is not None
     if _reads_the_tiny_study(item):
@@ -445,10 +445,10 @@ def _module_scoped(item) -> bool:
 
 
 # ------------------------------------------------------------- parallel workers (pytest-xdist)
-# `pytest -q` runs on two workers (pyproject.toml: -n 2). Every test holds a shared lock on one
-# file of the run while it runs (set-up and tear-down included); a test marked `exclusive` (it
-# asserts on what a measurement saw: CPU shares, a saturated node, a race) holds it exclusively,
-# so nothing of the other worker runs beside it.
+# `pytest -q` runs on three workers (pyproject.toml: -n 3). Every test holds a shared lock on
+# one file of the run while it runs (set-up and tear-down included); a test marked `exclusive`
+# (it asserts on what a measurement saw: CPU shares, a saturated node, a race) holds it
+# exclusively, so nothing of the other workers runs beside it.
 _LOCK = pytest.StashKey[str]()
 _TINY_ROOT = "YBSCALE_TINY_STUDY_ROOT"  # the shared tiny study's RAM data root (made when run)
 
