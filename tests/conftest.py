@@ -319,17 +319,60 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_port(port: int, proc: subprocess.Popen, seconds: float = 10) -> None:
+def _wait_port(port: int, proc: subprocess.Popen, seconds: float = 10, host="127.0.0.1") -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"sshd exited {proc.returncode}: {proc.stderr.read()}")
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            socket.create_connection((host, port), timeout=0.5).close()
             return
         except OSError:
             time.sleep(0.05)
     raise RuntimeError("sshd did not listen")
+
+
+def start_sshd(
+    folder: Path, addresses: list[str], port: int, name: str = "sshd"
+) -> subprocess.Popen:
+    """An sshd on every one of `addresses` at `port`, configured in `folder`/`name`_config with
+    the host key and authorized_keys of `folder`; returned once it listens (RuntimeError if it
+    cannot run). Stop it with `stop_sshd`."""
+    cfg = folder / f"{name}_config"
+    # SHLVL: bash run by sshd reads ~/.bashrc unless it is a nested shell; the stand-in VM runs
+    # commands as a fresh VM does, without this machine's interactive set-up (an rc file that
+    # starts pyenv costs 0.1 s per command, most of a command's time on loopback)
+    cfg.write_text(
+        "".join(f"ListenAddress {address}\n" for address in addresses)
+        + f"HostKey {folder / 'host_key'}\nAuthorizedKeysFile {folder / 'authorized_keys'}\n"
+        f"PidFile {folder / (name + '.pid')}\n"
+        "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\n"
+        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\nSetEnv SHLVL=1\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
+    proc = subprocess.Popen(
+        [str(SSHD), "-D", "-e", "-f", str(cfg), "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_port(port, proc, host=addresses[0])
+    except RuntimeError:
+        stop_sshd(proc)
+        raise
+    return proc
+
+
+def stop_sshd(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -348,30 +391,11 @@ def sshd(tmp_path_factory):
     pub = ssh.ensure_keypair(client_key)
     (tmp / "authorized_keys").write_text(pub.read_text())
     port = _free_port()
-    cfg = tmp / "sshd_config"
-    # SHLVL: bash run by sshd reads ~/.bashrc unless it is a nested shell; the stand-in VM runs
-    # commands as a fresh VM does, without this machine's interactive set-up (an rc file that
-    # starts pyenv costs 0.1 s per command, most of a command's time on loopback)
-    cfg.write_text(
-        f"ListenAddress 127.0.0.1\nHostKey {tmp / 'host_key'}\n"
-        f"AuthorizedKeysFile {tmp / 'authorized_keys'}\nPidFile {tmp / 'sshd.pid'}\n"
-        "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\n"
-        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\nSetEnv SHLVL=1\n"
-    )
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
-    proc = subprocess.Popen(
-        [str(SSHD), "-D", "-e", "-f", str(cfg), "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
-        try:
-            _wait_port(port, proc)
-        except RuntimeError as exc:
-            pytest.skip(f"sshd cannot run here: {exc}")
+        proc = start_sshd(tmp, ["127.0.0.1"], port)
+    except RuntimeError as exc:
+        pytest.skip(f"sshd cannot run here: {exc}")
+    try:
         yield ssh.SshHost(
             host="127.0.0.1",
             user=getpass.getuser(),
@@ -380,12 +404,7 @@ def sshd(tmp_path_factory):
             known_hosts=tmp / "results" / "ssh" / "known_hosts",
         )
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_sshd(proc)
 
 
 def authorized_keys(host) -> Path:

@@ -8,9 +8,10 @@ YugabyteDB's views and functions from the release catalogue
 (`yb_catalogue.stubs.stub_sql`: yb_servers(), version(), the isolation function, ...); a
 master's `/api/v1/masters` answered on port 7000 of a 127.9.*.* address; a yb-admin stand-in
 saying the load balancer is idle (`yb_admin` output); the load generator is the `sshd` fixture on
-127.0.0.1, where pgbench and psql run. The program authorizes the study's key there, as a VM's
-metadata does, and registers component resources only: `pulumi up` and `destroy` are real, no
-cloud provider is involved.
+127.0.0.1, where pgbench and psql run; a second sshd on every tserver address stands in for the
+tserver VMs' (their CPU is read there, through the load generator). The program authorizes the
+study's key there, as a VM's metadata does, and registers component resources only: `pulumi up`
+and `destroy` are real, no cloud provider is involved.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def program():
         "loadgen_name": "loopback-loadgen",
         "ysql_port": site["ysql_port"],
         "ssh_port": site["ssh_port"],
+        "tserver_ssh_port": site["tserver_ssh_port"],
         "ready_file": site["ready_file"],
         "yb_admin": site["yb_admin"],
         "zone": args.zone,
@@ -117,7 +119,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
     """Start the stand-in tservers for each node count in `node_counts` (the study's
     clusters), the master endpoint and the ready marker; write the site file; yield its path.
     Everything started is stopped on exit. `root`: a data root of the test's own (RAM)."""
-    from conftest import authorized_keys
+    from conftest import authorized_keys, start_sshd, stop_sshd
 
     from ybscale.backends.base import Endpoint
     from ybscale.backends.local import LocalBackend, find_bindir
@@ -155,6 +157,12 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
             servers = [f"{ip}:{port}" for ip in ips]
             runner.psql(Endpoint(ips[0], port, "yugabyte", "yugabyte"),
                         stub_sql(series, servers=servers), {}, 60)  # fmt: skip
+        # the tserver VMs' sshd (machine CPU is read there, through the load generator): on
+        # every tserver address, with the load generator's keys, as the VMs share the study's
+        every_ip = [ip for ips in groups.values() for ip in ips]
+        ssh_port = _port_free_on(every_ip)  # after the servers: not their port
+        sshd_proc = start_sshd(authorized_keys(sshd).parent, every_ip, ssh_port, "tservers-sshd")
+        stack.callback(stop_sshd, sshd_proc)
         ready = root / "ready"
         ready.write_text("startup finished\n")
         # yb-admin as the load generator runs it after each reload: it logs its arguments and
@@ -169,6 +177,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
                     "tservers": {str(n): ips for n, ips in groups.items()},
                     "ysql_port": port,
                     "ssh_port": sshd.port,
+                    "tserver_ssh_port": ssh_port,
                     "ssh_user": sshd.user,
                     "authorized_keys": str(authorized_keys(sshd)),
                     "ready_file": str(ready),

@@ -217,6 +217,11 @@ def check_published_rows(work: Path, runs: list[str], master: str) -> tuple[dict
         )
         throughput = pd.read_csv(folder / "throughput.csv")
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
+        # every tserver's CPU read on its VM (the second sshd), through the load generator
+        for i in range(nodes):
+            assert (throughput[f"util_tserver{i}"] > 0).all(), (run, list(throughput.columns))
+        log = (work / "results" / "logs" / "measure" / f"{run}.log").read_text()
+        assert "not measured" not in log, log
         # pgbench ran on the load generator: its per-transaction logs came back over SSH
         assert list((folder / "pgbench-logs").glob("*")), run
     return combos, labels

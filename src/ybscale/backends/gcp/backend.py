@@ -170,10 +170,11 @@ class GcpBackend(Backend):
         }
         timeout = self.settings["balancer_timeout"]
         runner = LoadgenRunner(host)
+        tserver_ssh_port = int(endpoints.get("tserver_ssh_port", 22))  # the VMs' sshd
         with (
             files.lock(),
             ssh_session(host),
-            MachineCpu(runner.proc_stat, node_hosts(host, nodes)) as cpu,
+            MachineCpu(runner.proc_stat, node_hosts(host, nodes, tserver_ssh_port)) as cpu,
         ):
             yield YsqlCluster(
                 nodes,
