@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Pulumi CLI (a Go program) from the Go module proxy when it is not cached yet, and
-# prints the binary's path (`--path`: only the path, built or not). The engine is needed by the Automation-API lifecycle tests
+# prints the binary's path. The engine is needed by the Automation-API lifecycle tests
 # (tests/test_stacks.py); it is cached outside the clone so a fresh clone reuses it.
 # A plain `go install ...@version` is refused (it asks the proxy for the version list), so the
 # exact module is downloaded, copied out of the read-only module cache, its `replace => ../sdk`
@@ -10,10 +10,6 @@ set -euo pipefail
 version="${PULUMI_ENGINE_VERSION:-v3.259.0}"
 cache="${YBSCALE_CACHE:-$HOME/.cache/ybscale}/pulumi-$version"
 bin="$cache/pulumi"
-if [ "${1:-}" = "--path" ]; then  # where the engine is (or will be once built)
-  echo "$bin"
-  exit 0
-fi
 if [ -x "$bin" ] && "$bin" version >/dev/null 2>&1; then
   echo "$bin"
   exit 0

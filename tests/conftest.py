@@ -469,26 +469,6 @@ def _module_scoped(item) -> bool:
 # (it asserts on what a measurement saw: CPU shares, a saturated node, a race) holds it
 # exclusively, so nothing of the other workers runs beside it.
 _LOCK = pytest.StashKey[str]()
-ENGINE_BUILD = "YBSCALE_PULUMI_BUILD"  # .ci/run: empty until .ci/pulumi.sh ends, then its status
-
-
-def engine_build_status(timeout: float = 1800) -> str:
-    """ "" outside .ci/run. Under it, the engine build runs beside the tests: wait until it has
-    ended and return .ci/pulumi.sh's exit status ("0" when the engine is there)."""
-    path = os.environ.get(ENGINE_BUILD)
-    if not path:
-        return ""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            status = Path(path).read_text().strip()
-        except OSError as exc:
-            return f"unknown ({exc.strerror})"
-        if status or time.monotonic() > deadline:
-            return status or f"still running after {timeout:.0f} s"
-        time.sleep(1)
-
-
 _TINY_ROOT = "YBSCALE_TINY_STUDY_ROOT"  # the shared tiny study's RAM data root (made when run)
 
 
@@ -521,10 +501,7 @@ def pytest_runtest_protocol(item, nextitem):
     if not (path and hasattr(item.config, "workerinput")):
         yield
         return
-    exclusive = item.get_closest_marker("exclusive") is not None
-    if exclusive:  # it asserts on CPU shares: never beside the engine build of .ci/run
-        engine_build_status()
-    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    mode = fcntl.LOCK_EX if item.get_closest_marker("exclusive") else fcntl.LOCK_SH
     with open(path) as lock:
         fcntl.flock(lock, mode)
         try:
