@@ -23,6 +23,9 @@ trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 trap 'exit 143' TERM INT HUP  # stopped (.ci/run stops it when CI fails first): clean up too
 export GOMODCACHE="${GOMODCACHE:-$("$go" env GOMODCACHE)}"
 export GOFLAGS=-mod=mod
+# the compiler collects garbage less often: one build from empty caches on 2 cores took 226.7 s
+# and 415 CPU-seconds with GOGC=400 against 241.9 s and 453 with Go's default (100)
+export GOGC="${GOGC:-400}"
 module="github.com/pulumi/pulumi/pkg/v3@$version"
 echo "pulumi.sh: downloading $module" >&2
 dir=$(cd "$work" && "$go" mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
