@@ -17,14 +17,14 @@ from ybscale.backends.lifecycle import (
 )
 from ybscale.design.order import run_priorities
 from ybscale.measure.protocol import code_digest, file_digest
-from ybscale.param_records import compare_params_as_builtins
+from ybscale.param_records import compare_params_without_importing_pandas
 
 # shell rules run `python -m ybscale...` with the environment Snakemake runs in, activated or not
 shell.prefix(
     f"set -euo pipefail; PATH={shlex.quote(os.path.dirname(sys.executable))}:$PATH; "
 )
-# Snakemake compares params without importing pandas (none of ours is a DataFrame)
-compare_params_as_builtins()
+# Snakemake compares params without importing pandas (param_records)
+compare_params_without_importing_pandas()
 STUDY = study.load(config)
 # the clusters this workflow's jobs bring up live no longer than it (local: orphans reaped)
 claim_workflow()

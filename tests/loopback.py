@@ -158,7 +158,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
             runner.psql(Endpoint(ips[0], port, "yugabyte", "yugabyte"),
                         stub_sql(series, servers=servers), {}, 60)  # fmt: skip
         # the tserver VMs' sshd (machine CPU is read there, through the load generator): on
-        # every tserver address, with the load generator's keys, as the VMs share the study's
+        # every tserver address, with the load generator's authorized keys (one study key)
         every_ip = [ip for ips in groups.values() for ip in ips]
         ssh_port = _port_free_on(every_ip)  # after the servers: not their port
         sshd_proc = start_sshd(authorized_keys(sshd).parent, every_ip, ssh_port, "tservers-sshd")

@@ -99,6 +99,22 @@ def test_nothing_changed_nothing_runs(tiny_study):
     assert "pandas" not in imported
 
 
+def test_params_go_through_pandas_exactly_when_pandas_is_imported(monkeypatch):
+    """A DataFrame param means pandas is imported: then Snakemake's own pandas path, else its
+    builtin serialiser (ybscale.param_records)."""
+    from snakemake.persistence import PersistenceBase
+
+    from ybscale.param_records import compare_params_without_importing_pandas
+
+    assert compare_params_without_importing_pandas()
+    chooser = PersistenceBase._serialize_param.fget
+    record = type("Record", (), {"_serialize_param_pandas": "pandas", "_serialize_param_builtin":
+                                 "builtin"})()  # fmt: skip
+    assert chooser(record) == "pandas"  # this process has pandas
+    monkeypatch.delitem(sys.modules, "pandas")
+    assert chooser(record) == "builtin"
+
+
 def test_touching_every_file_remeasures_nothing_and_editing_the_measuring_code_every_row(
     tiny_study_copy,
 ):

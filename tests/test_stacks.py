@@ -23,6 +23,7 @@ import pulumi.automation as real_auto
 import pytest
 from conftest import row_from_levels
 
+from ybscale import cache_dir
 from ybscale.backends import ssh
 from ybscale.backends.base import BackendError
 from ybscale.backends.gcp import backend as gcp
@@ -410,8 +411,7 @@ def engine_path() -> Path:
     """YBSCALE_PULUMI, else what .ci/pulumi.sh builds: ~/.cache/ybscale/pulumi-<version>/pulumi."""
     if os.environ.get("YBSCALE_PULUMI"):
         return Path(os.environ["YBSCALE_PULUMI"])
-    cache = Path(os.environ.get("YBSCALE_CACHE") or Path.home() / ".cache" / "ybscale")
-    return cache / f"pulumi-{ENGINE_VERSION}" / "pulumi"
+    return cache_dir() / f"pulumi-{ENGINE_VERSION}" / "pulumi"
 
 
 def cloudfree_program():

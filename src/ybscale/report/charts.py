@@ -26,6 +26,7 @@ from altair.utils._importers import vl_version_for_vl_convert
 from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 from scipy.special import ndtri  # the normal quantile (scipy.stats.norm.ppf)
 
+from ybscale import cache_dir
 from ybscale.analysis.multiplicity import chart_note, family_rule
 from ybscale.analysis.responses import read_responses
 from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM
@@ -70,11 +71,6 @@ def _javascript_bundle() -> str:
     except OSError:  # no writable cache: built again next time
         pass
     return bundle
-
-
-def cache_dir() -> Path:
-    """The user's cache of ybscale (YBSCALE_CACHE, else ~/.cache/ybscale; .ci/pulumi.sh too)."""
-    return Path(os.environ.get("YBSCALE_CACHE") or Path.home() / ".cache" / "ybscale")
 
 
 def save(chart: alt.TopLevelMixin, stem: Path | str) -> list[Path]:
