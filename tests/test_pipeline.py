@@ -86,7 +86,11 @@ def caption_phrase(text: str) -> str:
 
 def test_nothing_changed_nothing_runs(tiny_study):
     """`all` (the default target) needs every output, effects.csv included. Comparing every
-    job's params with the recorded ones imports no pandas (ybscale.param_records)."""
+    job's params with the recorded ones imports no pandas (ybscale.param_records); the
+    settings and the design passed their schemas in the first dry run, so the second does not
+    import jsonschema (ybscale.validation)."""
+    out = snakemake(tiny_study.work, "-n", "all")
+    assert "Nothing to be done" in out.stdout + out.stderr
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}  # `python -X importtime`
     out = snakemake(tiny_study.work, "-n", "all", env=env)
     assert "Nothing to be done" in out.stdout + out.stderr
@@ -97,6 +101,7 @@ def test_nothing_changed_nothing_runs(tiny_study):
     }
     assert "snakemake.persistence" in imported and "ybscale.param_records" in imported
     assert "pandas" not in imported
+    assert "ybscale.validation" in imported and "jsonschema" not in imported
 
 
 def test_params_go_through_pandas_exactly_when_pandas_is_imported(monkeypatch):

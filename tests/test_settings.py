@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -124,3 +127,38 @@ def test_a_dry_run_names_the_file_or_option_a_bad_value_came_from(tmp_path, args
     assert out.returncode != 0
     assert expected in out.stderr + out.stdout, failed(out)
     assert not (work / "results").exists()  # nothing ran
+
+
+VALIDATION_PROBE = """
+import json, sys
+from ybscale.validation import schema_errors
+schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+data = json.loads(sys.argv[1])
+if sys.argv[2] == "tuple":
+    data = {"n": (1,)}
+errors = [e.message for e in schema_errors(schema, data)]
+print(json.dumps({"errors": errors, "jsonschema": "jsonschema" in sys.modules}))
+"""
+
+
+def _validate_in_a_fresh_process(cache, data: str, kind: str = "json") -> dict:
+    env = {**os.environ, "YBSCALE_CACHE": str(cache)}
+    argv = [sys.executable, "-c", VALIDATION_PROBE, data, kind]
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout)
+
+
+def test_a_pass_is_remembered_and_a_failure_is_checked_every_time(tmp_path):
+    """The second validation of the same data skips jsonschema; bad data (or data JSON cannot
+    tell apart, a tuple) is validated again every time and still fails."""
+    first = _validate_in_a_fresh_process(tmp_path, '{"n": 1}')
+    assert first == {"errors": [], "jsonschema": True}
+    assert len(list((tmp_path / "valid").iterdir())) == 1
+    again = _validate_in_a_fresh_process(tmp_path, '{"n": 1}')
+    assert again == {"errors": [], "jsonschema": False}
+    for _ in range(2):
+        bad = _validate_in_a_fresh_process(tmp_path, '{"n": "one"}')
+        assert bad["jsonschema"] and bad["errors"] == ["'one' is not of type 'integer'"]
+        tupled = _validate_in_a_fresh_process(tmp_path, "{}", "tuple")
+        assert tupled["jsonschema"] and tupled["errors"] == ["(1,) is not of type 'integer'"]
+    assert len(list((tmp_path / "valid").iterdir())) == 1

@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 
-from jsonschema import Draft202012Validator
-
 from ybscale.config_sources import read_yaml, source_of
+from ybscale.validation import schema_errors
 
 
 class SettingsError(ValueError):
@@ -109,9 +108,7 @@ def validated(data: Mapping, name: str, prefix: str = "", source: str | None = N
     the file it came from (`source`, by default the config layer that set it: `source_of`)."""
     schema_ = schema(name)
     data = thaw(dict(data or {}))
-    errors = sorted(
-        Draft202012Validator(schema_).iter_errors(data), key=lambda e: list(map(str, e.path))
-    )
+    errors = schema_errors(schema_, data)
     if errors:
         lines = []
         for err in errors:

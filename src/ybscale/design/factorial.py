@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 import yaml
-from jsonschema import Draft202012Validator
 
 from ybscale import settings
 from ybscale.design import knobs
+from ybscale.validation import schema_errors
 
 # A signed word: (sign, letters). The identity I is (1, frozenset()).
 Word = tuple[int, frozenset]
@@ -405,8 +405,7 @@ def _check_columns(design: Design, src: str) -> None:
 
 
 def _validate_schema(data: object, source: str) -> None:
-    validator = Draft202012Validator(settings.schema("design"))
-    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = schema_errors(settings.schema("design"), data)
     if errors:
         lines = _renamed_keys(data, source)
         for err in errors:
