@@ -35,8 +35,12 @@ chmod -R u+w "$work/pkg"
 sed -i '/=>[[:space:]]*\.\.\/sdk/d' "$work/pkg/go.mod"
 echo "pulumi.sh: building the Pulumi CLI $version (several minutes on 2 cores)" >&2
 mkdir -p "$cache"
-(cd "$work/pkg" && "$go" build -o "$work/pulumi" \
-  -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$version" ./cmd/pulumi)
+# no debug information (compiler -dwarf=false, linker -s -w): a panic still prints its stack;
+# from an empty build cache on 2 cores 186.5 s and 350 CPU-seconds against 196.4 s and 379 with
+# it (the same start-up, `pulumi version` 0.13 s either way)
+(cd "$work/pkg" && "$go" build -o "$work/pulumi" -gcflags=all=-dwarf=false \
+  -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$version" \
+  ./cmd/pulumi)
 mv "$work/pulumi" "$bin"
 "$bin" version >&2
 echo "$bin"
