@@ -130,3 +130,45 @@ def test_the_latency_bound_can_be_the_studys_response(tmp_path):
     files[6].write_text(json.dumps(row_ceiling("run07", thr, latency_slo_ms=1.0)))
     with pytest.raises(ValueError, match=r"\['run07'\] met the p95 target"):
         collect(str(REPO / "config" / "design.yaml"), files, "latency_bound")
+
+
+def test_the_row_job_reads_its_tables_without_pandas_as_pandas_would(tmp_path):
+    """`ceiling fit` (one job per row) reads throughput.csv and repetitions.csv as columns:
+    the same values as pandas' read_csv (an empty cell NaN, text stays text), the same
+    ceiling.json as from DataFrames, and no pandas import; a ragged line names file and line."""
+    import subprocess
+    import sys
+
+    from ybscale.analysis.columns import read_columns
+
+    thr = pd.DataFrame(
+        {
+            "clients": [1, 2, 4],
+            "tps": [10.0, 19.0, 15.0],
+            "util_node1": [0.3, np.nan, 0.97],
+            "bottleneck": ["client", np.nan, "node1"],
+            "bottleneck_util": [0.5, np.nan, 0.97],
+            "bound_tps": [20.0, np.nan, 15.5],
+            "bottleneck_cpu_ms": [12.5, np.nan, 16.2],
+        }
+    )
+    reps = pd.DataFrame({"clients": [1, 1, 2, 2, 4, 4], "tps": [9, 11, 18, 20, 14, 16]})
+    thr.to_csv(tmp_path / "t.csv", index=False)
+    reps.to_csv(tmp_path / "r.csv", index=False)
+    columns = read_columns(tmp_path / "t.csv")
+    assert list(columns) == list(thr.columns)
+    assert np.array_equal(columns["util_node1"], thr["util_node1"].to_numpy(), equal_nan=True)
+    assert list(columns["bottleneck"]) == ["client", "", "node1"]
+    from_frames = row_ceiling("run01", pd.read_csv(tmp_path / "t.csv"), reps)
+    out = tmp_path / "c.json"
+    argv = [sys.executable, "-X", "importtime", "-m", "ybscale.analysis.ceiling", "fit"]
+    argv += ["--run", "run01", "--throughput", str(tmp_path / "t.csv")]
+    argv += ["--repetitions", str(tmp_path / "r.csv"), "--out", str(out)]
+    job = subprocess.run(argv, capture_output=True, text=True, check=True)
+    assert json.loads(out.read_text()) == json.loads(json.dumps(from_frames))
+    assert json.loads(out.read_text())["bottleneck"]["resource"] == ""  # 2 clients: no name
+    imported = {line.rsplit("|", 1)[-1].strip() for line in job.stderr.splitlines()}
+    assert "numpy" in imported and "pandas" not in imported
+    (tmp_path / "bad.csv").write_text("clients,tps\n1,10\n2\n")
+    with pytest.raises(ValueError, match=r"bad.csv: line 3 has 1 fields, not 2"):
+        read_columns(tmp_path / "bad.csv")

@@ -8,22 +8,31 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from scipy.special import stdtrit  # t quantile; scipy.stats alone doubles the job's start
 
+from ybscale.analysis.columns import first_line, read_columns, row_count
 from ybscale.analysis.usl import UslFit, fit_usl, peak
-from ybscale.design.factorial import load_design
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# A row's tables (throughput.csv, repetitions.csv) are read as columns (`read_columns`: a dict
+# of numpy arrays) by the per-row job, which so does without pandas; a DataFrame works as well.
 
 USL_FIELDS = ("sigma", "kappa", "lam", "n_star", "x_n_star", "r2", "ci_low", "ci_high")
 CONFIDENCE = 0.95
 N_BOOT = 4000
 
 
-def samples_by_clients(repetitions: pd.DataFrame) -> dict[int, np.ndarray]:
-    """Per client count, the throughput of every repetition (repetitions.csv: clients, tps)."""
-    return {int(c): g["tps"].to_numpy(float) for c, g in repetitions.groupby("clients", sort=True)}
+def samples_by_clients(repetitions) -> dict[int, np.ndarray]:
+    """Per client count (ascending), the throughput of every repetition (repetitions.csv:
+    clients, tps)."""
+    clients = np.asarray(repetitions["clients"], dtype=float)
+    tps = np.asarray(repetitions["tps"], dtype=float)
+    return {int(c): tps[clients == c] for c in np.unique(clients[np.isfinite(clients)])}
 
 
 def empirical_ceiling(
@@ -82,56 +91,62 @@ def usl_interval(fit: UslFit, pcov, confidence: float = CONFIDENCE) -> tuple[flo
     return fit.x_n_star - half, fit.x_n_star + half
 
 
-def latency_bound(throughput: pd.DataFrame, slo_ms: float | None) -> dict:
+def latency_bound(throughput, slo_ms: float | None) -> dict:
     """The largest mean tps among the client counts whose p95 latency is within `slo_ms`
     ({} without percentiles or a target; tps NaN when no count meets it)."""
     if slo_ms is None or "latency_p95_ms" not in throughput:
         return {}
     col = "tps_mean" if "tps_mean" in throughput else "tps"
-    within = throughput[throughput["latency_p95_ms"] <= slo_ms]
-    if within.empty:
+    p95 = np.asarray(throughput["latency_p95_ms"], dtype=float)
+    tps = np.asarray(throughput[col], dtype=float)
+    within = np.flatnonzero((p95 <= slo_ms) & np.isfinite(tps))
+    if within.size == 0:
         return {"slo_ms": slo_ms, "tps": "nan", "clients": None, "p95_ms": "nan"}
-    best = within.loc[within[col].idxmax()]
+    best = int(within[np.argmax(tps[within])])  # the first of equal maxima
     return {
         "slo_ms": slo_ms,
-        "tps": float(best[col]),
-        "clients": int(best["clients"]),
-        "p95_ms": float(best["latency_p95_ms"]),
+        "tps": float(tps[best]),
+        "clients": int(np.asarray(throughput["clients"])[best]),
+        "p95_ms": float(p95[best]),
     }
 
 
-def latency_at(throughput: pd.DataFrame, clients: int) -> dict:
+def latency_at(throughput, clients: int) -> dict:
     """p50/p95/p99 (ms) and their sample size at `clients` ({} without percentiles)."""
     cols = ["latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_n"]
     if not set(cols) <= set(throughput):
         return {}
-    line = throughput.loc[throughput["clients"] == clients].iloc[0]
-    return {c.removeprefix("latency_"): _finite(float(line[c])) for c in cols}
+    at = first_line(throughput, "clients", clients)
+    return {c.removeprefix("latency_"): _finite(float(np.asarray(throughput[c])[at])) for c in cols}
 
 
 def row_ceiling(
     run: str,
-    throughput: pd.DataFrame,
-    repetitions: pd.DataFrame | None = None,
+    throughput,
+    repetitions=None,
     latency_slo_ms: float | None = None,
 ) -> dict:
     """Empirical ceiling (largest mean tps, where, 95 % interval) and the USL fit with its own.
 
-    Without `repetitions` (older results) the throughput lines are the only samples and the
-    empirical interval is NaN.
+    `throughput` and `repetitions`: columns (`read_columns`) or DataFrames. Without
+    `repetitions` (older results) the throughput lines are the only samples and the empirical
+    interval is NaN.
     """
     col = "tps_mean" if "tps_mean" in throughput else "tps"
-    if repetitions is not None and not repetitions.empty:
+    no_repetitions = repetitions is None or row_count(repetitions) == 0
+    if not no_repetitions:
         samples = samples_by_clients(repetitions)
     else:
         pairs = zip(throughput["clients"], throughput[col], strict=True)
         samples = {int(c): np.array([t]) for c, t in pairs}
     empirical = empirical_ceiling(samples)
     empirical["lower_bound"] = empirical["clients"] == max(samples)
-    if repetitions is None or repetitions.empty:
+    if no_repetitions:
         empirical.update(ci_low=math.nan, ci_high=math.nan)
     fit, pcov = fit_usl(
-        throughput["clients"].to_numpy(float), throughput[col].to_numpy(float), with_cov=True
+        np.asarray(throughput["clients"], dtype=float),
+        np.asarray(throughput[col], dtype=float),
+        with_cov=True,
     )
     usl = {k: _finite(v) for k, v in dataclasses.asdict(fit).items()}
     low, high = usl_interval(fit, pcov)
@@ -162,15 +177,14 @@ def row_ceiling(
     }
 
 
-def bottleneck_at(throughput: pd.DataFrame, clients: int) -> dict:
+def bottleneck_at(throughput, clients: int) -> dict:
     """The bottleneck columns of the line at `clients` ({} when the row has none)."""
     if "bottleneck" not in throughput:
         return {}
-    line = throughput.loc[throughput["clients"] == clients].iloc[0]
+    at = first_line(throughput, "clients", clients)
+    line = {c: np.asarray(throughput[c])[at] for c in throughput}
     util = {
-        c.removeprefix("util_"): _finite(float(line[c]))
-        for c in line.index
-        if c.startswith("util_")
+        c.removeprefix("util_"): _finite(float(v)) for c, v in line.items() if c.startswith("util_")
     }
     name = line["bottleneck"]
     return {
@@ -191,6 +205,10 @@ def _finite(value):
 
 def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.DataFrame:
     """One line per run: its signs, both ceilings and the chosen response."""
+    import pandas as pd
+
+    from ybscale.design.factorial import load_design
+
     design = load_design(design_path)
     table = design.sign_table()
     lines = []
@@ -260,8 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     col.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)
     if args.command == "fit":
-        reps = pd.read_csv(args.repetitions) if args.repetitions else None
-        data = row_ceiling(args.run, pd.read_csv(args.throughput), reps, args.latency_slo_ms)
+        reps = read_columns(args.repetitions) if args.repetitions else None
+        data = row_ceiling(args.run, read_columns(args.throughput), reps, args.latency_slo_ms)
         args.out.write_text(json.dumps(data, indent=2))
     else:
         collect(args.design, args.files, args.ceiling).to_csv(args.out, index=False)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit
 
 KAPPA_ZERO = 1e-12
@@ -190,6 +189,8 @@ def read_points(path: Path, clients_col: str, tps_col: str) -> tuple[np.ndarray,
     """Read (clients, tps) from a CSV; SystemExit with a message naming the file and column."""
     if not path.is_file():
         raise SystemExit(f"ybscale usl: {path}: no such file")
+    import pandas as pd
+
     try:
         frame = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
