@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from functools import cache
 from importlib import metadata
 
 from ybscale import cache_dir
@@ -43,8 +44,14 @@ def _pass_mark(schema: Mapping, data: object):
     (json.dumps would not tell a tuple from a list, which jsonschema does)."""
     if not (_plain(schema) and _plain(data)):
         return None
-    text = json.dumps([metadata.version("jsonschema"), schema, data], sort_keys=True)
+    text = json.dumps([_jsonschema_version(), schema, data], sort_keys=True)
     return cache_dir() / "valid" / hashlib.sha256(text.encode()).hexdigest()
+
+
+@cache
+def _jsonschema_version() -> str:
+    """Looked up once per process (the config and the design are both validated)."""
+    return metadata.version("jsonschema")
 
 
 def _plain(value: object) -> bool:

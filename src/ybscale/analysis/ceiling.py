@@ -19,8 +19,8 @@ from ybscale.analysis.usl import UslFit, fit_usl, peak
 if TYPE_CHECKING:
     import pandas as pd
 
-# A row's tables (throughput.csv, repetitions.csv) are read as columns (`read_columns`: a dict
-# of numpy arrays) by the per-row job, which so does without pandas; a DataFrame works as well.
+# The per-row job reads a row's tables (throughput.csv, repetitions.csv) as columns
+# (`read_columns`: a dict of numpy arrays), without pandas; the functions take DataFrames too.
 
 USL_FIELDS = ("sigma", "kappa", "lam", "n_star", "x_n_star", "r2", "ci_low", "ci_high")
 CONFIDENCE = 0.95
