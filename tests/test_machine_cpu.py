@@ -7,10 +7,13 @@ import dataclasses
 import glob
 import os
 import shlex
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import _free_port, row_from_levels
 
 from ybscale.backends import ssh, ysql
@@ -101,6 +104,36 @@ def test_gcp_reads_every_tserver_through_the_load_generator(sshd):
     while sockets() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sockets() == []
+
+
+def test_ctrl_c_while_the_nodes_connect_leaves_no_connection(sshd, monkeypatch):
+    """Ctrl-C (SIGINT to the main thread) while `open` connects to the nodes in threads: the
+    threads go on connecting, and each master they opened is closed before the interrupt
+    passes on."""
+    loadgen = dataclasses.replace(sshd, control_path=ssh.control_path())
+    nodes = [Endpoint("127.0.0.1", 5433, "yugabyte", "yugabyte", role=f"tserver{i}")
+             for i in range(2)]  # fmt: skip
+    real, once = ssh.start_master, threading.Lock()
+
+    def connected_then_ctrl_c(host):
+        started = real(host)
+        if once.acquire(blocking=False):  # one Ctrl-C, as the first master is up
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        return started
+
+    monkeypatch.setattr(ssh, "start_master", connected_then_ctrl_c)
+    hosts = node_hosts(loadgen, nodes, port=sshd.port)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with MachineCpu(LoadgenRunner(loadgen).proc_stat, hosts) as cpu:
+                cpu.open()
+        deadline = time.monotonic() + 5
+        while sockets() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sockets() == []
+    finally:  # whatever the test found left
+        for host in hosts.values():
+            ssh.stop_master(host)
 
 
 def test_a_load_generator_behind_its_own_proxy_command_stays_reachable(sshd, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -126,6 +127,24 @@ def test_master_connection_is_shared_and_closed(sshd):
         _master_connection(sshd, Path(short))
 
 
+def ssh_masters(folder: str | Path, timeout: float = 5) -> list[str]:
+    """Master connections still running whose control socket is in `folder` (each listed by
+    its command line), after up to `timeout` seconds for closing ones to exit."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if cmdline.startswith("ssh ") and f"ControlPath={folder}" in cmdline:
+                found.append(cmdline)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
 def _master_connection(sshd, tmp_path):
     host = dataclasses.replace(sshd, control_path=str(tmp_path / "cm-%C"))
     assert ssh.start_master(host)
@@ -140,6 +159,31 @@ def _master_connection(sshd, tmp_path):
     assert not list(tmp_path.glob("cm-*"))
     proc = ssh.run(host, ["echo", "direct"], timeout=10)  # no master: connects by itself
     assert proc.communicate(timeout=30)[0] == "direct\n"
+
+
+def test_ctrl_c_as_the_master_detaches_closes_it(sshd, monkeypatch):
+    """Ctrl-C just after `ssh -f` detached its master (into a session of its own, which the
+    terminal's interrupt never reaches): start_master closes it before passing the interrupt
+    on, so nothing stays connected (the gcp rehearsal's Ctrl-C test once found one left)."""
+    real = subprocess.run
+
+    def interrupted(argv, **kwargs):
+        done = real(argv, **kwargs)
+        if "-f" in argv:  # the master is up: the interrupt arrives now
+            raise KeyboardInterrupt
+        return done
+
+    with tempfile.TemporaryDirectory(prefix="cm", dir="/tmp") as short:
+        host = dataclasses.replace(sshd, control_path=str(Path(short) / "cm-%C"))
+        monkeypatch.setattr(ssh.subprocess, "run", interrupted)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                ssh.start_master(host)
+            monkeypatch.undo()
+            assert ssh_masters(short) == []
+        finally:  # whatever the test found left
+            monkeypatch.undo()
+            ssh.stop_master(host)
 
 
 FAKE_PGBENCH = """#!/bin/sh

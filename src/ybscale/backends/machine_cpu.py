@@ -44,9 +44,14 @@ class MachineCpu:
         (the `cpu_readings` part of measurement.json)."""
         if self.reachable is not None:
             return self.record
-        with ThreadPoolExecutor(max(1, len(self.nodes))) as pool:
-            self._masters = dict(zip(self.nodes, pool.map(ssh.start_master, self.nodes.values()),
-                                     strict=True))  # fmt: skip
+        try:
+            with ThreadPoolExecutor(max(1, len(self.nodes))) as pool:
+                self._masters = dict(zip(self.nodes, pool.map(ssh.start_master,
+                                         self.nodes.values()), strict=True))  # fmt: skip
+        except BaseException:  # Ctrl-C here: the threads went on connecting; close them all
+            self._masters = dict.fromkeys(self.nodes, True)
+            self.close()
+            raise
         self.reachable = dict(self.nodes)
         started = time.monotonic()
         texts, failed = self._read(self.nodes, client=False)

@@ -190,7 +190,9 @@ def through(via: SshHost, host: str, port: int = 22, tag: str = "") -> SshHost:
 def start_master(target: SshHost, timeout: float = 120) -> bool:
     """Open a background master connection for `target.control_path`; False if that failed.
 
-    Its stdio is /dev/null, so it never holds a later command's pipes open.
+    Its stdio is /dev/null, so it never holds a later command's pipes open. Interrupted
+    (Ctrl-C) or timed out while connecting, it closes a master that may have forked already
+    (`-f` detaches it into a session of its own, out of reach of the interrupt).
     """
     if not target.control_path:
         return False
@@ -204,7 +206,11 @@ def start_master(target: SshHost, timeout: float = 120) -> bool:
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
+        stop_master(target)
         return False
+    except BaseException:
+        stop_master(target)
+        raise
     return done.returncode == 0
 
 
