@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -36,6 +37,11 @@ CLUSTERS = Path("results/clusters")  # the rules' folder; every test runs in its
 GCP = {"project": "my-proj", "owner": "ada", "study_id": "s1"}  # the fake-engine tests' study
 
 
+def real_signature(method, kwargs: dict) -> None:
+    """What the fakes are called with must be what the real Automation API takes."""
+    inspect.signature(method).bind(None, **kwargs)
+
+
 class FakeStack:
     def __init__(self, auto, name, program):
         self.auto, self.name, self.program = auto, name, program
@@ -49,7 +55,9 @@ class FakeStack:
     def set_all_config(self, values):
         self.config.update(values)
 
-    def up(self, on_output=None, refresh=None):
+    def up(self, **kwargs):
+        real_signature(real_auto.Stack.up, kwargs)
+        refresh = kwargs.get("refresh")
         self.auto.calls.append(("up", self.name))
         self.refreshed = refresh
         if self.auto.fail_up:
@@ -72,10 +80,12 @@ class FakeStack:
             outputs={k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
         )
 
-    def refresh(self, clear_pending_creates=None, on_output=None):
-        self.auto.calls.append(("refresh", self.name, clear_pending_creates))
+    def refresh(self, **kwargs):
+        real_signature(real_auto.Stack.refresh, kwargs)
+        self.auto.calls.append(("refresh", self.name, kwargs.get("clear_pending_creates")))
 
-    def destroy(self, on_output=None):
+    def destroy(self, **kwargs):
+        real_signature(real_auto.Stack.destroy, kwargs)
         self.auto.calls.append(("destroy", self.name))
 
 
@@ -87,6 +97,10 @@ class FakeAuto:
     ProjectSettings = real_auto.ProjectSettings
     ProjectBackend = real_auto.ProjectBackend
     LocalWorkspaceOptions = real_auto.LocalWorkspaceOptions
+
+    @staticmethod
+    def PulumiCommand(**kwargs):  # noqa: N802 (mirrors the real class name)
+        inspect.signature(real_auto.PulumiCommand).bind(**kwargs)  # no engine run here
 
     def __init__(self, fail_up=False):
         self.fail_up = fail_up
@@ -411,7 +425,7 @@ def engine_path() -> Path:
     """YBSCALE_PULUMI, else what .ci/pulumi.sh builds: ~/.cache/ybscale/pulumi-<version>/pulumi."""
     if os.environ.get("YBSCALE_PULUMI"):
         return Path(os.environ["YBSCALE_PULUMI"])
-    return cache_dir() / f"pulumi-{ENGINE_VERSION}" / "pulumi"
+    return cache_dir() / f"pulumi-{ENGINE_VERSION}-nozxcvbn" / "pulumi"
 
 
 def cloudfree_program():
@@ -481,7 +495,19 @@ def quiet(message):
     pass
 
 
-def test_real_engine_lifecycle_and_reap(engine, tmp_path):
+def logged_engine(tmp_path, monkeypatch) -> Path:
+    """Put first on PATH an engine that logs each command line it runs, then runs the real
+    one; returns the log."""
+    log, wrapper = tmp_path / "engine-runs.log", tmp_path / "logged-engine" / "pulumi"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {engine_path()} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_real_engine_lifecycle_and_reap(engine, tmp_path, monkeypatch):
+    runs = logged_engine(tmp_path, monkeypatch)
     combo = "nodes3-small-reploff"
     name = stacks.stack_name(combo, engine)
     out = ClusterFiles.of(CLUSTERS, combo).endpoints
@@ -505,6 +531,13 @@ def test_real_engine_lifecycle_and_reap(engine, tmp_path):
     # every workspace (up, listings, destroy) had a work folder of its own, removed after:
     # no automation-* folder with a Pulumi.yaml is left in the temp directory
     assert left_in_tmp(tmp_path) == []
+    # the engine's version was asked once for the process's six workspaces; the summaries
+    # after up, refresh and destroy never decrypted the state (0.2 CPU-s of key derivation
+    # from the passphrase each); the decrypting commands are the lifecycle's own
+    lines = runs.read_text().splitlines()
+    assert lines.count("version") == 1, lines
+    history = [line for line in lines if line.startswith("stack history")]
+    assert len(history) == 3 and not any("--show-secrets" in line for line in history), lines
 
 
 def test_real_engine_onerror_destroys_this_study_only(engine, tmp_path, monkeypatch):
