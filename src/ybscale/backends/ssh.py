@@ -206,12 +206,20 @@ def start_master(target: SshHost, timeout: float = 120) -> bool:
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        stop_master(target)
+        _close_quietly(target)
         return False
     except BaseException:
-        stop_master(target)
+        _close_quietly(target)
         raise
     return done.returncode == 0
+
+
+def _close_quietly(target: SshHost) -> None:
+    """stop_master, for a start that failed: whatever it raises, the start's error stands."""
+    try:
+        stop_master(target)
+    except Exception:
+        pass
 
 
 def stop_master(target: SshHost, started: bool = True) -> None:

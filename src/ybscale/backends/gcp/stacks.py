@@ -454,7 +454,7 @@ def up(
                 stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
             # refresh first: VMs that max_run_duration deleted are then seen as gone and created
             # again, instead of "no changes" for a stack whose VMs no longer exist
-            result = stack.up(on_output=log, refresh=True, show_secrets=False)  # teardown
+            result = stack.up(on_output=log, refresh=True, show_secrets=False)  # see teardown
             outputs = {k: getattr(v, "value", v) for k, v in result.outputs.items()}
             endpoints = {
                 **outputs,
