@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -205,21 +206,13 @@ def start_master(target: SshHost, timeout: float = 120) -> bool:
             stderr=subprocess.DEVNULL,
             timeout=timeout,
         )
-    except subprocess.TimeoutExpired:
-        _close_quietly(target)
-        return False
-    except BaseException:
-        _close_quietly(target)
+    except BaseException as exc:  # a master may have forked; closing it never hides `exc`
+        with contextlib.suppress(Exception):
+            stop_master(target)
+        if isinstance(exc, subprocess.TimeoutExpired):
+            return False
         raise
     return done.returncode == 0
-
-
-def _close_quietly(target: SshHost) -> None:
-    """stop_master, for a start that failed: whatever it raises, the start's error stands."""
-    try:
-        stop_master(target)
-    except Exception:
-        pass
 
 
 def stop_master(target: SshHost, started: bool = True) -> None:

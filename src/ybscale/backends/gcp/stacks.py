@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -193,17 +194,15 @@ def cluster_args(
     )
 
 
-_COMMANDS: dict[tuple, object] = {}
-
-
 def pulumi_command(auto=None):
-    """The engine on PATH as the Automation API runs it, one per process: making one runs
-    `pulumi version`, which each workspace would otherwise repeat."""
-    auto = _auto(auto)
-    key = (id(auto), shutil.which("pulumi"))
-    if key not in _COMMANDS:
-        _COMMANDS[key] = auto.PulumiCommand()
-    return _COMMANDS[key]
+    """The engine on PATH as the Automation API runs it, one per process and engine: making
+    one runs `pulumi version`, which each workspace would otherwise repeat."""
+    return _command(_auto(auto), shutil.which("pulumi"))
+
+
+@cache
+def _command(auto, engine: str | None):
+    return auto.PulumiCommand()
 
 
 def workspace_kwargs(settings: Mapping, auto=None) -> dict:
@@ -334,9 +333,9 @@ def install_signal_handlers() -> None:
 
 def teardown(stack, log=print) -> None:
     """Refresh with --clear-pending-creates (an interrupted `up` leaves pending creates that
-    `destroy` would skip: the resources would be left running), then destroy. (show_secrets
-    False: the Automation API's summary of each, unused here, then skips deriving the state's
-    key from the passphrase, about 0.2 CPU-s per call.)"""
+    `destroy` would skip: the resources would be left running), then destroy. show_secrets
+    False: the summary the Automation API reads after each (unused here) then needs no key
+    derived from the passphrase, about 0.2 CPU-s per call."""
     try:
         stack.refresh(clear_pending_creates=True, on_output=log, show_secrets=False)
     except Exception as exc:  # destroy anyway: it still removes everything recorded
