@@ -8,6 +8,7 @@ rule cluster_up:
     """Bring one cluster up and write how to reach it (or why it did not come up)."""
     input:
         previous=previous_released,
+        settings=SETTINGS_INPUT,
     output:
         temp(f"{CLUSTERS}/{{cluster}}/endpoints.json"),
     log:
@@ -20,8 +21,10 @@ rule cluster_up:
         bench=1 if BACKEND.runs_here else 0,
     params:
         cluster=definition_of,
-    script:
-        "scripts/cluster_up.py"
+    shell:
+        "python -m ybscale.backends.lifecycle up --settings {input.settings}"
+        " --cluster {wildcards.cluster} --definition {params.cluster:q}"
+        " --out {output} --log {log}"
 
 
 rule cluster_down:
@@ -31,6 +34,7 @@ rule cluster_down:
         attempts=lambda wildcards: expand(
             "results/runs/{run}/status.json", run=CLUSTER_RUNS[wildcards.cluster]
         ),
+        settings=SETTINGS_INPUT,
     output:
         f"{CLUSTERS}/{{cluster}}/released.json",
     log:
@@ -40,5 +44,7 @@ rule cluster_down:
         "../envs/ybscale.yaml"
     resources:
         bench=1 if BACKEND.runs_here else 0,
-    script:
-        "scripts/cluster_down.py"
+    shell:
+        "python -m ybscale.backends.lifecycle down --settings {input.settings}"
+        " --cluster {wildcards.cluster} --endpoints {input.endpoints}"
+        " --out {output} --log {log}"

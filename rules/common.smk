@@ -1,10 +1,12 @@
 # Shared state and input functions: the study (settings, design, resolved rows) and what each
 # row needs. Every level is checked here, at parse time, before any cluster starts.
+import json
 import os
 import shlex
 import sys
 
 from ybscale import study
+from ybscale.settings import write_file as write_settings_file
 
 from ybscale.design import strata
 from ybscale.backends import backend_class
@@ -32,6 +34,9 @@ SETTINGS = STUDY.settings
 config.update(
     SETTINGS
 )  # one loader: jobs and the report see the defaults the schema fills
+# what the cluster and measuring jobs read (a file named by its content; ancient: a change of
+# settings re-runs a job through its params, never through this file's time)
+SETTINGS_INPUT = ancient(write_settings_file(SETTINGS))
 DESIGN = STUDY.design
 RUNS = DESIGN.run_ids
 # what the rules know of the backend (backends.BACKENDS)
@@ -106,5 +111,5 @@ def previous_released(wildcards):
 
 def definition_of(wildcards):
     """What defines the cluster, and nothing else (a price, analysis.alpha or the number of
-    slots is not): the cluster rules run again only when it changes."""
-    return CLUSTER_DEFINITIONS[wildcards.cluster]
+    slots is not), as JSON: the cluster rules run again only when it changes."""
+    return json.dumps(CLUSTER_DEFINITIONS[wildcards.cluster], sort_keys=True)

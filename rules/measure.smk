@@ -3,6 +3,7 @@ rule measure:
     records ok or failed in status.json, so the cluster is released either way."""
     input:
         cluster=cluster_endpoints,
+        settings=SETTINGS_INPUT,
     output:
         status="results/runs/{run}/status.json",
         staged=temp(directory("results/runs/{run}/staged")),
@@ -18,13 +19,16 @@ rule measure:
     params:
         # by content: a row re-runs when its knobs, its script, the measuring code or the
         # measurement settings change, never because a checkout touched a file
-        row=lambda wildcards: row_of(wildcards.run),
+        row=lambda wildcards: json.dumps(row_of(wildcards.run)),
         script=lambda wildcards: file_digest(STUDY.row(wildcards.run).script_path),
         code=MEASURE_CODE,
-        measurement=SETTINGS["measurement"],
+        measurement=json.dumps(SETTINGS["measurement"]),
         backend=BACKEND.measuring_settings(SETTINGS),  # never prices or the analysis
-    script:
-        "scripts/measure.py"
+    shell:
+        "python -m ybscale.measure.bench --run {wildcards.run} --row {params.row:q}"
+        " --measurement {params.measurement:q} --settings {input.settings}"
+        " --endpoints {input.cluster} --status {output.status} --staged {output.staged}"
+        " --log {log}"
 
 
 rule publish:

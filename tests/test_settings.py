@@ -46,7 +46,7 @@ def test_loaded_settings_cannot_change_at_any_depth():
 
 
 def test_loaded_settings_travel_as_plain_data():
-    """JSON, pickle (Snakemake script jobs), deepcopy and repr see the same data as a dict."""
+    """JSON, pickle, deepcopy and repr see the same data as a dict."""
     loaded = settings_with()
     plain = settings.thaw(loaded)
     assert json.loads(json.dumps(loaded)) == plain
@@ -55,6 +55,33 @@ def test_loaded_settings_travel_as_plain_data():
     assert again == plain and isinstance(again, settings.Frozen)
     assert copy.deepcopy(loaded) == plain
     assert yaml.safe_load(yaml.safe_dump(settings.thaw(loaded))) == plain
+
+
+def test_the_jobs_settings_file_is_named_by_its_content_and_reads_back_the_same(tmp_path):
+    """What the cluster and measuring jobs read: the same settings, the same file (written
+    once); other settings, a file of their own, so a run never changes another's."""
+    loaded = settings_with()
+    path = settings.write_file(loaded, tmp_path)
+    again = settings.read_file(path)
+    assert again == settings.thaw(loaded) and isinstance(again, settings.Frozen)
+    with pytest.raises(TypeError, match="read-only"):
+        again["measurement"]["seconds"] = 1
+    written = os.stat(path).st_mtime_ns
+    assert settings.write_file(settings_with(), tmp_path) == path
+    assert os.stat(path).st_mtime_ns == written  # not rewritten
+    measurement = {**user_config()["measurement"], "seconds": 7}
+    other = settings.write_file(settings_with(measurement=measurement), tmp_path)
+    assert other != path and settings.read_file(other)["measurement"]["seconds"] == 7
+    assert settings.read_file(path)["measurement"]["seconds"] == loaded["measurement"]["seconds"]
+    names = sorted(os.path.basename(p) for p in (path, other))
+    assert sorted(p.name for p in tmp_path.iterdir()) == names  # no temporary file left
+
+
+def test_settings_json_would_change_are_refused_not_written(tmp_path):
+    """A number as a key would come back as a string: refused, nothing written."""
+    with pytest.raises(settings.SettingsError, match="JSON"):
+        settings.write_file({"local": {1: "one"}}, tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_invalid_field_is_named_with_its_file():

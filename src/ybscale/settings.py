@@ -10,9 +10,13 @@ in and the active backend's section validated, frozen (`Frozen`: a change is a n
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import os
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from ybscale.config_sources import read_yaml, source_of
 from ybscale.validation import schema_errors
@@ -32,7 +36,7 @@ class Frozen(dict):
     __setitem__ = __delitem__ = __ior__ = _read_only
     clear = pop = popitem = setdefault = update = _read_only
 
-    def __reduce__(self):  # pickled into Snakemake's script jobs
+    def __reduce__(self):  # pickle would fill it item by item: build it whole
         return (Frozen, (dict(self),))
 
     def __copy__(self):
@@ -161,3 +165,27 @@ def load(config: Mapping) -> Frozen:
     if own is not None:
         out[backend.name] = own
     return freeze(out)
+
+
+SETTINGS_FILES = ".snakemake/ybscale/settings"
+
+
+def write_file(settings: Mapping, folder: str | Path = SETTINGS_FILES) -> str:
+    """The loaded settings as a JSON file named by its content, for the jobs that read them (a
+    run with other settings writes a file of its own, never this one); its path."""
+    plain = thaw(settings)
+    text = json.dumps(plain, indent=1, sort_keys=True) + "\n"
+    if json.loads(text) != plain:  # e.g. a number as a key: JSON would change it
+        raise SettingsError(f"the settings do not survive JSON unchanged: {plain!r}")
+    path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return str(path)
+
+
+def read_file(path: str | Path) -> Frozen:
+    """Settings `write_file` wrote: loaded already, read-only."""
+    return freeze(json.loads(Path(path).read_text()))

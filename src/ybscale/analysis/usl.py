@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import OptimizeWarning, curve_fit
 
 KAPPA_ZERO = 1e-12
 # A parameter whose term adds less than this share to the denominator at the largest measured N
@@ -92,6 +91,8 @@ def _start_values(n: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
 
 def _curve_fit(n: np.ndarray, x: np.ndarray, p0: np.ndarray):
     """One bounded curve_fit; returns (params, pcov, ssr) or None on failure."""
+    from scipy.optimize import OptimizeWarning, curve_fit  # the fit's alone: a chart needs none
+
     bounds = ([SIGMA_MIN, 0.0, 1e-9], [1.0, 1.0, np.inf])
     try:
         with warnings.catch_warnings():

@@ -76,29 +76,26 @@ def bring_up(backend: Backend, label: str, definition: Mapping, folder: Path, lo
     return {"label": label, "created": _now(), **endpoints}
 
 
-def up_job(smk) -> None:
-    """Entry point of `cluster_up` (`script:`): bring the cluster up, write its endpoints."""
+def up_job(settings: Mapping, label: str, definition: Mapping, out: Path, log: str) -> None:
+    """`cluster_up`: bring the cluster up, write its endpoints (or why it did not come up)."""
     interrupt_on_signals()
-    out = Path(smk.output[0])
-    with _logged(smk.log[0]):
-        backend = get_backend(smk.config, out.parent.parent)
-        _write(out, bring_up(backend, smk.wildcards.cluster, smk.params.cluster, out.parent,
-                             smk.log[0]))  # fmt: skip
+    with _logged(log):
+        backend = get_backend(settings, out.parent.parent)
+        _write(out, bring_up(backend, label, definition, out.parent, log))
 
 
-def down_job(smk) -> None:
-    """Entry point of `cluster_down`: release the cluster once every row on it was attempted."""
+def down_job(settings: Mapping, label: str, endpoints_path: Path, out: Path, log: str) -> None:
+    """`cluster_down`: release the cluster once every row on it was attempted."""
     interrupt_on_signals()
-    out = Path(smk.output[0])
-    with _logged(smk.log[0]):
-        endpoints = json.loads(Path(smk.input.endpoints).read_text())
-        backend = get_backend(smk.config, out.parent.parent)
+    with _logged(log):
+        endpoints = json.loads(endpoints_path.read_text())
+        backend = get_backend(settings, out.parent.parent)
         if "failed" in endpoints:  # the failed bring-up stopped what it had started
             record = {"nothing": "the cluster did not come up"}
         else:
             record = backend.down(endpoints, out.parent)
-        _write(out, {**record, "label": smk.wildcards.cluster, "released": _now()})
-        print(f"{smk.wildcards.cluster}: released")
+        _write(out, {**record, "label": label, "released": _now()})
+        print(f"{label}: released")
 
 
 @contextmanager
@@ -186,3 +183,32 @@ def stage_priorities(run_priority: Mapping[str, int], cluster_of: Mapping[str, s
         "measure": {run: n + p for run, p in run_priority.items()},
         "down": {label: 2 * n + p for label, p in cluster.items()},
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ybscale.backends.lifecycle up|down --settings S --cluster L ... --out O
+    --log LOG``: the `cluster_up` and `cluster_down` jobs (rules/cluster.smk)."""
+    import argparse
+
+    from ybscale.settings import read_file
+
+    parser = argparse.ArgumentParser(prog="python -m ybscale.backends.lifecycle")
+    stage = parser.add_subparsers(dest="stage", required=True)
+    for name, what in (("up", "--definition"), ("down", "--endpoints")):
+        sub = stage.add_parser(name)
+        sub.add_argument("--settings", required=True, help="the loaded settings (a JSON file)")
+        sub.add_argument("--cluster", required=True, help="the cluster's label")
+        sub.add_argument(what, required=True)
+        sub.add_argument("--out", required=True, type=Path)
+        sub.add_argument("--log", required=True)
+    args = parser.parse_args(argv)
+    settings = read_file(args.settings)
+    if args.stage == "up":
+        up_job(settings, args.cluster, json.loads(args.definition), args.out, args.log)
+    else:
+        down_job(settings, args.cluster, Path(args.endpoints), args.out, args.log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
