@@ -116,6 +116,16 @@ def test_helpers():
         sweep(GRID, lambda n, best: [1.0], "fancy")
 
 
+def test_the_tests_tail_probability_is_students():
+    """The one-sided p-value both tests compare with alpha is scipy.stats' t survival
+    function, on both sides of 0 and at small and large degrees of freedom."""
+    from scipy import stats
+
+    for t in (-4.0, -1.3, 0.0, 0.7, 2.1, 6.5):
+        for df in (1, 2, 5, 30, 200):
+            assert adaptive._t_upper_tail(t, df) == pytest.approx(stats.t.sf(t, df), rel=1e-10)
+
+
 def test_without_a_pooled_spread_a_count_is_compared_with_the_best_alone():
     best = [60_000, 61_000, 59_500]
     assert adaptive.below_best([10_000], best)  # far below: one repetition suffices
