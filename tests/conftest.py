@@ -49,6 +49,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snakemake_server import SnakemakeServer
 
 REPO = Path(__file__).resolve().parents[1]
 # what a user's checkout holds to run a study (results/ excluded; the package only where asked)
@@ -127,13 +128,19 @@ def copy_workflow(dest: Path, source: Path = REPO, package: bool = False) -> Pat
     return dest
 
 
+SNAKEMAKE = SnakemakeServer()  # this test process's (snakemake_server.py)
+
+
 def snakemake(
     work: Path, *args: str, configfile: str | None = None, timeout: float = 600, env=None
 ) -> subprocess.CompletedProcess:
-    """`python -m snakemake --cores 2 ARGS [--configfile F]` in `work`; the caller checks it."""
-    extra = ["--configfile", configfile] if configfile else []
+    """`python -m snakemake --cores 2 ARGS [--configfile F]` in `work`; the caller checks it.
+    Forked from SNAKEMAKE's server when it can (`SnakemakeServer.serves`), else started anew."""
+    argv = ["--cores", "2", *args, *(["--configfile", configfile] if configfile else [])]
+    if SNAKEMAKE.serves(env):
+        return SNAKEMAKE.run(work, argv, timeout, env)
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "2", *args, *extra],
+        [sys.executable, "-m", "snakemake", *argv],
         cwd=work,
         capture_output=True,
         text=True,
@@ -485,6 +492,7 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    SNAKEMAKE.close()
     if hasattr(config, "workerinput"):
         return
     root = os.environ.pop(_TINY_ROOT, "")
