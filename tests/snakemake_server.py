@@ -78,6 +78,7 @@ class SnakemakeServer:
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.running: int | None = None  # the pid of the run going on
+        self.pending = b""  # what the server wrote that no reply has taken yet
         self.python_env = _python_env(os.environ)
 
     def serves(self, env: dict | None) -> bool:
@@ -90,20 +91,24 @@ class SnakemakeServer:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                text=True, bufsize=1, start_new_session=True,
+                bufsize=0, start_new_session=True,
             )  # fmt: skip
+            self.pending = b""
         return self.proc
 
     def _reply(self, proc: subprocess.Popen, deadline: float | None) -> dict:
-        while True:
+        """The server's next line (read from the pipe itself: a buffered reader could hold the
+        second reply while select waits on the empty pipe)."""
+        while b"\n" not in self.pending:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([proc.stdout], [], [], wait)
-            if not ready:
+            if not select.select([proc.stdout], [], [], wait)[0]:
                 raise TimeoutError
-            line = proc.stdout.readline()
-            if not line:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
                 raise RuntimeError(f"the Snakemake server exited ({proc.poll()})")
-            return json.loads(line)
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
 
     def run(self, cwd: Path, args: list[str], timeout: float, env: dict | None):
         """`python -m snakemake ARGS` in `cwd`, as subprocess.run(..., capture_output=True,
@@ -114,8 +119,9 @@ class SnakemakeServer:
             request = {"cwd": str(Path(cwd).resolve()), "args": args,
                        "env": dict(env if env is not None else os.environ),
                        "stdout": str(out), "stderr": str(err)}  # fmt: skip
-            proc.stdin.write(json.dumps(request) + "\n")
-            proc.stdin.flush()
+            line = memoryview(json.dumps(request).encode() + b"\n")
+            while line:  # unbuffered: a write may take part of it
+                line = line[proc.stdin.write(line) :]
             self.running = pid = self._reply(proc, None)["pid"]
             argv = [sys.executable, "-m", "snakemake", *args]
             try:

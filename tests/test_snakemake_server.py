@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from importlib.metadata import version
 
 import pytest
 from conftest import SNAKEMAKE, snakemake
@@ -56,9 +57,12 @@ def test_a_forked_run_sees_its_folder_and_environment_and_says_what_a_fresh_one_
     assert plan(forked) == plan(again) and "rule fails:" in forked.stdout
 
 
-def test_a_failing_run_returns_snakemakes_exit_code(workflow):
+def test_a_failing_run_returns_snakemakes_exit_code_and_a_quick_one_its_output(workflow):
     out = snakemake(workflow, "fails")
     assert out.returncode == 1 and "Error in rule fails" in out.stderr
+    for _ in range(3):  # replies that come at once are read one by one
+        out = snakemake(workflow, "--version")
+        assert (out.returncode, out.stdout.strip()) == (0, version("snakemake"))
 
 
 def test_a_run_past_its_timeout_is_killed_with_its_jobs(workflow):
