@@ -77,10 +77,10 @@ def test_the_jobs_settings_file_is_named_by_its_content_and_reads_back_the_same(
     assert sorted(p.name for p in tmp_path.iterdir()) == names  # no temporary file left
 
 
-def test_settings_json_would_change_are_refused_not_written(tmp_path):
-    """A number as a key would come back as a string: refused, nothing written."""
-    with pytest.raises(settings.SettingsError, match="JSON"):
-        settings.write_file({"local": {1: "one"}}, tmp_path)
+def test_a_key_json_would_change_is_refused_naming_where_nothing_written(tmp_path):
+    """A number as a key would come back as a string: refused, naming where it is."""
+    with pytest.raises(settings.SettingsError, match=r"settings\.local\.cpu\[1\]: 2: a key"):
+        settings.write_file({"local": {"cpu": [{"a": 1}, {2: "two"}]}}, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -174,9 +174,10 @@ def write_file(settings: Mapping, folder: str | Path = SETTINGS_FILES) -> str:
     """The loaded settings as a JSON file named by its content, for the jobs that read them (a
     run with other settings writes a file of its own, never this one); its path."""
     plain = thaw(settings)
+    bad = _not_json_keys(plain)
+    if bad:  # the jobs would read it back as a string: other settings than the workflow's
+        raise SettingsError(f"{bad}: a key that is not a string (the jobs read settings as JSON)")
     text = json.dumps(plain, indent=1, sort_keys=True) + "\n"
-    if json.loads(text) != plain:  # e.g. a number as a key: JSON would change it
-        raise SettingsError(f"the settings do not survive JSON unchanged: {plain!r}")
     path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,6 +185,21 @@ def write_file(settings: Mapping, folder: str | Path = SETTINGS_FILES) -> str:
         tmp.write_text(text)
         os.replace(tmp, path)
     return str(path)
+
+
+def _not_json_keys(data: object, where: str = "settings") -> str | None:
+    """Where the first key that is not a string is (JSON would make it one), or None."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                return f"{where}: {key!r}"
+            if found := _not_json_keys(value, f"{where}.{key}"):
+                return found
+    if isinstance(data, list):
+        for i, value in enumerate(data):
+            if found := _not_json_keys(value, f"{where}[{i}]"):
+                return found
+    return None
 
 
 def read_file(path: str | Path) -> Frozen:

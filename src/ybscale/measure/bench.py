@@ -495,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     --endpoints E --status S --staged D --log L``: the measuring rule (rules/measure.smk)."""
     import argparse
 
-    from ybscale.settings import read_file
+    from ybscale.settings import freeze, read_file
 
     parser = argparse.ArgumentParser(prog="python -m ybscale.measure.bench")
     parser.add_argument("--run", required=True)
@@ -508,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", required=True)
     args = parser.parse_args(argv)
     measure_job(read_file(args.settings), args.run, Row.from_dict(json.loads(args.row)),
-                json.loads(args.measurement), args.endpoints, args.status, args.staged,
+                freeze(json.loads(args.measurement)), args.endpoints, args.status, args.staged,
                 args.log)  # fmt: skip
     return 0
 
