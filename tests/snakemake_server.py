@@ -68,6 +68,9 @@ for line in sys.stdin:
 """
 
 
+KEEP = ("PATH", "HOME", "LANG")  # of the test process's environment, for the server itself
+
+
 def _python_env(env) -> dict:
     return {key: value for key, value in env.items() if key.startswith("PYTHON")}
 
@@ -89,9 +92,12 @@ class SnakemakeServer:
 
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
+            # little of this process's environment (each run gets its own): a test's marker
+            # variable set by then must not make the server look like what it left running
+            env = {k: v for k, v in os.environ.items() if k in KEEP or k.startswith("LC_")}
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                bufsize=0, start_new_session=True,
+                bufsize=0, start_new_session=True, env={**env, **self.python_env},
             )  # fmt: skip
             self.pending = b""
         return self.proc

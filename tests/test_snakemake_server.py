@@ -14,6 +14,7 @@ from importlib.metadata import version
 
 import pytest
 from conftest import SNAKEMAKE, snakemake
+from snakemake_server import SnakemakeServer
 
 MOMENT = re.compile(r"\s*(Date:|Workflow ID:|\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\]$)")
 SNAKEFILE = """
@@ -83,3 +84,20 @@ def test_a_run_past_its_timeout_is_killed_with_its_jobs(workflow):
             left.append(proc)
     assert left == []
     assert snakemake(workflow, "-n", "fails").returncode == 0  # the server serves on
+
+
+def test_the_server_keeps_no_marker_a_test_set_before_it_started(workflow, monkeypatch):
+    """A test that marks its environment and then looks for processes carrying the mark
+    must not find the server, which outlives the test."""
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv("YBSCALE_TEST_MARK", mark)
+    server = SnakemakeServer()
+    try:
+        out = server.run(workflow, ["--cores", "1", "-n", "fails"], 60, None)
+        assert out.returncode == 0, out.stderr
+        environ = open(f"/proc/{server.proc.pid}/environ", "rb").read().split(b"\0")
+        assert f"YBSCALE_TEST_MARK={mark}".encode() not in environ
+        assert b"PATH=" + os.environ["PATH"].encode() in environ
+    finally:
+        server.close()
+    assert server.proc is None
