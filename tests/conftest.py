@@ -130,6 +130,16 @@ def copy_workflow(dest: Path, source: Path = REPO, package: bool = False) -> Pat
 
 SNAKEMAKE = SnakemakeServer()  # this test process's (snakemake_server.py)
 
+# A command after this prefix gets Ctrl-C as from a terminal: SIGINT back to its default (a
+# pytest-xdist worker ignores it, and an ignored signal is inherited), then the command itself
+# in the same process. Not `preexec_fn`: that runs Python in a fork of the test process, and a
+# fork taken while the Pulumi Automation API's gRPC threads run can abort before the exec.
+INTERRUPTIBLE = [
+    sys.executable, "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]  # fmt: skip
+
 
 def snakemake(
     work: Path, *args: str, configfile: str | None = None, timeout: float = 600, env=None

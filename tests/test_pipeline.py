@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import data_root_of, failed, planned, servers_under
+from conftest import INTERRUPTIBLE, data_root_of, failed, planned, servers_under
 from conftest import tiny_snakemake as snakemake
 
 
@@ -265,11 +265,11 @@ def test_an_interrupted_run_stops_the_clusters_up_between_jobs(tiny_study_copy, 
         long["measurement"].update(clients=[1, 2, 4], max_clients=4, repetitions=5, seconds=2)
         (work / config).write_text(yaml.safe_dump(long))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", config,
-         "-f", f"results/clusters/{idle}/endpoints.json",
+        [*INTERRUPTIBLE, sys.executable, "-m", "snakemake", "--cores", "2", "--configfile",
+         config, "-f", f"results/clusters/{idle}/endpoints.json",
          f"results/runs/{measured}/throughput.csv"],
         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        start_new_session=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 180

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import (
+    INTERRUPTIBLE,
     REPO,
     authorized_keys,
     copy_workflow,
@@ -292,12 +293,11 @@ def test_ctrl_c_while_a_row_measures_destroys_both_stacks(engine_env, sshd, site
     output = tmp_path / "snakemake.out"
     with output.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile",
+            # as from a terminal: Ctrl-C not ignored (INTERRUPTIBLE)
+            [*INTERRUPTIBLE, sys.executable, "-m", "snakemake", "--cores", "2", "--configfile",
              "config/loopback.yaml"],
             cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, as a terminal's foreground job
-            # as from a terminal: Ctrl-C not ignored (an ignored SIGINT would be inherited)
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
         try:
             deadline = time.monotonic() + 600

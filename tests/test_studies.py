@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, copy_workflow, failed, ram_root, servers_under
+from conftest import INTERRUPTIBLE, REPO, copy_workflow, failed, ram_root, servers_under
 from conftest import snakemake as run_snakemake
 
 # pgbench's \shell runs in the pgbench process: each transaction writes the :rows it was given
@@ -101,14 +101,13 @@ def studies(tmp_path_factory):
             folder = study_dir(work, root, name, design, **defaults)
             with open(folder / "snakemake.out", "w") as out:  # a file: nobody reads a pipe
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "snakemake", "--cores", "2", "results/effects.csv"]
-                    + ["--configfile", "config/tiny.yaml"],
+                    # Ctrl-C not ignored, so that `stop` can interrupt it (INTERRUPTIBLE)
+                    [*INTERRUPTIBLE, sys.executable, "-m", "snakemake", "--cores", "2"]
+                    + ["results/effects.csv", "--configfile", "config/tiny.yaml"],
                     cwd=folder,
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    # Ctrl-C not ignored, so that `stop` can interrupt it (see test_pipeline)
-                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                 )
             stack.callback(stop, proc)
             started[name] = Study(folder, root, proc)
