@@ -12,13 +12,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from ybscale.config_sources import read_yaml, source_of
+from ybscale.files import write_whole
 from ybscale.validation import schema_errors
 
 
@@ -180,10 +180,7 @@ def write_file(settings: Mapping, folder: str | Path = SETTINGS_FILES) -> str:
     text = json.dumps(plain, indent=1, sort_keys=True) + "\n"
     path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        write_whole(path, text)
     return str(path)
 
 

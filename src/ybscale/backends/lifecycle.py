@@ -27,6 +27,7 @@ from pathlib import Path
 from ybscale.backends import backend_class, get_backend
 from ybscale.backends.base import Backend, BackendError, Cluster
 from ybscale.design.row import Row
+from ybscale.files import write_json
 
 ENDPOINTS = "endpoints.json"
 RELEASED = "released.json"
@@ -34,13 +35,6 @@ RELEASED = "released.json"
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
-
-
-def _write(path: Path, record: Mapping) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def interrupt_on_signals() -> None:
@@ -81,7 +75,7 @@ def up_job(settings: Mapping, label: str, definition: Mapping, out: Path, log: s
     interrupt_on_signals()
     with _logged(log):
         backend = get_backend(settings, out.parent.parent)
-        _write(out, bring_up(backend, label, definition, out.parent, log))
+        write_json(out, bring_up(backend, label, definition, out.parent, log))
 
 
 def down_job(settings: Mapping, label: str, endpoints_path: Path, out: Path, log: str) -> None:
@@ -94,7 +88,7 @@ def down_job(settings: Mapping, label: str, endpoints_path: Path, out: Path, log
             record = {"nothing": "the cluster did not come up"}
         else:
             record = backend.down(endpoints, out.parent)
-        _write(out, {**record, "label": label, "released": _now()})
+        write_json(out, {**record, "label": label, "released": _now()})
         print(f"{label}: released")
 
 

@@ -11,7 +11,6 @@ import argparse
 import itertools
 import json
 import math
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from ybscale.analysis.responses import read_responses
 from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM
 from ybscale.analysis.usl import usl as usl_curve
 from ybscale.design.factorial import load_design
+from ybscale.files import write_whole
 
 NOT_EFFECTS = {"I", "mean", "intercept", "Intercept", "(Intercept)", "error"}
 ACTIVE_COLOR = alt.Scale(domain=[True, False], range=["#d62728", "#4c78a8"])
@@ -63,11 +63,8 @@ def _javascript_bundle() -> str:
     except OSError:
         pass
     bundle = vlc.javascript_bundle(vl_version=vl_version)
-    try:  # whole or not at all: a rename into place
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}")
-        partial.write_text(bundle, encoding="utf-8")
-        partial.replace(path)
+    try:
+        write_whole(path, bundle)
     except OSError:  # no writable cache: built again next time
         pass
     return bundle

@@ -28,6 +28,7 @@ from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, alive
 from ybscale.config_sources import source_of
 from ybscale.design.row import ClusterShape
+from ybscale.files import write_json
 
 EXPIRY_FORMAT = "%Y%m%dt%H%Mz"  # GCP label values: lowercase, no colons
 COMBO = re.compile(r"^nodes(?P<nodes>\d+)-(?P<size>[a-z0-9_]+)-repl(?P<repl>[a-z0-9_]+)$")
@@ -232,13 +233,6 @@ def workspace(settings: Mapping, auto=None) -> Iterator[dict]:
     (each inline-program stack, each listing) and never removes it."""
     with tempfile.TemporaryDirectory(prefix="ybscale-pulumi-") as work_dir:
         yield {"work_dir": work_dir, **workspace_kwargs(settings, auto)}
-
-
-def _write_json(path: Path, data: Mapping) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    tmp.replace(path)
 
 
 def pulumi_children() -> list[int]:
@@ -486,7 +480,7 @@ def up(
                 raise
             raise BackendError(f"{name}: bring-up failed: {exc}") from exc
     if out is not None:
-        _write_json(out, endpoints)
+        write_json(out, endpoints)
     return endpoints
 
 
@@ -501,7 +495,7 @@ def destroy(
     gone = destroy_stack(name, settings, auto=auto, log=log, program=program, clusters=clusters)
     if out is not None:
         now = now or dt.datetime.now(dt.UTC)
-        _write_json(out, {"stack": name, "destroyed": now.isoformat(), "existed": gone})
+        write_json(out, {"stack": name, "destroyed": now.isoformat(), "existed": gone})
     return gone
 
 
