@@ -109,7 +109,7 @@ def test_aggregate_logs_per_second_totals():
     assert df["min_latency"].tolist() == [39, 39]
     assert df["max_latency"].tolist() == [3738, 1815]
     assert df["sum_latency"].tolist() == [891961 + 892939, 993686 + 994806]
-    assert df["latency_avg_ms"].iloc[0] == pytest.approx((891961 + 892939) / 32842 / 1000)
+    assert df["latency_avg_ms"][0] == pytest.approx((891961 + 892939) / 32842 / 1000)
     assert (df["tps"] == df["num_transactions"]).all()
 
 

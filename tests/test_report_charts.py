@@ -12,6 +12,8 @@ import vl_convert as vlc
 from conftest import REPO
 
 from ybscale.design.factorial import load_design
+from ybscale.files import write_csv
+from ybscale.measure.per_second import COLUMNS as PER_SECOND_COLUMNS
 from ybscale.measure.per_second import per_second
 from ybscale.report import charts
 
@@ -39,9 +41,9 @@ def runs(tmp_path):
         )
         meta = {"levels": design.levels(run)}
         (root / run / "measurement.json").write_text(json.dumps(meta))
-        # what the per_second rule derives once from the logs
-        table = per_second(root / run / "repetitions.csv")
-        table.to_csv(root / run / "per_second.csv", index=False)
+        # what the measuring job derives once from the logs
+        lines = per_second(root / run / "repetitions.csv")
+        write_csv(root / run / "per_second.csv", lines, PER_SECOND_COLUMNS)
     return root
 
 
@@ -53,7 +55,7 @@ def _png_ok(chart) -> None:
 
 
 def test_per_second_series_add_up_threads_and_nodes(runs):
-    one = per_second(runs / "run01" / "repetitions.csv")
+    one = pd.DataFrame(per_second(runs / "run01" / "repetitions.csv"))
     assert set(one["repetition"]) == {1, 2} and set(one["run"]) == {"run01"}
     one = one[one["repetition"] == 1].sort_values("second")
     # first interval of the two threads: 4005 + 3926 transactions

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 
@@ -19,3 +22,24 @@ def write_whole(path: Path, text: str) -> None:
 def write_json(path: Path, record: Mapping) -> None:
     """`record` as indented JSON (values JSON lacks as their str), written whole."""
     write_whole(path, json.dumps(record, indent=2, default=str) + "\n")
+
+
+def write_csv(path: Path, rows: Iterable[Mapping], columns: Sequence[str] | None = None) -> None:
+    """`rows` as CSV with a header, written whole: `columns` in that order (default: every key
+    in the order the rows first name it); a missing, None or NaN value is an empty field, as
+    pandas writes it (so pandas reads it back as NaN)."""
+    rows = list(rows)
+    if columns is None:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(_field(row.get(column)) for column in columns)
+    write_whole(path, out.getvalue())
+
+
+def _field(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import stdtrit  # t quantile; scipy.stats alone doubles the job's start
 
 from ybscale.analysis.columns import first_line, read_columns, row_count
 from ybscale.analysis.usl import UslFit, fit_usl, peak
@@ -87,6 +86,10 @@ def usl_interval(fit: UslFit, pcov, confidence: float = CONFIDENCE) -> tuple[flo
     var = float(grad @ cov @ grad)
     if not (math.isfinite(var) and var >= 0):
         return math.nan, math.nan
+    # the t quantile from scipy.special, imported here: a row with too few counts for this
+    # interval never pays for scipy's import (about half of a fitting job's start)
+    from scipy.special import stdtrit
+
     half = float(stdtrit(dof, 0.5 + confidence / 2)) * math.sqrt(var)
     return fit.x_n_star - half, fit.x_n_star + half
 

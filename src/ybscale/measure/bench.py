@@ -18,14 +18,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ybscale import __version__
 from ybscale.backends.base import BackendError, Cluster, PgbenchCommand
 from ybscale.backends.lifecycle import attached, interrupt_on_signals
 from ybscale.design.row import Row
+from ybscale.files import write_csv
 from ybscale.measure import attempt, latency, pgbench, precision, utilisation, workload
 from ybscale.measure.measuring import MeasuringProtocol
+from ybscale.measure.per_second import COLUMNS as PER_SECOND_COLUMNS
 from ybscale.measure.per_second import per_second
 
 THROUGHPUT_COLUMNS = [
@@ -415,9 +416,9 @@ def measure(
         progress(f"{run}: WARNING: {warning}")
     lines = measure_sweep(row, cluster, script, env, settings, logs, rep_rows, progress)
     finished = dt.datetime.now(dt.UTC)
-    pd.DataFrame(rep_rows).to_csv(staged / "repetitions.csv", index=False)
+    write_csv(staged / "repetitions.csv", rep_rows)
     seconds = per_second(staged / "repetitions.csv", logs, run=run)  # what the charts draw
-    seconds.to_csv(staged / "per_second.csv", index=False)
+    write_csv(staged / "per_second.csv", seconds, PER_SECOND_COLUMNS)
     meta = {
         "run": run,
         "levels": row.levels,
@@ -436,7 +437,7 @@ def measure(
     (staged / "measurement.json").write_text(json.dumps(meta, indent=2, default=str))
     path = staged / "throughput.csv"
     extra = sorted({k for line in lines for k in line} - set(THROUGHPUT_COLUMNS))
-    pd.DataFrame(lines, columns=THROUGHPUT_COLUMNS + extra).to_csv(path, index=False)
+    write_csv(path, lines, THROUGHPUT_COLUMNS + extra)
     best = max(lines, key=lambda line: line["tps_mean"])
     progress(
         f"{run}: done in {(finished - started).total_seconds():.0f}s, best {best['tps_mean']:,.0f} "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ybscale import settings
 from ybscale.measure import adaptive
 
-if TYPE_CHECKING:  # precision needs pandas: only a measuring job imports it (`rule`), not the
+if TYPE_CHECKING:  # precision needs numpy: only a measuring job imports it (`rule`), not the
     from ybscale.measure import precision  # plan that rules/cloud.smk reads at parse time
 
 ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (planning estimate)

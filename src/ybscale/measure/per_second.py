@@ -9,10 +9,9 @@ this table, not the logs.
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
-
-import pandas as pd
 
 from ybscale.measure.pgbench import PgbenchError, parse_aggregate_logs
 from ybscale.measure.pgbench import repetition_prefix as prefix_of
@@ -29,17 +28,19 @@ def node_logs(logs: Path, clients: int, repetition: int) -> list[Path]:
 
 def per_second(
     repetitions: Path | str, logs: Path | str | None = None, run: str | None = None
-) -> pd.DataFrame:
-    """run (default: the folder of `repetitions`), clients, repetition, second (since the
-    repetition's first interval), tps: the nodes added up. A repetition shorter than one
-    interval has no line."""
+) -> list[dict]:
+    """One line (`COLUMNS`) per second of each repetition: run (default: the folder of
+    `repetitions`), clients, repetition, second (since the repetition's first interval), tps:
+    the nodes added up. A repetition shorter than one interval has no line."""
     repetitions = Path(repetitions)
     logs = Path(logs) if logs else repetitions.parent / LOGS
     run = run or repetitions.parent.name
-    done = pd.read_csv(repetitions)[["clients", "repetition"]].drop_duplicates()
-    frames = []
-    for clients, rep in done.itertuples(index=False):
-        paths = node_logs(logs, int(clients), int(rep))
+    with repetitions.open(newline="") as fh:
+        read = csv.DictReader(fh)
+        done = dict.fromkeys((int(float(r["clients"])), int(float(r["repetition"]))) for r in read)
+    lines = []
+    for clients, rep in done:
+        paths = node_logs(logs, clients, rep)
         if not paths:
             raise FileNotFoundError(
                 f"{repetitions}: {clients} clients, repetition {rep}: no log under {logs}"
@@ -48,15 +49,10 @@ def per_second(
             agg = parse_aggregate_logs(paths)
         except PgbenchError:
             continue  # shorter than one interval
-        frames.append(
-            pd.DataFrame(
-                {
-                    "run": run,
-                    "clients": int(clients),
-                    "repetition": int(rep),
-                    "second": agg["interval_start"] - agg["interval_start"].min(),
-                    "tps": agg["tps"],
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+        first = int(agg["interval_start"].min())
+        lines += [
+            {"run": run, "clients": clients, "repetition": rep, "second": int(start) - first,
+             "tps": float(tps)}
+            for start, tps in zip(agg["interval_start"], agg["tps"], strict=True)
+        ]  # fmt: skip
+    return lines

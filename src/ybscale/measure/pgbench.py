@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from ybscale.backends.base import PgbenchCommand
 
 __all__ = [
     "AGG_COLUMNS",
+    "AggregateLog",
     "PgbenchError",
     "PgbenchResult",
     "aggregate_log_paths",
@@ -199,6 +198,7 @@ AGG_COLUMNS = [
 ]
 _AGG_WIDTHS = {6, 10, 11, 15, 16}
 _MIN_MAX = ["min_latency", "max_latency", "min_lag", "max_lag"]
+_FAILURE_COLUMNS = ("serialization_failures", "deadlock_failures", "other_sql_failures")
 
 
 def repetition_prefix(logs: Path, clients: int, repetition: int) -> Path:
@@ -215,10 +215,24 @@ def aggregate_log_paths(prefix: str | Path) -> list[Path]:
     return sorted(p for p in prefix.parent.glob(prefix.name + ".*") if pat.fullmatch(p.name))
 
 
-def parse_aggregate_logs(paths: Iterable[str | Path], interval_s: float = 1) -> pd.DataFrame:
+@dataclass(frozen=True)
+class AggregateLog:
+    """Per-interval totals (`parse_aggregate_logs`): numpy columns by name, one entry an
+    interval; len() counts the intervals."""
+
+    columns: dict
+
+    def __getitem__(self, name: str):
+        return self.columns[name]
+
+    def __len__(self) -> int:
+        return len(self.columns["interval_start"])
+
+
+def parse_aggregate_logs(paths: Iterable[str | Path], interval_s: float = 1) -> AggregateLog:
     """Per-interval totals of `--log --aggregate-interval` files merged across threads/processes.
 
-    One row per interval_start (epoch s, ascending): counts and sums are added, min/max combined
+    One entry per interval_start (epoch s, ascending): counts and sums are added, min/max combined
     (intervals with no transactions do not contribute their zero min/max). Latencies are in µs
     as pgbench writes them; adds `failures`, `tps` and `latency_avg_ms`. pgbench 15 drops the
     last partial interval of a -T run, so num_transactions sums to less than stdout's count.
@@ -237,30 +251,29 @@ def parse_aggregate_logs(paths: Iterable[str | Path], interval_s: float = 1) -> 
             rows.append([float(x) for x in fields])
     if not rows:
         raise PgbenchError(f"no aggregate log lines in {[str(p) for p in paths]}")
-    width = max(len(r) for r in rows)
-    import pandas as pd  # here: the backends render commands with this module, pandas-free
+    import numpy as np  # here: the backends render commands with this module, numpy-free
 
-    df = pd.DataFrame([r + [0.0] * (width - len(r)) for r in rows], columns=AGG_COLUMNS[:width])
-    for col in AGG_COLUMNS[width:]:
-        df[col] = 0.0
-    empty = df["num_transactions"] == 0
-    df.loc[empty, _MIN_MAX] = float("nan")
-    sums = [c for c in AGG_COLUMNS if c not in _MIN_MAX and c != "interval_start"]
-    g = df.groupby("interval_start")
-    out = g[sums].sum()
-    out["min_latency"] = g["min_latency"].min()
-    out["max_latency"] = g["max_latency"].max()
-    out["min_lag"] = g["min_lag"].min()
-    out["max_lag"] = g["max_lag"].max()
-    out = out.reset_index()[AGG_COLUMNS]
-    ints = ["interval_start", "num_transactions", "skipped", "retried", "retries"]
-    ints += ["serialization_failures", "deadlock_failures", "other_sql_failures"]
-    out[ints] = out[ints].astype("int64")
-    out["failures"] = out[ints[-3:]].sum(axis=1)
+    table = np.zeros((len(rows), len(AGG_COLUMNS)))
+    for i, row in enumerate(rows):
+        table[i, : len(row)] = row
+    starts, interval = np.unique(table[:, 0], return_inverse=True)
+    empty = table[:, AGG_COLUMNS.index("num_transactions")] == 0
+    out = {"interval_start": starts.astype(np.int64)}
+    for k, column in enumerate(AGG_COLUMNS[1:], 1):
+        if column in _MIN_MAX:  # NaN where every line of the interval was empty
+            combined = np.full(len(starts), np.nan)
+            extreme = np.fmin if column.startswith("min") else np.fmax
+            extreme.at(combined, interval, np.where(empty, np.nan, table[:, k]))
+            out[column] = combined
+        else:
+            out[column] = np.bincount(interval, table[:, k], minlength=len(starts))
+    for column in ("num_transactions", "skipped", "retried", "retries", *_FAILURE_COLUMNS):
+        out[column] = out[column].astype(np.int64)
+    out["failures"] = sum(out[column] for column in _FAILURE_COLUMNS)
     out["tps"] = out["num_transactions"] / interval_s
-    n = out["num_transactions"].where(out["num_transactions"] > 0)
+    n = np.where(out["num_transactions"] > 0, out["num_transactions"], np.nan)
     out["latency_avg_ms"] = out["sum_latency"] / n / 1000.0
-    return out
+    return AggregateLog(out)
 
 
 def executable(bindir_or_exe: str | Path) -> str:

@@ -15,26 +15,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 
-def steady_tps(per_second: pd.DataFrame, skip: int = 1) -> tuple[float, int]:
+def steady_tps(per_second, skip: int = 1) -> tuple[float, int]:
     """(mean tps over the whole seconds after the first `skip`, seconds used).
 
-    `per_second` is `pgbench.parse_aggregate_logs` output (one row per epoch second, merged
-    over threads and processes). The first interval starts when the first client connected and
-    pgbench drops the final partial one; NaN when nothing is left after the skip.
+    `per_second` has `interval_start` and `num_transactions` columns, one entry per epoch
+    second merged over threads and processes (`pgbench.parse_aggregate_logs`). The first
+    interval starts when the first client connected and pgbench drops the final partial one;
+    NaN when nothing is left after the skip.
     """
-    if per_second.empty:
+    starts = np.asarray(per_second["interval_start"], dtype=np.int64)
+    counts = np.asarray(per_second["num_transactions"], dtype=float)
+    if not len(starts):
         return math.nan, 0
-    df = per_second.sort_values("interval_start")
-    start = int(df["interval_start"].iloc[0])
-    kept = df[df["interval_start"] >= start + skip]
-    if kept.empty:
+    kept = starts >= starts.min() + skip
+    if not kept.any():
         return math.nan, 0
     # seconds with no transaction at all are absent from the logs: count the span, not the lines
-    span = int(kept["interval_start"].iloc[-1]) - int(kept["interval_start"].iloc[0]) + 1
-    return float(kept["num_transactions"].sum()) / span, span
+    span = int(starts[kept].max()) - int(starts[kept].min()) + 1
+    return float(counts[kept].sum()) / span, span
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
