@@ -383,16 +383,20 @@ class LocalCluster(Cluster):
                 time.sleep(0.05)
 
     def check(self) -> None:
+        """Every node running and answering (one psql each); the primary also reports its
+        replication quorum in the same session."""
+        quorum_sql = "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'quorum';"
         for node in self.nodes:
             if not node.running():
                 raise BackendError(
                     f"{node.name} (port {node.port}) is not running; see {node.logfile}"
                 )
+        replicated = self.replicated and len(self.nodes) > 1
+        answers = self.nodes[0].psql("SELECT 1;" + (quorum_sql if replicated else ""), timeout=15)
+        for node in self.nodes[1:]:
             node.psql("SELECT 1", timeout=15)
-        if self.replicated and len(self.nodes) > 1:
-            quorum = self.nodes[0].psql(
-                "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'quorum'", timeout=15
-            )
+        if replicated:
+            quorum = answers.splitlines()[1]
             if int(quorum) < len(self.nodes) - 1:
                 raise BackendError(
                     f"replication quorum not met: {quorum} of {len(self.nodes) - 1} standbys "
@@ -400,38 +404,41 @@ class LocalCluster(Cluster):
                 )
 
     def applied(self) -> dict:
-        """Server and session settings read back from every node; BackendError on a mismatch."""
+        """Server and session settings read back from every node, with its isolation level and
+        its postmaster's pid and start (rows with equal ones ran on the same servers): one
+        session with the row's session settings a node, and one without them for its server
+        settings; BackendError on a mismatch."""
         env = workload.session_env(self.row.session)
-        isolation = {n.name: n.psql("SHOW transaction_isolation", env=env) for n in self.nodes}
-        in_effect = {"server": {}, "session": {}}
-        for kind, wanted, session_env in (
-            ("server", self.row.server, {}),
-            ("session", self.row.session, env),
-        ):
-            for node in self.nodes:
-                got = read_settings(node, list(wanted), session_env)
-                in_effect[kind][node.name] = got
+        server, session = list(self.row.server), list(self.row.session)
+        isolation, in_effect, servers = {}, {"server": {}, "session": {}}, {}
+        version = ""
+        for i, node in enumerate(self.nodes):
+            sql = ["SHOW transaction_isolation;", "SELECT pg_postmaster_start_time();"]
+            sql += [f"SHOW {name};" for name in session]
+            sql += ["SHOW server_version;"] if i == 0 else []
+            answers = node.psql("\n".join(sql), env=env).splitlines()
+            isolation[node.name] = answers[0]
+            servers[node.name] = {"pid": postmaster_pid(node.datadir), "started": answers[1]}
+            in_effect["session"][node.name] = dict(
+                zip(session, answers[2 : 2 + len(session)], strict=True)
+            )
+            version = answers[-1] if i == 0 else version
+            # server settings in a session without the row's (its PGOPTIONS could mask them)
+            in_effect["server"][node.name] = read_settings(node, server, {})
+        for kind, wanted in (("server", self.row.server), ("session", self.row.session)):
+            for node, got in in_effect[kind].items():
                 wrong = {k: v for k, v in got.items() if not same_setting(v, wanted[k])}
                 if wrong:
                     raise BackendError(
-                        f"{node.name}: {kind} settings in effect {wrong} differ from the "
+                        f"{node}: {kind} settings in effect {wrong} differ from the "
                         f"row's {dict(wanted)}"
                     )
-        version = self.nodes[0].psql("SHOW server_version")
         return {
             **self.record,
             "isolation_in_effect": isolation,
             "settings_in_effect": in_effect,
             "server_version": version,
-            "servers": self.servers(),
-        }
-
-    def servers(self) -> dict[str, dict]:
-        """Each node's postmaster: its pid and when it started, as the server reports them
-        (rows with equal values ran on the same servers)."""
-        sql = "SELECT pg_postmaster_start_time()"
-        return {
-            n.name: {"pid": postmaster_pid(n.datadir), "started": n.psql(sql)} for n in self.nodes
+            "servers": servers,
         }
 
 
