@@ -80,13 +80,18 @@ class FakeStack:
             outputs={k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
         )
 
+    def export_stack(self):
+        real_signature(real_auto.Stack.export_stack, {})
+        pending = [{"type": "creating", "resource": {}}] if self.auto.pending else []
+        return real_auto.Deployment(version=3, deployment={"pending_operations": pending})
+
     def refresh(self, **kwargs):
         real_signature(real_auto.Stack.refresh, kwargs)
         self.auto.calls.append(("refresh", self.name, kwargs.get("clear_pending_creates")))
 
     def destroy(self, **kwargs):
         real_signature(real_auto.Stack.destroy, kwargs)
-        self.auto.calls.append(("destroy", self.name))
+        self.auto.calls.append(("destroy", self.name, kwargs.get("refresh")))
 
 
 class FakeAuto:
@@ -102,8 +107,8 @@ class FakeAuto:
     def PulumiCommand(**kwargs):  # noqa: N802 (mirrors the real class name)
         inspect.signature(real_auto.PulumiCommand).bind(**kwargs)  # no engine run here
 
-    def __init__(self, fail_up=False):
-        self.fail_up = fail_up
+    def __init__(self, fail_up=False, pending=False):
+        self.fail_up, self.pending = fail_up, pending  # pending: the state has pending operations
         self.stacks: dict[str, FakeStack] = {}
         self.calls: list[tuple] = []
         self.options = []
@@ -208,12 +213,15 @@ def test_failed_up_destroys(settings, tmp_path):
     out = tmp_path / "endpoints.json"
     with pytest.raises(BackendError, match="quota exceeded"):
         stacks.up("nodes3-small-reploff", settings, out=out, auto=auto, now=NOW, log=lambda m: None)
-    assert ("destroy", "ybscale-s1-nodes3-small-reploff") in auto.calls
+    assert ("destroy", "ybscale-s1-nodes3-small-reploff", True) in auto.calls
     assert not out.exists()
 
 
-def test_not_ready_destroys(settings, tmp_path):
-    auto = FakeAuto()
+@pytest.mark.parametrize("pending", [False, True], ids=["clean-state", "pending-creates"])
+def test_not_ready_destroys(settings, tmp_path, pending):
+    """destroy refreshes in its own run; the pending creates of an interrupted up are cleared
+    by a refresh of their own first (on the real engine: test_real_engine_pending_creates_...)."""
+    auto = FakeAuto(pending=pending)
 
     def never_ready(endpoints, settings):
         raise BackendError("tserver-2 does not answer")
@@ -222,7 +230,8 @@ def test_not_ready_destroys(settings, tmp_path):
         stacks.up("nodes3-small-reploff", settings, auto=auto, now=NOW, ready=never_ready,
                   log=lambda m: None)  # fmt: skip
     name = "ybscale-s1-nodes3-small-reploff"
-    assert auto.calls[-3:] == [("refresh", name, True), ("destroy", name), ("remove", name)]
+    cleared = [("refresh", name, True)] if pending else []
+    assert auto.calls[-3 + (not pending) :] == [*cleared, ("destroy", name, True), ("remove", name)]
 
 
 def test_up_needs_a_project(tmp_path, monkeypatch):
@@ -532,12 +541,46 @@ def test_real_engine_lifecycle_and_reap(engine, tmp_path, monkeypatch):
     # no automation-* folder with a Pulumi.yaml is left in the temp directory
     assert left_in_tmp(tmp_path) == []
     # the engine's version was asked once for the process's six workspaces; the summaries
-    # after up, refresh and destroy never decrypted the state (0.2 CPU-s of key derivation
-    # from the passphrase each); the decrypting commands are the lifecycle's own
+    # after up and destroy never decrypted the state (0.2 CPU-s of key derivation from the
+    # passphrase each); the decrypting commands are the lifecycle's own; a state without
+    # pending operations is destroyed by one `destroy --refresh`, no refresh of its own
     lines = runs.read_text().splitlines()
     assert lines.count("version") == 1, lines
     history = [line for line in lines if line.startswith("stack history")]
-    assert len(history) == 3 and not any("--show-secrets" in line for line in history), lines
+    assert len(history) == 2 and not any("--show-secrets" in line for line in history), lines
+    assert [line for line in lines if line.startswith("refresh")] == [], lines
+    (destroyed,) = [line for line in lines if line.startswith("destroy")]
+    assert "--refresh" in destroyed.split(), destroyed
+
+
+def test_real_engine_pending_creates_are_cleared_before_destroy(engine, tmp_path, monkeypatch):
+    """A state holding a pending create (what an engine killed mid-`up` leaves; written here
+    into the file backend's own checkpoint, as `pulumi stack import` drops pending operations)
+    is refreshed with --clear-pending-creates before the destroy; nothing of it is left."""
+    runs = logged_engine(tmp_path, monkeypatch)
+    combo = "nodes3-small-reploff"
+    name = stacks.stack_name(combo, engine)
+    stacks.up(combo, engine, now=NOW, log=quiet, program=cloudfree_program)
+    state_dir = Path(engine["state_url"].removeprefix("file://")) / ".pulumi" / "stacks"
+    (checkpoint,) = state_dir.rglob(f"{name}.json")
+    state = json.loads(checkpoint.read_text())
+    latest = state["checkpoint"]["latest"]
+    (node,) = [r for r in latest["resources"] if r["type"] == "ybscale:test:Node"]
+    created = {**node, "urn": node["urn"].replace("tserver-0", "tserver-1")}
+    latest["pending_operations"] = [{"resource": created, "type": "creating"}]
+    checkpoint.write_text(json.dumps(state))
+    with stacks.workspace(engine) as kwargs:
+        stack = real_auto.select_stack(
+            stack_name=name, project_name=engine["name"], program=cloudfree_program,
+            opts=real_auto.LocalWorkspaceOptions(**kwargs),
+        )  # fmt: skip
+        (pending,) = stacks.pending_operations(stack)
+        assert pending["type"] == "creating" and pending["resource"]["urn"] == created["urn"]
+    assert stacks.destroy_stack(name, engine, log=quiet, program=cloudfree_program) is True
+    lines = runs.read_text().splitlines()
+    refreshes = [line.split() for line in lines if line.startswith("refresh")]
+    assert len(refreshes) == 1 and "--clear-pending-creates" in refreshes[0], lines
+    assert stacks.list_stacks(engine) == []
 
 
 def test_real_engine_onerror_destroys_this_study_only(engine, tmp_path, monkeypatch):
@@ -655,7 +698,7 @@ def test_failed_up_saves_every_vms_serial_console_first(settings, tmp_path, monk
     text = (logdir / "ybscale-s1-nodes3-small-replon-tserver-2.serial.log").read_text()
     assert "get-serial-port-output ybscale-s1-nodes3-small-replon-tserver-2" in text
     assert "--zone=us-central1-a --project=my-proj" in text
-    assert ("destroy", "ybscale-s1-nodes3-small-replon") in auto.calls
+    assert ("destroy", "ybscale-s1-nodes3-small-replon", True) in auto.calls
 
 
 def test_rows_of_one_cluster_take_turns_rows_of_two_run_together(settings, tmp_path):

@@ -326,15 +326,28 @@ def install_signal_handlers() -> None:
 
 
 def teardown(stack, log=print) -> None:
-    """Refresh with --clear-pending-creates (an interrupted `up` leaves pending creates that
-    `destroy` would skip: the resources would be left running), then destroy. show_secrets
-    False: the summary the Automation API reads after each (unused here) then needs no key
-    derived from the passphrase, about 0.2 CPU-s per call."""
+    """Destroy the stack's resources, refreshing them first in the same engine run (VMs
+    deleted behind its back are then seen as gone). An interrupted `up` leaves pending creates
+    that `destroy` would skip (the resources would be left running): when the state holds
+    pending operations, or cannot be read, a refresh with --clear-pending-creates runs first.
+    show_secrets False: the summary the Automation API reads after each (unused here) then
+    needs no key derived from the passphrase, about 0.2 CPU-s per call."""
+    if pending_operations(stack, log):
+        try:
+            stack.refresh(clear_pending_creates=True, on_output=log, show_secrets=False)
+        except Exception as exc:  # destroy anyway: it still removes everything recorded
+            log(f"{stack.name}: refresh --clear-pending-creates failed ({exc}); destroying anyway")
+    stack.destroy(refresh=True, on_output=log, show_secrets=False)
+
+
+def pending_operations(stack, log=print) -> list:
+    """The operations an interrupted engine left in the stack's state (`pulumi stack export`,
+    which needs no passphrase); one unknown entry when the state cannot be read."""
     try:
-        stack.refresh(clear_pending_creates=True, on_output=log, show_secrets=False)
-    except Exception as exc:  # destroy anyway: it still removes everything recorded
-        log(f"{stack.name}: refresh --clear-pending-creates failed ({exc}); destroying anyway")
-    stack.destroy(on_output=log, show_secrets=False)
+        return list(stack.export_stack().deployment.get("pending_operations") or [])
+    except Exception as exc:
+        log(f"{stack.name}: its state could not be read ({exc}); refreshing before destroy")
+        return [{"unknown": str(exc)}]
 
 
 def vm_name_errors(settings: Mapping, tservers: Mapping[str, int]) -> list[str]:
@@ -508,7 +521,7 @@ def destroy_stack(
     program: Callable | None = None,
     clusters: Path | None = None,
 ) -> bool:
-    """Refresh (clearing pending creates), destroy and remove one stack; when it is this
+    """Destroy (`teardown`) and remove one stack; when it is this
     study's, its endpoints under `clusters` (the folder of every combination's files) are
     invalidated first, whatever happens next."""
     from ybscale.backends.gcp.files import ClusterFiles
