@@ -42,12 +42,42 @@ def real_signature(method, kwargs: dict) -> None:
     inspect.signature(method).bind(None, **kwargs)
 
 
+class FakeEngine:
+    """The read-only commands the lifecycle runs itself (`stacks.engine_json`), answered from
+    the fake stacks in the JSON the real CLI prints (checked on the real engine by the
+    real_engine tests)."""
+
+    def __init__(self, auto):
+        self.auto = auto
+
+    def run(self, args, cwd, additional_env):
+        inspect.signature(real_auto.PulumiCommand.run).bind(None, args, cwd, additional_env)
+        name = args[args.index("--stack") + 1]
+        if args[:3] == ["stack", "output", "--json"]:
+            answer = {k: v.value for k, v in self.auto.stacks[name].outputs.items()}
+        elif args[:2] == ["stack", "export"] and "--show-secrets" not in args:
+            pending = [{"type": "creating", "resource": {}}] if self.auto.pending else []
+            answer = {"version": 3, "deployment": {"pending_operations": pending}}
+        else:
+            raise AssertionError(f"the fake engine does not know `pulumi {' '.join(args)}`")
+        return real_auto.CommandResult(stdout=json.dumps(answer), stderr="", code=0)
+
+
+def fake_workspace(auto, **methods):
+    """What `stacks.engine_json` reads of a workspace, and `methods`."""
+    return types.SimpleNamespace(
+        pulumi_command=FakeEngine(auto), work_dir="/nonexistent", env_vars={}, pulumi_home=None,
+        **methods,
+    )  # fmt: skip
+
+
 class FakeStack:
     def __init__(self, auto, name, program):
         self.auto, self.name, self.program = auto, name, program
         self.config = {}
         self.outputs = {}
-        self.workspace = types.SimpleNamespace(
+        self.workspace = fake_workspace(
+            auto,
             install_plugin=lambda name, version: auto.calls.append(("plugin", name, version)),
             remove_stack=lambda name: auto.calls.append(("remove", name)) or auto.stacks.pop(name),
         )
@@ -79,11 +109,6 @@ class FakeStack:
         return types.SimpleNamespace(
             outputs={k: real_auto.OutputValue(v, False) for k, v in outputs.items()}
         )
-
-    def export_stack(self):
-        real_signature(real_auto.Stack.export_stack, {})
-        pending = [{"type": "creating", "resource": {}}] if self.auto.pending else []
-        return real_auto.Deployment(version=3, deployment={"pending_operations": pending})
 
     def refresh(self, **kwargs):
         real_signature(real_auto.Stack.refresh, kwargs)
@@ -127,17 +152,13 @@ class FakeAuto:
     def LocalWorkspace(self, **kwargs):  # noqa: N802 (mirrors the real class name)
         auto = self
 
-        class Workspace:
-            def list_stacks(self):
-                return [
-                    real_auto.StackSummary(name=f"organization/ybscale/{n}", current=False)
-                    for n in auto.stacks
-                ] + [real_auto.StackSummary(name="other-project-stack", current=False)]
+        def list_stacks():
+            return [
+                real_auto.StackSummary(name=f"organization/ybscale/{n}", current=False)
+                for n in auto.stacks
+            ] + [real_auto.StackSummary(name="other-project-stack", current=False)]
 
-            def stack_outputs(self, name):
-                return auto.stacks[name].outputs
-
-        return Workspace()
+        return fake_workspace(auto, list_stacks=list_stacks)
 
 
 @pytest.fixture
@@ -549,6 +570,11 @@ def test_real_engine_lifecycle_and_reap(engine, tmp_path, monkeypatch):
     history = [line for line in lines if line.startswith("stack history")]
     assert len(history) == 2 and not any("--show-secrets" in line for line in history), lines
     assert [line for line in lines if line.startswith("refresh")] == [], lines
+    # only `up`'s own reading of its outputs decrypts; the listings' outputs and the export
+    # before the destroy are read masked (stacks.engine_json)
+    decrypting = [line for line in lines if "--show-secrets" in line.split()]
+    assert len(decrypting) == 1 and decrypting[0].startswith("stack output"), lines
+    assert any(line.startswith("stack export") for line in lines), lines
     (destroyed,) = [line for line in lines if line.startswith("destroy")]
     assert "--refresh" in destroyed.split(), destroyed
 
