@@ -8,6 +8,7 @@ import json
 import re
 
 import pandas as pd
+import pytest
 import yaml
 from conftest import REPO, failed, servers_under, snakemake, tiny_workflow
 
@@ -100,6 +101,7 @@ SHARE_DESIGN = {
 }
 
 
+@pytest.mark.slow
 def test_a_study_shares_one_real_cluster_per_combination_and_judges_a_split_plot(
     tmp_path, data_root
 ):
