@@ -484,7 +484,9 @@ def _module_scoped(item) -> bool:
 # `pytest -q` runs on three workers (pyproject.toml: -n 3). Every test holds a shared lock on
 # one file of the run while it runs (set-up and tear-down included); a test marked `exclusive`
 # (it asserts on what a measurement saw: CPU shares, a saturated node, a race) holds it
-# exclusively, so nothing of the other workers runs beside it.
+# exclusively, so nothing of the other workers runs beside it. A test waiting to run alone
+# first holds a gate that every test passes before it starts: the others finish what they run
+# and wait, instead of starting test after test while it starves (flock has no queue).
 _LOCK = pytest.StashKey[str]()
 _TINY_ROOT = "YBSCALE_TINY_STUDY_ROOT"  # the shared tiny study's RAM data root (made when run)
 
@@ -498,6 +500,7 @@ def pytest_configure(config):
         fd, path = tempfile.mkstemp(prefix="ybscale-tests-", suffix=".lock")
         os.close(fd)
         os.environ["YBSCALE_TEST_LOCK"] = path  # the workers start after this, with it
+        Path(path + ".gate").touch()
         config.stash[_LOCK] = path
 
 
@@ -511,6 +514,7 @@ def pytest_unconfigure(config):
     path = config.stash.get(_LOCK, None)
     if path:
         Path(path).unlink(missing_ok=True)
+        Path(path + ".gate").unlink(missing_ok=True)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -519,10 +523,15 @@ def pytest_runtest_protocol(item, nextitem):
     if not (path and hasattr(item.config, "workerinput")):
         yield
         return
-    mode = fcntl.LOCK_EX if item.get_closest_marker("exclusive") else fcntl.LOCK_SH
-    with open(path) as lock:
+    alone = item.get_closest_marker("exclusive") is not None
+    mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
+    with open(path) as lock, open(path + ".gate") as gate:
+        fcntl.flock(gate, mode)  # held by a test waiting to run alone: the others wait here
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
         fcntl.flock(lock, mode)
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
