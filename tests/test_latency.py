@@ -103,3 +103,20 @@ def test_a_real_repetitions_log_is_reduced_within_its_bound(data_root, tmp_path)
     assert len(lat) == len(expected) == tps * used
     got = latency.percentiles(lat)
     assert got["latency_p95_ms"] == np.percentile(expected, 95) / 1000
+
+
+def test_threads_ending_either_side_of_a_second_share_their_intervals(tmp_path):
+    """Two threads of one 3 s repetition, one ending just before a second's boundary and one
+    just after: reduced together, their intervals share bounds and labels, so the merged
+    repetition has 3 seconds (2 counted after the first), not 4 (the run seemed 33 % longer)."""
+    paths = [tmp_path / "c002_r1_node1.7", tmp_path / "c002_r1_node1.7.1"]
+    for path, last in zip(paths, (T0 + 2.98, T0 + 3.02), strict=True):
+        done = np.arange(T0 + 0.05, last, 0.01)
+        done[-1] = last
+        path.write_text(
+            "".join(f"0 {i} 900 0 {int(d)} {round((d % 1) * 1e6)} 0\n" for i, d in enumerate(done))
+        )
+    latency.reduce_logs(paths, 3)
+    per_second = pgbench.parse_aggregate_logs(paths)
+    assert len(per_second) == 3, per_second["interval_start"]
+    assert precision.steady_tps(per_second, 1)[1] == 2

@@ -209,7 +209,7 @@ def steady_throughput(
 ) -> tuple[float, float, np.ndarray]:
     """(tps, seconds, latencies in µs) of one repetition, its first `skip` s excluded.
 
-    Each per-transaction log is reduced to per-second lines first (`latency.reduce_log`);
+    Each per-transaction log is reduced to per-second lines first (`latency.reduce_logs`);
     the latencies are those of the counted seconds. Falls back to pgbench's own tps (seconds
     NaN, no latencies) when the run was too short to trim.
     """
@@ -217,7 +217,7 @@ def steady_throughput(
     for prefix in prefixes:
         paths += pgbench.aggregate_log_paths(prefix)
     try:
-        transactions = [latency.reduce_log(path, seconds) for path in paths]
+        transactions = latency.reduce_logs(paths, seconds)
         samples = pgbench.parse_aggregate_logs(paths)
     except (pgbench.PgbenchError, ValueError):  # shorter than one whole interval
         return fallback, math.nan, np.array([])

@@ -90,15 +90,17 @@ AGGREGATE = [
 ]  # fmt: skip
 
 
-def per_second(tx: Transactions, seconds: int) -> dict[str, np.ndarray]:
+def per_second(tx: Transactions, seconds: int, end: float | None = None) -> dict[str, np.ndarray]:
     """pgbench's aggregate-log columns (`AGGREGATE`) for one thread's transactions of a
     `seconds`-long run: intervals of 1 s, the last ending at the last completion (so the first
     holds the clients' start, as pgbench's first interval does), labelled by their whole epoch
     second; adds `second` (the interval's index). Seconds without a transaction hold zeros,
-    as pgbench writes them."""
+    as pgbench writes them. `end`: the last completion of the whole repetition (default:
+    this log's), so that every thread's and node's intervals share their bounds and labels."""
     ok = tx.status == OK
-    start = float(tx.done.max()) - seconds
-    second = _interval(tx, seconds)
+    end = float(tx.done.max()) if end is None else end
+    start = end - seconds
+    second = _interval(tx, seconds, end)
     lat = np.where(ok, tx.latency_us, 0.0)
 
     def count(mask: np.ndarray) -> np.ndarray:
@@ -128,21 +130,36 @@ def per_second(tx: Transactions, seconds: int) -> dict[str, np.ndarray]:
     return out
 
 
+def reduce_logs(paths: Sequence[Path], seconds: int) -> list[Transactions]:
+    """Rewrite the per-transaction logs of one `seconds`-long repetition (every thread's and
+    node's) in place as pgbench's aggregate format, on intervals that end at the repetition's
+    last completion (one end for all: a thread that finished a moment before a second's
+    boundary would otherwise label its seconds one lower than the others, and the merged
+    repetition would span a second more); return each log's transactions with the
+    `interval_start` of their interval."""
+    logs = [read_transactions(path) for path in paths]
+    if not logs:
+        return []
+    end = max(float(tx.done.max()) for tx in logs)
+    reduced = []
+    for path, tx in zip(paths, logs, strict=True):
+        lines = per_second(tx, seconds, end)
+        rows = np.column_stack([lines[column] for column in AGGREGATE]).astype(float)
+        path.write_text("".join(" ".join(f"{v:.0f}" for v in row) + "\n" for row in rows))
+        starts = lines["interval_start"][_interval(tx, seconds, end)]
+        reduced.append(replace(tx, interval_start=starts))
+    return reduced
+
+
 def reduce_log(path: Path, seconds: int) -> Transactions:
-    """Rewrite one per-transaction log of a `seconds`-long run in place as pgbench's aggregate
-    format; return its transactions with the `interval_start` of their interval."""
-    tx = read_transactions(path)
-    lines = per_second(tx, seconds)
-    rows = np.column_stack([lines[column] for column in AGGREGATE]).astype(float)
-    path.write_text("".join(" ".join(f"{v:.0f}" for v in row) + "\n" for row in rows))
-    return replace(tx, interval_start=lines["interval_start"][_interval(tx, seconds)])
+    """`reduce_logs` of a repetition logged in one file."""
+    return reduce_logs([path], seconds)[0]
 
 
-def _interval(tx: Transactions, seconds: int) -> np.ndarray:
-    """Each transaction's interval index: whole seconds before the last completion, counted
-    back from `seconds` (a completion at the very start of the run falls in the first)."""
-    start = float(tx.done.max()) - seconds
-    return np.clip(np.floor(tx.done - start), 0, seconds - 1).astype("int64")
+def _interval(tx: Transactions, seconds: int, end: float) -> np.ndarray:
+    """Each transaction's interval index: whole seconds before `end`, counted back from
+    `seconds` (a completion at the very start of the run falls in the first)."""
+    return np.clip(np.floor(tx.done - (end - seconds)), 0, seconds - 1).astype("int64")
 
 
 def percentiles(latencies_us: Sequence[float] | np.ndarray) -> dict:
