@@ -98,7 +98,10 @@ def test_a_real_repetitions_log_is_reduced_within_its_bound(data_root, tmp_path)
     per_second = pgbench.parse_aggregate_logs(paths)
     first = int(per_second["interval_start"].min()) + 1
     expected = np.concatenate(
-        [latency.counted_latencies(latency.reduce_log(copies / name, 3), first) for name in raw]
+        [
+            latency.counted_latencies(tx, first)
+            for tx in latency.reduce_logs([copies / name for name in raw], 3)
+        ]
     )
     assert len(lat) == len(expected) == tps * used
     got = latency.percentiles(lat)
