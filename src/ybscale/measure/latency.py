@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ybscale.measure.pgbench import AGG_COLUMNS
+
 PERCENTILES = (50, 95, 99)
 FAILURES = {"serialization": "serialization_failures", "deadlock": "deadlock_failures"}
 OK = "ok"
@@ -82,12 +84,8 @@ def read_transactions(path: Path) -> Transactions:
     )
 
 
-# pgbench's 15 aggregate-log columns, as `per_second` writes them
-AGGREGATE = [
-    "interval_start", "num_transactions", "sum_latency", "sum_latency_2", "min_latency",
-    "max_latency", "sum_lag", "sum_lag_2", "min_lag", "max_lag", "skipped", "retried", "retries",
-    "serialization_failures", "deadlock_failures",
-]  # fmt: skip
+# the 15 aggregate-log columns pgbench 15-17 writes, as `per_second` writes them
+AGGREGATE = AGG_COLUMNS[:15]
 
 
 def per_second(tx: Transactions, seconds: int, end: float | None = None) -> dict[str, np.ndarray]:

@@ -562,11 +562,6 @@ def engine_json(workspace, *args: str):
     return json.loads(workspace.pulumi_command.run(list(args), workspace.work_dir, env).stdout)
 
 
-def _output(outputs: Mapping, key: str):
-    value = outputs.get(key)
-    return getattr(value, "value", value)
-
-
 def list_stacks(settings: Mapping, *, auto=None, every_study: bool = False) -> list[dict]:
     """This study's stacks (`every_study`: every stack of the project): name, study,
     combination (this study's only), expiry, owner, resource count.
@@ -595,7 +590,7 @@ def list_stacks(settings: Mapping, *, auto=None, every_study: bool = False) -> l
 
 def _stack_info(name: str, summary, outputs: Mapping, settings: Mapping) -> dict:
     own = study_prefix(settings)
-    expiry, source = _output(outputs, "expiry"), "stack output"
+    expiry, source = outputs.get("expiry"), "stack output"
     if expiry:
         expiry = parse_expiry(str(expiry))
     elif summary.last_update:
@@ -608,11 +603,11 @@ def _stack_info(name: str, summary, outputs: Mapping, settings: Mapping) -> dict
     mine = name.startswith(own)
     return {
         "name": name,
-        "study": settings["study_id"] if mine else _output(outputs, "study"),
+        "study": settings["study_id"] if mine else outputs.get("study"),
         "combination": name[len(own) :] if mine else None,
         "expiry": expiry,
         "expiry_source": source,
-        "owner": _output(outputs, "owner"),
+        "owner": outputs.get("owner"),
         "resource_count": summary.resource_count,
         "last_update": summary.last_update,
     }

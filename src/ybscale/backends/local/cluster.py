@@ -422,7 +422,8 @@ class LocalCluster(Cluster):
             in_effect["session"][node.name] = dict(
                 zip(session, answers[2 : 2 + len(session)], strict=True)
             )
-            version = answers[-1] if i == 0 else version
+            if i == 0:
+                version = answers[-1]
             # server settings in a session without the row's (its PGOPTIONS could mask them)
             in_effect["server"][node.name] = read_settings(node, server, {})
         for kind, wanted in (("server", self.row.server), ("session", self.row.session)):
