@@ -20,29 +20,21 @@ rule ceilings:
         " --out {output} {input.ceilings} > {log} 2>&1"
 
 
-rule effects:
-    """Effects, allocation of variation, ANOVA, residuals and outliers of the response."""
+rule analyze:
+    """Effects, allocation of variation, ANOVA, residuals and outliers of the response, staged
+    in results/analysis/ for the charts and the findings (the effects rule publishes them).
+    """
     input:
         design=config["design"],
         ceilings="results/ceilings.csv",
         run_order="results/run_order.csv",
     output:
-        effects=report(
-            "results/effects.csv",
-            caption="../report/effects.rst",
-            category="3. Effects",
-        ),
-        anova=report(
-            "results/anova.csv", caption="../report/anova.rst", category="3. Effects"
-        ),
-        residuals="results/residuals.csv",
-        outliers=report(
-            "results/outliers.csv",
-            caption="../report/outliers.rst",
-            category="4. Diagnostics",
-        ),
+        effects=temp(f"{STAGED}/effects.csv"),
+        anova=temp(f"{STAGED}/anova.csv"),
+        residuals=temp(f"{STAGED}/residuals.csv"),
+        outliers=temp(f"{STAGED}/outliers.csv"),
     log:
-        "results/logs/effects.log",
+        "results/logs/analyze.log",
     conda:
         "../envs/ybscale.yaml"
     params:
@@ -64,8 +56,8 @@ rule effect_charts:
     input:
         design=config["design"],
         ceilings="results/ceilings.csv",
-        effects="results/effects.csv",
-        residuals="results/residuals.csv",
+        effects=rules.analyze.output.effects,
+        residuals=rules.analyze.output.residuals,
     output:
         pareto=report(
             "results/charts/pareto.svg",
@@ -105,10 +97,10 @@ rule findings:
     """The findings page (the report's first page) and the design page, from the results."""
     input:
         design=config["design"],
-        effects="results/effects.csv",
+        effects=rules.analyze.output.effects,
         ceilings="results/ceilings.csv",
-        outliers="results/outliers.csv",
-        anova="results/anova.csv",
+        outliers=rules.analyze.output.outliers,
+        anova=rules.analyze.output.anova,
         measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
         curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
     output:
@@ -165,3 +157,36 @@ rule throughput_chart:
         "python -m ybscale.report.charts throughput --ceilings {input.ceilings}"
         " --throughput {output.throughput} --per-second {output.per_second} {params.runs}"
         " > {log} 2>&1"
+
+
+rule effects:
+    """The study, published: the analysis' tables move into results/ once the design, the
+    charts and the findings that read them are written (what `snakemake --report` shows).
+    """
+    input:
+        tables=rules.analyze.output,
+        design=rules.design.output,
+        charts=rules.effect_charts.output,
+        throughput=rules.throughput_chart.output,
+        findings=rules.findings.output,
+    output:
+        effects=report(
+            "results/effects.csv",
+            caption="../report/effects.rst",
+            category="3. Effects",
+        ),
+        anova=report(
+            "results/anova.csv", caption="../report/anova.rst", category="3. Effects"
+        ),
+        residuals="results/residuals.csv",
+        outliers=report(
+            "results/outliers.csv",
+            caption="../report/outliers.rst",
+            category="4. Diagnostics",
+        ),
+    log:
+        "results/logs/effects.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.files publish --into results {input.tables} > {log} 2>&1"

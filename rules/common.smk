@@ -8,7 +8,6 @@ import sys
 from ybscale import study
 from ybscale.settings import write_file as write_settings_file
 
-from ybscale.design import strata
 from ybscale.backends import backend_class
 from ybscale.backends.base import claim_workflow
 from ybscale.backends.lifecycle import (
@@ -42,12 +41,14 @@ RUNS = DESIGN.run_ids
 # what the rules know of the backend (backends.BACKENDS)
 BACKEND = backend_class(SETTINGS["backend"])
 ANALYSIS = SETTINGS["analysis"]
-CLUSTER_OF = strata.cluster_of(SETTINGS, STUDY.rows)  # run -> the cluster it runs on
+CLUSTER_OF = STUDY.cluster_of  # run -> the cluster it runs on
 CLUSTER_RUNS = STUDY.clusters  # cluster label -> the runs measured on it
 CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items())
 MEASURE_CODE = code_digest(BACKEND.name)
 # one folder per cluster (CLUSTER_OF's labels)
 CLUSTERS = "results/clusters"
+# the analysis' tables until the effects rule publishes them into results/
+STAGED = "results/analysis"
 
 
 # the order rows are measured in: drawn from measurement.seed, one block per replicate

@@ -25,7 +25,7 @@ rule measure:
         measurement=json.dumps(SETTINGS["measurement"]),
         backend=BACKEND.measuring_settings(SETTINGS),  # never prices or the analysis
     shell:
-        "python -m ybscale.measure.bench --run {wildcards.run} --row {params.row:q}"
+        "python -m ybscale.backends.lifecycle measure --run {wildcards.run} --row {params.row:q}"
         " --measurement {params.measurement:q} --settings {input.settings}"
         " --endpoints {input.cluster} --status {output.status} --staged {output.staged}"
         " --log {log}"

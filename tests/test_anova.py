@@ -179,8 +179,8 @@ def test_split_plot_anova_tests_each_stratum_against_its_own_error():
     sub-plot effect (C, 1.5) is found against the residual within clusters and missed by the
     naive test. The F tests equal the hand formulas and MixedLM's t² (REML, balanced)."""
     from ybscale.analysis.effects import estimate_effects
+    from ybscale.analysis.strata import judge, mixed
     from ybscale.analysis.terms import WHOLE_ERROR
-    from ybscale.design.strata import judge, mixed
     from ybscale.report.anova_text import split_plot_text
 
     design, signs, clusters, strata = _split_plot(3)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import vl_convert as vlc
 from altair.utils._importers import vl_version_for_vl_convert
+from conftest import shipped_config
 
 from ybscale.analysis.usl import usl as usl_curve
 from ybscale.design.factorial import load_design
@@ -253,10 +254,9 @@ def test_throughput_cli(tmp_path, curves, ceilings):
 def test_report_text_renders(path):
     """Captions render as Snakemake does (Jinja2, then docutils) without RST warnings."""
     import jinja2
-    import yaml
     from docutils.core import publish_parts
 
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = shipped_config()
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
     snakemake = type("Snakemake", (), {"config": config})
     text = env.from_string(path.read_text()).render(snakemake=snakemake, categories={}, files=[])

@@ -8,7 +8,7 @@ import re
 import time
 
 import yaml
-from conftest import REPO, copy_workflow, failed
+from conftest import copy_workflow, failed, shipped_config
 from conftest import snakemake as run_snakemake
 
 FINISHED = {"backend": "gcp", "gcp": {"project": "finished-study"}}
@@ -61,7 +61,7 @@ def test_alpha_a_price_and_max_clusters_reprovision_and_remeasure_nothing(tmp_pa
     work = finished_study(tmp_path)
     unchanged = scheduled(run_snakemake(work, "-n", *PARAMS, configfile="config/finished.yaml"))
     assert unchanged == {}, unchanged  # the simulated study is finished
-    prices = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["gcp"]["prices"]
+    prices = shipped_config()["gcp"]["prices"]
     prices["us-central1"]["vm_hour"]["n1-standard-2"] *= 1.5
     edited = {
         "backend": "gcp",

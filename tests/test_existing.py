@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import row_from_levels, seed, settings_with
+from conftest import row_from_levels, seed, settings_with, shipped_config
 
 from ybscale import study
 from ybscale.backends import yb_catalogue, ysql
@@ -31,7 +30,7 @@ ENTRY = {"hosts": ["db1", "db2:6433"], "port": 5433, "password_env": "YB_TEST_PW
 
 
 def seed_rows():
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = shipped_config()
     return study.load(config).rows
 
 
@@ -489,7 +488,7 @@ def test_a_100_row_insert_visits_the_new_key_sequence_once_not_per_row(postgres,
     the sequence as the ysql backends (dataset_sql) and the local one (SCHEMA_SQL) create it;
     PostgreSQL counts every visit to the sequence's block in pg_statio_user_sequences."""
     from ybscale.backends.local import find_bindir
-    from ybscale.measure import workload
+    from ybscale.design import workload
 
     node, runner = postgres
     db = f"seq_{schema.split('.')[0]}"

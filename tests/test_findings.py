@@ -12,10 +12,10 @@ from conftest import REPO
 from docutils.core import publish_parts
 
 from ybscale.analysis.analyze import analyze
+from ybscale.analysis.study_files import StudyFiles
 from ybscale.design.factorial import load_design
 from ybscale.report.design_report import design_rst
 from ybscale.report.findings import write_findings
-from ybscale.report.study_files import StudyFiles
 
 NUMBER = r"(-?[\d,]+(?:\.\d+)?k?)"
 

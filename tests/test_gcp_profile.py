@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from conftest import copy_workflow, failed, snakemake
+from conftest import copy_workflow, failed, shipped_config, snakemake
 from snakemake.utils import update_config
 
 from ybscale import study
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_profile_waits_for_the_balancer_warms_up_and_keeps_one_machine_family():
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = shipped_config()
     update_config(config, yaml.safe_load((ROOT / "config" / "gcp.yaml").read_text()))
     config["design"] = str(ROOT / "config" / "design.yaml")
     config["workloads"] = str(ROOT / "workloads")
@@ -40,7 +40,7 @@ def test_the_profile_dry_runs(tmp_path):
 
 
 def test_plan_layers_the_profile_as_snakemake_does(tmp_path, monkeypatch, capsys):
-    from ybscale.backends.gcp import plan
+    from ybscale import plan
 
     work = copy_workflow(tmp_path / "w")
     monkeypatch.chdir(work)

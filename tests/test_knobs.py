@@ -15,16 +15,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_workflow, ram_root, servers_under
+from conftest import REPO, copy_workflow, ram_root, servers_under, shipped_config
 
 from ybscale import study
-from ybscale.design import knobs
+from ybscale.design import knobs, workload
 from ybscale.design.factorial import DesignError
 from ybscale.design.row import RowError
-from ybscale.measure import workload
 
 SEED = yaml.safe_load((REPO / "config" / "design.yaml").read_text())
-CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+CONFIG = shipped_config()
 
 
 def factors(**extra) -> dict:

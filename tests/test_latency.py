@@ -10,7 +10,8 @@ import pytest
 from conftest import row_from_levels, settings_with
 
 from ybscale.backends.local import LocalBackend
-from ybscale.measure import bench, latency, pgbench, precision, workload
+from ybscale.design import workload
+from ybscale.measure import bench, latency, pgbench, precision
 
 T0 = 1_700_000_000  # epoch second of the synthetic run's start
 

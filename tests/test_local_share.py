@@ -10,17 +10,18 @@ import re
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, failed, servers_under, snakemake, tiny_workflow
+from conftest import REPO, failed, servers_under, shipped_config, snakemake, tiny_workflow
 
 from ybscale import study
 from ybscale.backends.base import alive
-from ybscale.design.strata import SINGLE, SUB, WHOLE, cluster_of, column_strata, format_strata
+from ybscale.design.strata import SINGLE, SUB, WHOLE, column_strata, format_strata
+from ybscale.study import cluster_of
 
 SEED_WHOLE = {"A", "B", "C", "E", "F", "AC", "AE"}  # constant within every combination
 
 
 def _config(**local) -> dict:
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config = shipped_config()
     design = str(REPO / "config" / "design.yaml")
     return {**config, "design": design, "local": {**config["local"], **local}}
 
@@ -170,7 +171,7 @@ def test_a_study_shares_one_real_cluster_per_combination_and_judges_a_split_plot
 
 def test_the_default_keeps_a_fresh_cluster_per_row_in_the_findings():
     """One stratum, and the findings say why: every row on a fresh cluster."""
-    from ybscale.design.strata import findings_text
+    from ybscale.report.strata_text import findings_text
 
     effects = pd.DataFrame({"term": ["A", "B"], "stratum": [SINGLE, SINGLE]})
     loaded = study.load(_config())

@@ -7,7 +7,8 @@ from pathlib import Path
 from conftest import row_from_levels, settings_with
 
 from ybscale.backends.local import LocalBackend
-from ybscale.measure import bench, workload
+from ybscale.design import workload
+from ybscale.measure import bench
 
 
 def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from conftest import REPO
+from conftest import REPO, shipped_config
 
 CHECK = """
 import yaml
@@ -45,7 +45,7 @@ def test_wheel_installed_elsewhere_works_from_another_directory(tmp_path):
         capture_output=True,
         timeout=300,
     )
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config = shipped_config()
     config.update(design=str(REPO / "config" / "design.yaml"), workloads=str(REPO / "workloads"))
     (elsewhere / "config.yaml").write_text(yaml.safe_dump(config))
     out = subprocess.run(

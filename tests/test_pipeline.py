@@ -85,7 +85,8 @@ def caption_phrase(text: str) -> str:
 
 
 def test_nothing_changed_nothing_runs(tiny_study):
-    """`all` (the default target) needs every output, effects.csv included. Comparing every
+    """The study was run by its mission command (`results/effects.csv`, conftest): `all` (the
+    default target, every output) then has nothing left to do. Comparing every
     job's params with the recorded ones imports no pandas (ybscale.param_records); the
     settings and the design passed their schemas in the first dry run, so the second does not
     import jsonschema (ybscale.validation)."""

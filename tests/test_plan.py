@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ybscale import plan as plan_verb
 from ybscale import study
 from ybscale.backends.gcp import plan as plan_mod
 from ybscale.backends.gcp import reap
@@ -211,13 +212,13 @@ def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(CONFIG))
-    assert plan_mod.main(["--config", str(cfg)]) == 0
+    assert plan_verb.main(["--config", str(cfg)]) == 0
     out = capsys.readouterr().out
     assert "Plan: 8 clusters for 16 rows (60 VMs in all)" in out
     assert "C nodes -> cluster.nodes: 3 | 5" in out
     assert "E (= BC) replication -> cluster.replication: off | on" in out
     cfg.write_text(yaml.safe_dump({**CONFIG, "gcp": {"zone": 3}, "design": "x"}))
-    assert plan_mod.main(["--config", str(cfg)]) == 1
+    assert plan_verb.main(["--config", str(cfg)]) == 1
     assert f"{cfg}: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err
 
 

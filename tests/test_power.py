@@ -15,11 +15,11 @@ from statsmodels.stats.power import TTestIndPower
 
 from ybscale import study
 from ybscale.analysis.effects import estimate_effects
-from ybscale.backends.gcp.plan import main as plan_main
+from ybscale.analysis.power import effect_alpha, error_df, parse_size, power, replications_needed
 from ybscale.backends.gcp.plan import plan
 from ybscale.design.factorial import Design, Factor, load_design
-from ybscale.design.power import effect_alpha, error_df, parse_size, power, replications_needed
 from ybscale.design.row import resolve_rows
+from ybscale.plan import main as plan_main
 
 
 @pytest.mark.parametrize(("d", "n"), [(0.8, 26), (0.5, 64), (0.2, 394)])

@@ -6,26 +6,20 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import shipped_config
 
 from ybscale import study
 from ybscale.analysis.effects import estimate_effects, lenth
-from ybscale.design.strata import (
-    SINGLE,
-    SUB,
-    WHOLE,
-    cluster_of,
-    column_strata,
-    judge,
-    lenth_critical,
-    stratum_lenth,
-)
+from ybscale.analysis.strata import judge, lenth_critical, stratum_lenth
+from ybscale.design.strata import SINGLE, SUB, WHOLE, column_strata
+from ybscale.study import cluster_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED_WHOLE = {"A", "B", "C", "E", "F", "AC", "AE"}
 
 
 def _seed(backend: str, **extra):
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = shipped_config()
     config["backend"] = backend
     config.update(extra)
     loaded = study.load(config, str(ROOT / "config" / "design.yaml"))
@@ -51,15 +45,16 @@ def test_gcp_replicates_run_on_clusters_of_their_own_so_cluster_variance_has_df(
     """Issue 19, item 4: each replicate of a combination on a cluster of its own (16 clusters
     for the seed design twice), the same whole-plot columns, and the cluster-to-cluster
     variance gets degrees of freedom (MixedLM applies); reusing the cluster gives it none."""
+    from ybscale.analysis.strata import mixed_applies
     from ybscale.backends import get_backend
     from ybscale.backends.base import BackendError
     from ybscale.design.row import Row
-    from ybscale.design.strata import describe, mixed_applies
+    from ybscale.design.strata import describe
 
     design = yaml.safe_load((ROOT / "config" / "design.yaml").read_text())
     path = tmp_path / "design.yaml"
     path.write_text(yaml.safe_dump({**design, "replications": 2}))
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = shipped_config()
     config["backend"] = "gcp"
     loaded = study.load(config, str(path))
     clusters = cluster_of(loaded.settings, loaded.rows)
@@ -178,7 +173,7 @@ def test_design_json_analysis_and_findings_name_each_columns_stratum(tmp_path):
 
     from ybscale.analysis.analyze import analyze
     from ybscale.design.factorial import main as design_main
-    from ybscale.design.strata import findings_text
+    from ybscale.report.strata_text import findings_text
 
     design, clusters = _seed("gcp")
     args = [f"{r}={c}" for r, c in clusters.items()]
@@ -208,13 +203,13 @@ def test_replicates_on_clusters_of_their_own_reach_the_findings(tmp_path):
     """The seed design twice on gcp (16 clusters): the effects use MixedLM, anova.csv tests the
     whole plot against its own error (8 df) and the findings say both."""
     from ybscale.analysis.analyze import analyze
+    from ybscale.analysis.study_files import StudyFiles
     from ybscale.report.findings import write_findings
-    from ybscale.report.study_files import StudyFiles
 
     design_yaml = yaml.safe_load((ROOT / "config" / "design.yaml").read_text())
     path = tmp_path / "design.yaml"
     path.write_text(yaml.safe_dump({**design_yaml, "replications": 2}))
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = shipped_config()
     loaded = study.load({**config, "backend": "gcp"}, str(path))
     clusters = cluster_of(loaded.settings, loaded.rows)
     design = loaded.design
@@ -294,8 +289,8 @@ def test_half_normal_plot_per_stratum():
 def test_replicates_on_fresh_clusters_use_mixedlm_with_the_cluster_as_random_effect():
     """2^3, 3 replicates, each (A, B) combination a fresh cluster per replicate: 12 clusters,
     whole-plot columns A, B, AB (8 df), sub-plot C, AC, BC, ABC."""
+    from ybscale.analysis.strata import mixed, mixed_applies
     from ybscale.design.factorial import design_from_dict
-    from ybscale.design.strata import mixed, mixed_applies
 
     spec = {f: {"name": n, "levels": [0, 1]} for f, n in zip("ABC", ["a", "b", "c"], strict=True)}
     design = design_from_dict({"factors": spec, "replications": 3}, "split")

@@ -10,7 +10,8 @@ import pytest
 from conftest import row_from_levels, settings_with
 
 from ybscale.backends.local import LocalBackend
-from ybscale.measure import bench, utilisation, workload
+from ybscale.design import workload
+from ybscale.measure import bench, utilisation
 
 STAT = """cpu  1000 50 300 8000 200 10 20 5 0 0
 cpu0 500 25 150 4000 100 5 10 3 0 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import copy_workflow, failed, snakemake
+from conftest import copy_workflow, failed, shipped_config, snakemake
 
 from ybscale.backends import yb_catalogue
 from ybscale.backends.yb_catalogue import regenerate
@@ -28,7 +28,7 @@ def test_the_series_of_a_version_string_or_a_release():
 
 
 def test_the_pinned_release_is_a_supported_series():
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = shipped_config()
     release = config["gcp"]["yugabyte"]["version"]
     assert yb_catalogue.load(yb_catalogue.series_of(release))["tag"] == release
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import importlib
 import sys
 
+from ybscale.registry import VERBS
+
 COMMANDS = {
     "analyze": (
-        "ybscale.analysis.analyze",
+        "ybscale.report.analyze",
         "effects, ANOVA, diagnostics and charts of a responses table",
     ),
     "usl": ("ybscale.analysis.usl", "fit the Universal Scalability Law to one throughput curve"),
-    "plan": ("ybscale.backends.gcp.plan", "clusters, VM-hours, cost and wall time of a gcp study"),
-    "reap": ("ybscale.backends.gcp.reap", "destroy this study's expired gcp stacks"),
+    "plan": ("ybscale.plan", "clusters, VM-hours, cost and strata of a study; --detect: power"),
     "design": (
         "ybscale.design.factorial",
         "write the sign table, aliases and resolution of a design",
@@ -26,6 +27,10 @@ COMMANDS = {
         "do two studies of the same design agree? (effects.csv)",
     ),
 }
+
+
+# a backend's own verbs, as it registers them (ybscale.registry.VERBS)
+COMMANDS.update({verb: (module, help_) for verb, (_, module, help_) in VERBS.items()})
 
 
 def usage() -> str:

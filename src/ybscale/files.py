@@ -7,6 +7,7 @@ import io
 import json
 import math
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -43,3 +44,33 @@ def _field(value):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return value
+
+
+def publish(paths: Iterable[Path], into: Path) -> list[Path]:
+    """Move each of `paths` into the folder `into` under its own name (a rename: a reader sees
+    the old file or the new one); the published paths."""
+    into.mkdir(parents=True, exist_ok=True)
+    published = []
+    for path in map(Path, paths):
+        os.replace(path, into / path.name)
+        published.append(into / path.name)
+    return published
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m ybscale.files publish --into DIR FILE...` (the effects rule)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="ybscale.files", description=main.__doc__)
+    sub = parser.add_subparsers(dest="verb", required=True)
+    pub = sub.add_parser("publish", help="move staged files into a folder")
+    pub.add_argument("--into", required=True, type=Path)
+    pub.add_argument("files", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    for path in publish(args.files, args.into):
+        print(f"published {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -150,7 +150,7 @@ def measurement_section(measurement: dict) -> dict:
 def load(config: Mapping) -> Frozen:
     """The whole config, validated, every default filled, the active backend's section too;
     read-only."""
-    from ybscale.backends import backend_class
+    from ybscale.registry import backend_class
 
     out = validated(config, "config")
     out["measurement"] = measurement_section(out["measurement"])

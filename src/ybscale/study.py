@@ -30,14 +30,25 @@ class Study:
         )
 
     @property
+    def cluster_of(self) -> dict[str, str]:
+        """Run id -> the cluster it runs on (`cluster_of`)."""
+        return cluster_of(self.settings, self.rows)
+
+    @property
     def clusters(self) -> dict[str, list[str]]:
         """Cluster label -> its runs (rows sharing a cluster), as the backend labels them
         (`Backend.cluster_labels`; gcp: a combination's, per replicate by default)."""
-        labels = backend_class(self.settings["backend"]).cluster_labels(self.settings, self.rows)
+        labels = self.cluster_of
         out: dict[str, list[str]] = {}
         for row in self.rows:
             out.setdefault(labels[row.run], []).append(row.run)
         return dict(sorted(out.items()))
+
+
+def cluster_of(settings: Mapping, rows) -> dict[str, str]:
+    """Run id -> the cluster it ran on (a label; equal labels: the same cluster), as the
+    backend tells (`Backend.cluster_labels`)."""
+    return backend_class(settings["backend"]).cluster_labels(settings, rows)
 
 
 def load(config: Mapping, design_path: str | None = None) -> Study:

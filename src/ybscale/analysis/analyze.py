@@ -1,7 +1,8 @@
 """Effects, ANOVA, residual diagnostics and charts for a table of responses; `ybscale analyze`.
 
 The table is read by `ybscale.analysis.responses.read_responses` (one line per design run, by
-run id or by factor columns); the charts are drawn by `ybscale.report.charts.effects_charts`.
+run id or by factor columns); the charts are drawn by what the caller passes
+(`ybscale analyze`: `ybscale.report.analyze`, through `ybscale.report.charts`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from ybscale.analysis.multiplicity import RULES, keep_family
 from ybscale.analysis.responses import ResponsesError, read_responses
 from ybscale.analysis.scale import AUTO, choose
 from ybscale.analysis.sensitivity import with_other_scale
+from ybscale.analysis.strata import judge, mixed, mixed_applies
 from ybscale.design.factorial import DesignError, load_design
 from ybscale.design.order import executed_positions
-from ybscale.design.strata import column_strata, judge, mixed, mixed_applies, parse_clusters
+from ybscale.design.strata import column_strata, parse_clusters
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 
@@ -41,17 +43,16 @@ class AnalysisPaths:
     anova: Path
     residuals: Path
     outliers: Path
-    charts: object | None = None  # ybscale.report.charts.AnalysisChartPaths (altair loads lazily)
+    # where the charts go and what draws them (`draw(design, responses, response, effects,
+    # residuals)`: ybscale.report.charts.AnalysisChartPaths, which the report stage passes in)
+    charts: object | None = None
 
     @classmethod
-    def under(cls, folder: Path | str, charts: bool = True) -> AnalysisPaths:
-        """``<table>.csv`` in `folder`, charts in ``folder/charts`` (the CLI's ``--out``)."""
+    def under(cls, folder: Path | str, charts=None) -> AnalysisPaths:
+        """``<table>.csv`` in `folder`, and with `charts` (a chart-paths class such as
+        ``AnalysisChartPaths``) the charts in ``folder/charts`` (the CLI's ``--out``)."""
         folder = Path(folder)
-        chart_paths = None
-        if charts:
-            from ybscale.report.charts import AnalysisChartPaths
-
-            chart_paths = AnalysisChartPaths.under(folder / "charts")
+        chart_paths = charts.under(folder / "charts") if charts else None
         return cls(*(folder / f"{name}.csv" for name in OUTPUTS), charts=chart_paths)
 
 
@@ -81,14 +82,14 @@ def analyze(
     out: AnalysisPaths | Path | str,
     alpha: float = 0.05,
     model: str = AUTO,
-    charts: bool = True,
+    charts=None,
     run_order: Path | None = None,
     clusters: dict[str, str] | None = None,
     multiplicity: str = MULTIPLICITY,
 ) -> dict[str, pd.DataFrame]:
     """Write the effects, ANOVA, residuals and outliers tables (and the charts) where `out`
-    says: an AnalysisPaths, or a folder (``<table>.csv``, ``charts/``; no charts unless
-    `charts`).
+    says: an AnalysisPaths, or a folder (``<table>.csv``, and ``charts/`` when `charts` is a
+    chart-paths class, `AnalysisPaths.under`).
 
     Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
     as ceilings.csv has them) is carried into the effects; with replications the replicate is a
@@ -130,9 +131,7 @@ def analyze(
         path.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(path, index=False)
     if paths.charts is not None:
-        from ybscale.report.charts import effects_charts  # altair is heavy: only when drawn
-
-        effects_charts(design, responses, response, effects, result.residuals, paths.charts)
+        paths.charts.draw(design, responses, response, effects, result.residuals)
     return tables
 
 
@@ -159,9 +158,11 @@ def _one_line(exc: Exception) -> str:
     return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, charts=None) -> int:
     """`ybscale analyze --design DESIGN.yaml --responses FILE.csv --out DIR`, or each output
-    path given (`--effects ... --residual-charts DIR`, as the effects rule does)."""
+    path given (`--effects ... --residual-charts DIR`); the charts only with `charts` (the
+    chart-paths class `ybscale.report.analyze` passes: the `ybscale analyze` verb), else as
+    with `--no-charts` (the analyze rule)."""
     parser = argparse.ArgumentParser(prog="ybscale analyze", description=__doc__.splitlines()[0])
     parser.add_argument("--design", required=True, type=Path, help="design YAML")
     parser.add_argument("--responses", required=True, type=Path, help="responses CSV")
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         design = load_design(args.design)
         responses = read_responses(args.responses, design, args.response)
         column = responses.attrs["response"]
-        paths = _paths(args, parser)
+        paths = _paths(args, parser, charts)
         clusters = parse_clusters(args.clusters)
         tables = analyze(
             design,
@@ -210,22 +211,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _paths(args, parser) -> AnalysisPaths:
+def _paths(args, parser, charts=None) -> AnalysisPaths:
     """--out DIR, or every table's path (and every chart's unless --no-charts)."""
+    if charts is None:
+        args.no_charts = True
     if args.out is not None:
-        return AnalysisPaths.under(args.out, not args.no_charts)
+        return AnalysisPaths.under(args.out, None if args.no_charts else charts)
     missing = [f"--{n}" for n in OUTPUTS if getattr(args, n) is None]
     chart_args = ("pareto", "half_normal", "interactions", "residual_charts")
     if not args.no_charts:
         missing += [f"--{n.replace('_', '-')}" for n in chart_args if getattr(args, n) is None]
     if missing:
         parser.error(f"give --out DIR or every output path (missing: {', '.join(missing)})")
-    charts = None
-    if not args.no_charts:
-        from ybscale.report.charts import AnalysisChartPaths
-
-        charts = AnalysisChartPaths(*(getattr(args, n) for n in chart_args))
-    return AnalysisPaths(*(getattr(args, n) for n in OUTPUTS), charts=charts)
+    drawn = None if args.no_charts else charts(*(getattr(args, n) for n in chart_args))
+    return AnalysisPaths(*(getattr(args, n) for n in OUTPUTS), charts=drawn)
 
 
 if __name__ == "__main__":

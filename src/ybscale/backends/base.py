@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ybscale.design.row import Row, resource_name
+from ybscale.errors import BackendError
+from ybscale.measure.pgbench import Endpoint, PgbenchCommand
 
-
-class BackendError(RuntimeError):
-    """A cluster could not be provided or failed while measuring; the message says which."""
+__all__ = ["BackendError", "Endpoint", "PgbenchCommand"]  # defined below the backends, used by them
 
 
 OWNER_ENV = "YBSCALE_WORKFLOW_PID"  # the Snakemake workflow's pid, set by rules/common.smk
@@ -64,56 +64,11 @@ def alive(pid: int) -> bool:
 
 
 @dataclass(frozen=True)
-class Endpoint:
-    """One SQL endpoint a pgbench client can connect to."""
-
-    host: str
-    port: int
-    dbname: str = "postgres"
-    user: str = "postgres"
-    password_env: str | None = None  # name of the environment variable holding the password
-    role: str = "primary"  # primary | standby | shard
-
-
-@dataclass(frozen=True)
 class Target:
     """Where a share of the clients goes, and the pgbench -D variables of its key space."""
 
     endpoint: Endpoint
     variables: Mapping[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PgbenchCommand:
-    """One timed pgbench run of custom scripts against one endpoint: what to run, not where.
-
-    A runner renders it where pgbench runs (`ybscale.measure.pgbench.argv`), with
-    `dataclasses.replace` for what differs there (scripts and log prefix on a load generator)."""
-
-    scripts: tuple[Path, ...]
-    endpoint: Endpoint
-    clients: int
-    threads: int
-    seconds: int
-    variables: Mapping[str, int | str]  # -D variables
-    env: Mapping[str, str]  # the sessions' environment (PGOPTIONS)
-    workdir: Path  # where its files go on this machine (logs, adapted scripts)
-    timeout: float  # seconds until the run is killed
-    log_prefix: Path | None = None
-    max_tries: int = 10
-    progress: int | None = None
-    random_seed: int | None = None
-
-    def __post_init__(self):
-        if self.clients < 1 or self.threads < 1 or self.seconds < 1:
-            raise ValueError(
-                f"clients, threads, seconds must be >= 1: {self.clients}, {self.threads}, "
-                f"{self.seconds}"
-            )
-        if self.max_tries < 0:
-            raise ValueError(f"max_tries must be >= 0, got {self.max_tries}")
-        if not self.scripts:
-            raise ValueError("pgbench needs at least one script")
 
 
 def spawn_local(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen:

@@ -28,6 +28,7 @@ from ybscale.backends import backend_class, get_backend
 from ybscale.backends.base import Backend, BackendError, Cluster
 from ybscale.design.row import Row
 from ybscale.files import write_json
+from ybscale.measure import attempt, bench
 
 ENDPOINTS = "endpoints.json"
 RELEASED = "released.json"
@@ -179,12 +180,46 @@ def stage_priorities(run_priority: Mapping[str, int], cluster_of: Mapping[str, s
     }
 
 
+def measure_job(
+    settings: Mapping, run: str, row: Row, measurement: Mapping, endpoints: Path,
+    status: str, staged: Path, log_path: str,
+) -> None:  # fmt: skip
+    """The measuring rule's job, an attempt: it exits 0 whether the row was measured or
+    failed, and records which in its status (`attempt.write_status`), so the row's cluster is
+    released either way; the `publish` rule then publishes the staged measurements or fails
+    with the row's error. An interruption is not a result: it exits non-zero and records
+    nothing. Progress goes to the terminal and the log."""
+    interrupt_on_signals()
+    with open(log_path, "w") as log:
+
+        def progress(msg: str) -> None:
+            stamp = dt.datetime.now().strftime("%H:%M:%S")
+            print(f"[{stamp}] {msg}", file=sys.stderr, flush=True)
+            print(f"[{stamp}] {msg}", file=log, flush=True)
+
+        try:
+            progress(f"{run}: on cluster {endpoints.parent.name} ({row.combination}), {row.levels}")
+            with attached(settings, row, endpoints) as cluster:
+                # the measurement settings are the rule's param (a change re-measures the row);
+                # the backend reads its whole section (how to reach its hosts, timeouts)
+                bench.measure(row, cluster, measurement, staged.parent, staged, progress)
+        except Exception as exc:  # any failure of the row is its result; a bug's too
+            progress(f"FAILED: {exc}")
+            traceback.print_exc(file=log)
+            attempt.write_status(status, run, log_path, exc)
+            staged.mkdir(parents=True, exist_ok=True)  # what the row left: its server logs
+        else:
+            attempt.write_status(status, run, log_path)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m ybscale.backends.lifecycle up|down --settings S --cluster L ... --out O
-    --log LOG``: the `cluster_up` and `cluster_down` jobs (rules/cluster.smk)."""
+    --log LOG``: the `cluster_up` and `cluster_down` jobs (rules/cluster.smk); ``measure --run R
+    --row JSON --measurement JSON --settings S --endpoints E --status S --staged D --log L``: the
+    measuring job (rules/measure.smk), on the cluster it attaches to."""
     import argparse
 
-    from ybscale.settings import read_file
+    from ybscale.settings import freeze, read_file
 
     parser = argparse.ArgumentParser(prog="python -m ybscale.backends.lifecycle")
     stage = parser.add_subparsers(dest="stage", required=True)
@@ -195,9 +230,22 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument(what, required=True)
         sub.add_argument("--out", required=True, type=Path)
         sub.add_argument("--log", required=True)
+    sub = stage.add_parser("measure")
+    sub.add_argument("--run", required=True)
+    sub.add_argument("--row", required=True, help="the resolved row (JSON)")
+    sub.add_argument("--measurement", required=True, help="measurement settings (JSON)")
+    sub.add_argument("--settings", required=True, help="the loaded settings (a JSON file)")
+    sub.add_argument("--endpoints", required=True, type=Path, help="the cluster's")
+    sub.add_argument("--status", required=True)
+    sub.add_argument("--staged", required=True, type=Path)
+    sub.add_argument("--log", required=True)
     args = parser.parse_args(argv)
     settings = read_file(args.settings)
-    if args.stage == "up":
+    if args.stage == "measure":
+        measure_job(settings, args.run, Row.from_dict(json.loads(args.row)),
+                    freeze(json.loads(args.measurement)), args.endpoints, args.status,
+                    args.staged, args.log)  # fmt: skip
+    elif args.stage == "up":
         up_job(settings, args.cluster, json.loads(args.definition), args.out, args.log)
     else:
         down_job(settings, args.cluster, Path(args.endpoints), args.out, args.log)

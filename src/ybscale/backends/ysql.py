@@ -29,8 +29,9 @@ from ybscale.backends.base import (
     spawn_local,
 )
 from ybscale.backends.machine_cpu import MachineCpu
+from ybscale.design import workload
 from ybscale.design.row import Row
-from ybscale.measure import pgbench, workload
+from ybscale.measure import pgbench
 
 PSQL_TIMEOUT = 60
 LOAD_TIMEOUT = 1800

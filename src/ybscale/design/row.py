@@ -15,8 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ybscale.config_sources import CONFIG_SOURCE, source_of
-from ybscale.design import knobs
-from ybscale.measure import workload
+from ybscale.design import knobs, workload
 
 
 class RowError(ValueError):

@@ -11,8 +11,6 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
-import traceback
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,14 +18,15 @@ from pathlib import Path
 import numpy as np
 
 from ybscale import __version__
-from ybscale.backends.base import BackendError, Cluster, PgbenchCommand
-from ybscale.backends.lifecycle import attached, interrupt_on_signals
+from ybscale.design import workload
 from ybscale.design.row import Row
+from ybscale.errors import BackendError
 from ybscale.files import write_csv
-from ybscale.measure import attempt, latency, pgbench, precision, utilisation, workload
+from ybscale.measure import latency, pgbench, precision, utilisation
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.measure.per_second import COLUMNS as PER_SECOND_COLUMNS
 from ybscale.measure.per_second import per_second
+from ybscale.measure.pgbench import PgbenchCommand
 
 THROUGHPUT_COLUMNS = [
     "clients",
@@ -55,6 +54,11 @@ THROUGHPUT_COLUMNS = [
     "steady_seconds",
     "order",
 ]
+
+
+# the cluster a row is measured on: a backend's `ybscale.backends.base.Cluster` (run_pgbench,
+# capacity, readings, ...); the measuring job (`backends.lifecycle.measure_job`) attaches it
+Cluster = object
 
 
 class MeasurementError(RuntimeError):
@@ -457,62 +461,3 @@ def _versions(pgbench_exe: str, applied: Mapping) -> dict:
         except (OSError, subprocess.SubprocessError):
             pgb = "unknown"
     return {"ybscale": __version__, "pgbench": pgb, "python": platform.python_version()}
-
-
-def measure_job(
-    settings: Mapping, run: str, row: Row, measurement: Mapping, endpoints: Path,
-    status: str, staged: Path, log_path: str,
-) -> None:  # fmt: skip
-    """The measuring rule's job, an attempt: it exits 0 whether the row was measured or
-    failed, and records which in its status (`attempt.write_status`), so the row's cluster is
-    released either way; the `publish` rule then publishes the staged measurements or fails
-    with the row's error. An interruption is not a result: it exits non-zero and records
-    nothing. Progress goes to the terminal and the log."""
-    interrupt_on_signals()
-    with open(log_path, "w") as log:
-
-        def progress(msg: str) -> None:
-            stamp = dt.datetime.now().strftime("%H:%M:%S")
-            print(f"[{stamp}] {msg}", file=sys.stderr, flush=True)
-            print(f"[{stamp}] {msg}", file=log, flush=True)
-
-        try:
-            progress(f"{run}: on cluster {endpoints.parent.name} ({row.combination}), {row.levels}")
-            with attached(settings, row, endpoints) as cluster:
-                # the measurement settings are the rule's param (a change re-measures the row);
-                # the backend reads its whole section (how to reach its hosts, timeouts)
-                measure(row, cluster, measurement, staged.parent, staged, progress)
-        except Exception as exc:  # any failure of the row is its result; a bug's too
-            progress(f"FAILED: {exc}")
-            traceback.print_exc(file=log)
-            attempt.write_status(status, run, log_path, exc)
-            staged.mkdir(parents=True, exist_ok=True)  # what the row left: its server logs
-        else:
-            attempt.write_status(status, run, log_path)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ybscale.measure.bench --run R --row JSON --measurement JSON --settings S
-    --endpoints E --status S --staged D --log L``: the measuring rule (rules/measure.smk)."""
-    import argparse
-
-    from ybscale.settings import freeze, read_file
-
-    parser = argparse.ArgumentParser(prog="python -m ybscale.measure.bench")
-    parser.add_argument("--run", required=True)
-    parser.add_argument("--row", required=True, help="the resolved row (JSON)")
-    parser.add_argument("--measurement", required=True, help="measurement settings (JSON)")
-    parser.add_argument("--settings", required=True, help="the loaded settings (a JSON file)")
-    parser.add_argument("--endpoints", required=True, type=Path, help="the cluster's")
-    parser.add_argument("--status", required=True)
-    parser.add_argument("--staged", required=True, type=Path)
-    parser.add_argument("--log", required=True)
-    args = parser.parse_args(argv)
-    measure_job(read_file(args.settings), args.run, Row.from_dict(json.loads(args.row)),
-                freeze(json.loads(args.measurement)), args.endpoints, args.status, args.staged,
-                args.log)  # fmt: skip
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

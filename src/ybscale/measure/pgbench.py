@@ -10,15 +10,13 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ybscale.backends.base import PgbenchCommand
 
 __all__ = [
+    "Endpoint",
+    "PgbenchCommand",
     "AGG_COLUMNS",
     "AggregateLog",
     "PgbenchError",
@@ -32,6 +30,51 @@ __all__ = [
     "parse_progress_line",
     "version",
 ]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One SQL endpoint a pgbench client can connect to."""
+
+    host: str
+    port: int
+    dbname: str = "postgres"
+    user: str = "postgres"
+    password_env: str | None = None  # name of the environment variable holding the password
+    role: str = "primary"  # primary | standby | shard
+
+
+@dataclass(frozen=True)
+class PgbenchCommand:
+    """One timed pgbench run of custom scripts against one endpoint: what to run, not where.
+
+    A runner renders it where pgbench runs (`ybscale.measure.pgbench.argv`), with
+    `dataclasses.replace` for what differs there (scripts and log prefix on a load generator)."""
+
+    scripts: tuple[Path, ...]
+    endpoint: Endpoint
+    clients: int
+    threads: int
+    seconds: int
+    variables: Mapping[str, int | str]  # -D variables
+    env: Mapping[str, str]  # the sessions' environment (PGOPTIONS)
+    workdir: Path  # where its files go on this machine (logs, adapted scripts)
+    timeout: float  # seconds until the run is killed
+    log_prefix: Path | None = None
+    max_tries: int = 10
+    progress: int | None = None
+    random_seed: int | None = None
+
+    def __post_init__(self):
+        if self.clients < 1 or self.threads < 1 or self.seconds < 1:
+            raise ValueError(
+                f"clients, threads, seconds must be >= 1: {self.clients}, {self.threads}, "
+                f"{self.seconds}"
+            )
+        if self.max_tries < 0:
+            raise ValueError(f"max_tries must be >= 0, got {self.max_tries}")
+        if not self.scripts:
+            raise ValueError("pgbench needs at least one script")
 
 
 class PgbenchError(RuntimeError):

@@ -19,7 +19,7 @@ COMMON_MODULES = (
     "measure/measuring.py",
     "measure/latency.py",
     "measure/utilisation.py",
-    "measure/workload.py",
+    "design/workload.py",
     "measure/per_second.py",
     "design/row.py",
     "design/knobs.py",
@@ -37,7 +37,7 @@ def _digest(chunks) -> str:
 def code_digest(backend: str) -> str:
     """Digest of the modules that measure a row on `backend`."""
     package = resources.files("ybscale")
-    from ybscale.backends import backend_class
+    from ybscale.registry import backend_class
 
     names = COMMON_MODULES + backend_class(backend).modules
     return _digest((name, package.joinpath(name).read_bytes()) for name in names)

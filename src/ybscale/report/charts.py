@@ -709,6 +709,10 @@ class AnalysisChartPaths:
             folder / "residuals",
         )
 
+    def draw(self, design, responses, response, effects, residuals) -> list[Path]:
+        """The analysis charts of an analysis' tables, here (`effects_charts`)."""
+        return effects_charts(design, responses, response, effects, residuals, self)
+
 
 def analysis_charts(
     design,

@@ -26,13 +26,13 @@ from pathlib import Path
 import pandas as pd
 
 from ybscale.analysis import multiplicity as mult
-from ybscale.analysis import sensitivity
-from ybscale.design import followup, power, strata
+from ybscale.analysis import power, sensitivity
+from ybscale.analysis.study_files import StudyFiles
+from ybscale.design import followup, strata
 from ybscale.design.factorial import Design, load_design
 from ybscale.measure.measuring import MeasuringProtocol
-from ybscale.report import bottlenecks
+from ybscale.report import bottlenecks, strata_text
 from ybscale.report.anova_text import split_plot_text
-from ybscale.report.study_files import StudyFiles
 
 DETECT = "10%"
 
@@ -393,7 +393,7 @@ def _backend(study: Study) -> str:
 
 def backend_section(study: Study) -> list[str]:
     """What the backend the rows were measured on cannot show (its own text)."""
-    from ybscale.backends import BACKENDS, backend_class
+    from ybscale.registry import BACKENDS, backend_class
 
     applied = [m.get("applied", {}) for m in study.measurements.values()]
     name = applied[0].get("backend") if applied else None
@@ -448,7 +448,7 @@ def findings_blocks(
         *sensitivity.scale_text(study.effects, describe),
         *effects_section(study),
         *sensitivity.sensitivity_blocks(study.effects),
-        *strata.findings_text(_terms(study), _backend(study), number, clusters),
+        *strata_text.findings_text(_terms(study), _backend(study), number, clusters),
         *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
         *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),

@@ -19,15 +19,16 @@ from pathlib import Path
 
 import yaml
 
-from ybscale import study
-from ybscale.backends.base import BackendError
+from ybscale.backends.base import BackendError, cluster_label
 from ybscale.backends.gcp import capacity, stacks
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.plan import format_plan, plan
 from ybscale.backends.gcp.reach import wait_ready
 from ybscale.config_sources import file_sources, sources_in_use
-from ybscale.design.row import Row
+from ybscale.design.factorial import load_design
+from ybscale.design.row import Row, resolve_rows
+from ybscale.settings import load as load_settings
 
 
 def _overrides(items: list[str]) -> dict:
@@ -88,14 +89,18 @@ def up(
     files = ClusterFiles(out.parent)
     stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
     settings = gcp_section(config)
-    loaded = study.load({**config, "backend": "gcp"}, design)
-    print(format_plan(plan(loaded.rows, loaded.settings, [combo])))
-    if combo not in loaded.clusters:
+    loaded = load_settings({**config, "backend": "gcp"})
+    the_design = load_design(design or loaded["design"])
+    rows = resolve_rows(the_design, loaded)
+    print(format_plan(plan(rows, loaded, [combo])))
+    labels = {r.run: cluster_label(r, settings["cluster_per_replicate"]) for r in rows}
+    on_it = [r for r in rows if labels[r.run] == combo]
+    if not on_it:
         raise ValueError(
-            f"{loaded.design.source}: no row runs on cluster {combo!r} "
-            f"(clusters: {', '.join(loaded.clusters)})"
+            f"{the_design.source}: no row runs on cluster {combo!r} "
+            f"(clusters: {', '.join(sorted(set(labels.values())))})"
         )
-    row = loaded.row(loaded.clusters[combo][0])  # the combination's shape
+    row = on_it[0]  # the combination's shape
     files.known_hosts.unlink(missing_ok=True)
     capacity.up_with_fallback(
         stacks.up,

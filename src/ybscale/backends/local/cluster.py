@@ -44,8 +44,9 @@ from ybscale.backends.base import (
 )
 from ybscale.backends.local import catalogue
 from ybscale.backends.local.cpu import CpuLimits, reap_orphan_groups
+from ybscale.design import workload
 from ybscale.design.row import ClusterShape, Row
-from ybscale.measure import pgbench, utilisation, workload
+from ybscale.measure import pgbench, utilisation
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
 DROP_SQL = "DROP TABLE IF EXISTS kv;\nDROP SEQUENCE IF EXISTS kv_new_key;\n"  # a row's first load

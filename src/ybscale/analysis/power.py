@@ -34,8 +34,8 @@ import pandas as pd
 from scipy import stats
 
 from ybscale.analysis import multiplicity as mult
+from ybscale.analysis.study_files import StudyFiles
 from ybscale.design.strata import SUB, WHOLE, stratified
-from ybscale.report.study_files import StudyFiles
 
 POWER = 0.8
 MAX_REPLICATIONS = 64

@@ -1,0 +1,74 @@
+"""`ybscale plan`: what a study will take before it runs (the gcp plan: clusters, slots,
+VM-hours, cost and quotas, whatever backend the config runs on; the error strata as each
+backend runs the rows), or with `--detect` the replications needed to detect an effect from a
+finished study's noise (`ybscale.analysis.power`, backend-neutral)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+from pathlib import Path
+
+import yaml
+
+from ybscale.config_sources import file_sources, sources_in_use
+
+
+def main(argv: list[str] | None = None) -> int:
+
+    parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument(
+        "--configfile", action="append", default=[],
+        help="a profile layered over --config as by snakemake --configfile (config/gcp.yaml)",
+    )  # fmt: skip
+    parser.add_argument("--design", default=None, help="default: the config's design")
+    parser.add_argument("--detect", default=None, help="replications to detect e.g. 10%% or 500")
+    parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
+    args = parser.parse_args(argv)
+    try:
+        config = yaml.safe_load(Path(args.config).read_text()) or {}
+        for profile in args.configfile:
+            from snakemake.utils import update_config
+
+            update_config(config, yaml.safe_load(Path(profile).read_text()) or {})
+        with sources_in_use(file_sources([args.config, *args.configfile])):
+            return _report(config, args)
+    except (OSError, KeyError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _report(config: dict, args) -> int:
+    """What `main` prints: the plan and the strata, or with --detect the replications."""
+    from ybscale import study
+    from ybscale.backends.gcp.plan import format_factors, format_plan, plan, replicated_cost
+    from ybscale.design.strata import format_strata
+    from ybscale.study import cluster_of
+
+    if args.detect:
+        from ybscale.analysis.power import detect
+        from ybscale.analysis.study_files import StudyFiles
+
+        loaded = study.load(config, args.design)
+        files = StudyFiles.under(args.analysis, loaded.design.run_ids)
+        cost = None
+        if loaded.settings["backend"] == "gcp":
+            cost = partial(replicated_cost, loaded.design, loaded.settings)
+        print(detect(args.detect, loaded.design, loaded.settings, files, cost))
+        return 0
+    chosen = config.get("backend", "local")
+    config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
+    loaded = study.load(config, args.design)
+    print(format_factors(loaded.design))
+    print(format_plan(plan(loaded.rows, loaded.settings, quotas=True)))
+    print(format_strata(loaded.design, cluster_of(loaded.settings, loaded.rows), "gcp"))
+    if chosen != "gcp":  # and as the config's own backend runs the rows
+        own = study.load({**config, "backend": chosen}, args.design)
+        print(format_strata(own.design, cluster_of(own.settings, own.rows), chosen))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
