@@ -1,7 +1,7 @@
 rule ceilings:
     """One line per row: signs, both ceilings and the response the effects use."""
     input:
-        design=config["design"],
+        design=DESIGN_RECORD,
         ceilings=expand("results/runs/{run}/ceiling.json", run=RUNS),
     output:
         report(
@@ -25,7 +25,7 @@ rule analyze:
     in results/analysis/ for the charts and the findings (the effects rule publishes them).
     """
     input:
-        design=config["design"],
+        design=DESIGN_RECORD,
         ceilings="results/ceilings.csv",
         run_order="results/run_order.csv",
     output:
@@ -41,11 +41,9 @@ rule analyze:
         alpha=ANALYSIS["alpha"],
         model=ANALYSIS["model"],
         multiplicity=ANALYSIS["multiplicity"],
-        clusters=CLUSTER_ARGS,
     shell:
         "python -m ybscale.analysis.analyze --design {input.design} --responses {input.ceilings}"
         " --response response --alpha {params.alpha} --model {params.model}"
-        " --clusters {params.clusters}"
         " --multiplicity {params.multiplicity}"
         " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
         " --residuals {output.residuals} --outliers {output.outliers} --no-charts > {log} 2>&1"
@@ -54,7 +52,7 @@ rule analyze:
 rule effect_charts:
     """Pareto and half-normal charts of the effects, interaction and residual charts."""
     input:
-        design=config["design"],
+        design=DESIGN_RECORD,
         ceilings="results/ceilings.csv",
         effects=rules.analyze.output.effects,
         residuals=rules.analyze.output.residuals,
@@ -96,7 +94,7 @@ rule effect_charts:
 rule findings:
     """The findings page (the report's first page) and the design page, from the results."""
     input:
-        design=config["design"],
+        design=DESIGN_RECORD,
         effects=rules.analyze.output.effects,
         ceilings="results/ceilings.csv",
         outliers=rules.analyze.output.outliers,
@@ -118,14 +116,12 @@ rule findings:
     params:
         alpha=ANALYSIS["alpha"],
         ceiling=ANALYSIS["ceiling"],
-        clusters=CLUSTER_ARGS,
         runs=expand("results/runs/{run}", run=RUNS),
     shell:
         "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
         " --ceilings {input.ceilings} --outliers {input.outliers} --anova {input.anova}"
         " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
         " --rst {output.findings_page} --design-rst {output.design_page} {params.runs}"
-        " --clusters {params.clusters}"
         " > {log} 2>&1"
 
 

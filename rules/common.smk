@@ -49,6 +49,8 @@ MEASURE_CODE = code_digest(BACKEND.name)
 CLUSTERS = "results/clusters"
 # the analysis' tables until the effects rule publishes them into results/
 STAGED = "results/analysis"
+# the design record, written by the design job: what every later job reads of the design
+DESIGN_RECORD = "results/design/design.json"
 
 
 # the order rows are measured in: drawn from measurement.seed, one block per replicate

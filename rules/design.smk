@@ -1,5 +1,7 @@
 rule design:
-    """Sign table, defining relation, aliases and resolution of the design."""
+    """The design record every later job reads (results/design/design.json: the design, each
+    run's cluster, the strata, the planned run order), with its sign table and aliases: the one
+    rule that reads the design file."""
     input:
         config["design"],
     output:
@@ -21,7 +23,9 @@ rule design:
     params:
         backend=BACKEND.name,
         clusters=CLUSTER_ARGS,
+        order=SETTINGS["measurement"]["order"],
+        seed=SETTINGS["measurement"]["seed"],
     shell:
-        "python -m ybscale.design.factorial {input} --sign-table {output.sign_table}"
-        " --aliases {output.aliases} --summary {output.summary}"
-        " --backend {params.backend} --clusters {params.clusters} > {log} 2>&1"
+        "python -m ybscale.design.record {input} --sign-table {output.sign_table}"
+        " --aliases {output.aliases} --record {output.summary} --backend {params.backend}"
+        " --order {params.order} --seed {params.seed} --clusters {params.clusters} > {log} 2>&1"

@@ -86,7 +86,7 @@ rule ceiling:
 rule run_order:
     """The order rows were actually measured in (start, end), next to the planned one."""
     input:
-        design=config["design"],
+        design=DESIGN_RECORD,
         measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
     output:
         "results/run_order.csv",
@@ -94,11 +94,6 @@ rule run_order:
         "results/logs/run_order.log",
     conda:
         "../envs/ybscale.yaml"
-    params:
-        order=SETTINGS["measurement"]["order"],
-        seed=SETTINGS["measurement"]["seed"],
-        clusters=CLUSTER_ARGS,
     shell:
-        "python -m ybscale.design.order --design {input.design} --order {params.order}"
-        " --seed {params.seed} --out {output} {input.measurements}"
-        " --clusters {params.clusters} > {log} 2>&1"
+        "python -m ybscale.design.order --design {input.design} --out {output}"
+        " {input.measurements} > {log} 2>&1"

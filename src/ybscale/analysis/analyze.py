@@ -30,7 +30,8 @@ from ybscale.analysis.sensitivity import with_other_scale
 from ybscale.analysis.strata import judge, mixed, mixed_applies
 from ybscale.design.factorial import DesignError, load_design
 from ybscale.design.order import executed_positions
-from ybscale.design.strata import column_strata, parse_clusters
+from ybscale.design.record import clusters_of
+from ybscale.design.strata import column_strata
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         responses = read_responses(args.responses, design, args.response)
         column = responses.attrs["response"]
         paths = _paths(args, parser, charts)
-        clusters = parse_clusters(args.clusters)
+        clusters = clusters_of(args.design, args.clusters)  # given, else the record's
         tables = analyze(
             design,
             responses,

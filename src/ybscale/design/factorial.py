@@ -16,6 +16,7 @@ Run ``python -m ybscale.design.factorial config/design.yaml results/design`` to 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -448,9 +449,37 @@ def design_from_dict(data: object, source: str = "<memory>") -> Design:
     )
 
 
+def design_from_record(record: dict, source: str = "<memory>") -> Design:
+    """The Design a design record holds (`design_dict`'s fields: results/design/design.json),
+    validated as the YAML it came from."""
+    factors = {}
+    for f in record["factors"]:
+        spec = {"name": f["name"], "levels": list(f["levels"])}
+        if f.get("description"):
+            spec["description"] = f["description"]
+        if f.get("sets") is not None:
+            spec["sets"] = f["sets"]
+        if f.get("fold"):
+            spec["fold"] = True
+        factors[f["letter"]] = spec
+    data = {"factors": factors, "replications": record["replications"]}
+    if record.get("generators"):
+        data["generators"] = dict(record["generators"])
+    design = design_from_dict(data, source)
+    return dataclasses.replace(design, source=record.get("source", source))
+
+
 def load_design(path: str | Path) -> Design:
-    """Read, validate and build the design in ``path``."""
+    """Read, validate and build the design in ``path``: a design YAML, or the design record a
+    study's design rule wrote (``.json``: `ybscale.design.record`)."""
     source = str(path)
+    if source.endswith(".json"):
+        try:
+            return design_from_record(json.loads(Path(path).read_text(encoding="utf-8")), source)
+        except OSError as exc:
+            raise DesignError(f"{source}: <file>: cannot read: {exc}") from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DesignError(f"{source}: <file>: not a design record: {exc}") from exc
     try:
         with open(path, encoding="utf-8") as fh:
             data = settings.read_yaml(fh.read())

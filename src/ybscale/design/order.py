@@ -158,22 +158,32 @@ def executed_positions(path: str | Path) -> pd.Series:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ybscale.design.order --design D --order random --seed S --out O M...`."""
-    from ybscale.design.factorial import load_design
+    """`python -m ybscale.design.order --design RECORD --out O M...` (the run_order rule: the
+    order, seed and clusters are the design record's), or `--design D.yaml --order random
+    --seed S [--clusters RUN=CLUSTER ...]`."""
 
     parser = argparse.ArgumentParser(prog="python -m ybscale.design.order", description=__doc__)
     parser.add_argument("--design", required=True)
-    parser.add_argument("--order", choices=ORDERS, default="random")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--order", choices=ORDERS, default=None, help="default: the record's")
+    parser.add_argument("--seed", type=int, default=None, help="default: the record's")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("measurements", nargs="*", type=Path, help="measurement.json files")
     parser.add_argument("--clusters", nargs="*", metavar="RUN=CLUSTER", help="shared clusters")
     args = parser.parse_args(argv)
+    from ybscale.design.factorial import load_design
     from ybscale.design.strata import parse_clusters
 
-    clusters = parse_clusters(args.clusters)
-    plan = planned_order(load_design(args.design).sign_table(), args.order, args.seed, clusters)
-    executed_order(plan, args.measurements, args.order, args.seed).to_csv(args.out, index=False)
+    design, clusters, order, seed = load_design(args.design), {}, "random", 0
+    if str(args.design).endswith(".json"):  # the design record (ybscale.design.record)
+        data = json.loads(Path(args.design).read_text(encoding="utf-8"))
+        clusters = dict(data.get("clusters") or {})
+        order, seed = data["run_order"]["order"], int(data["run_order"]["seed"])
+    if args.clusters is not None:
+        clusters = parse_clusters(args.clusters)
+    order = args.order or order
+    seed = seed if args.seed is None else args.seed
+    plan = planned_order(design.sign_table(), order, seed, clusters)
+    executed_order(plan, args.measurements, order, seed).to_csv(args.out, index=False)
     return 0
 
 

@@ -30,6 +30,7 @@ from ybscale.analysis import power, sensitivity
 from ybscale.analysis.study_files import StudyFiles
 from ybscale.design import followup, strata
 from ybscale.design.factorial import Design, load_design
+from ybscale.design.record import clusters_of
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.report import bottlenecks, strata_text
 from ybscale.report.anova_text import split_plot_text
@@ -545,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     design = load_design(args.design)
     files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs, args.anova)
-    clusters = strata.parse_clusters(args.clusters)
+    clusters = clusters_of(args.design, args.clusters)  # given, else the design record's
     text = write_findings(design, files, args.out, args.rst, args.alpha, args.ceiling, clusters)
     if args.design_rst:
         from ybscale.report.design_report import design_rst
