@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import REPO, settings_with
+from conftest import REPO, settings_with, shipped_config
 
+from ybscale import settings
 from ybscale.measure.measuring import ADAPTIVE_EXTRA_COUNTS, MeasuringProtocol
 
 
@@ -15,7 +16,15 @@ def test_it_is_read_from_loaded_settings_and_from_an_older_rows_record():
     assert protocol.clients == (1, 2, 4) and protocol.max_clients == 16
     assert protocol.most_repetitions == 5 and protocol.sweep == "adaptive"
     old = MeasuringProtocol.of({"clients": [1, 2], "sweep": "grid", "seconds": 3})
-    assert old.max_clients is None and old.repetitions == 3  # the schema's default
+    assert old.repetitions == 3 and old.max_tries == 10  # the schema's defaults
+    # max_clients null has one meaning everywhere: 4 x the grid's largest, as the loader says
+    assert (
+        old.max_clients
+        == settings.load(
+            {**shipped_config(), "measurement": {"clients": [1, 2], "max_clients": None}}
+        )["measurement"]["max_clients"]
+        == 8
+    )
 
 
 def test_the_sweep_it_runs_extends_to_its_max_clients_and_its_rule_is_the_settings():

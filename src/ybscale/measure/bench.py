@@ -103,7 +103,8 @@ def run_pgbench(
     shares = split(clients, len(targets))
     threads = load_threads(clients, len(targets), cluster.load_cores())
     workdir = workdir or (log_prefix.parent if log_prefix else Path.cwd())
-    timeout = seconds + settings["timeout"]
+    protocol = MeasuringProtocol.of(settings)  # the harness's timeout and tries
+    timeout = seconds + protocol.timeout
     procs = []
     for i, (target, share) in enumerate(zip(targets, shares, strict=True)):
         if share == 0:
@@ -120,7 +121,7 @@ def run_pgbench(
             workdir=workdir,
             timeout=timeout,
             log_prefix=prefix,
-            max_tries=settings["max_tries"],
+            max_tries=protocol.max_tries,
             progress=1,
             random_seed=seed + i if seed is not None else None,
         )

@@ -34,14 +34,22 @@ class MeasuringProtocol:
     seconds: int
     skip_seconds: int
     warmup: int
+    max_tries: int  # pgbench --max-tries: serialization failures retried (and counted)
+    timeout: int  # seconds any harness command may take beyond its duration
+    order: str  # the rows' order (random from `seed` | standard): the design record's
+    seed: int
 
     @classmethod
     def of(cls, measurement: Mapping) -> MeasuringProtocol:
         """From loaded settings or a row's measurement.json (older ones: schema defaults for
-        what they lack; no max_clients there means no extension)."""
+        what they lack). Each setting has one meaning: `max_clients` null is
+        `settings.EXTEND_FACTOR` times the grid's largest count, as the settings loader
+        derives it."""
         schema = settings.schema("config")["properties"]["measurement"]
         full = settings.fill_defaults(schema, {"clients": [], **settings.thaw(measurement)})
         values = {f.name: full.get(f.name) for f in fields(cls)}
+        if values["max_clients"] is None and full["clients"]:
+            values["max_clients"] = settings.EXTEND_FACTOR * max(full["clients"])
         return cls(**{**values, "clients": tuple(full["clients"])})
 
     @property
