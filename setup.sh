@@ -32,7 +32,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e ".[dev]"
+# dev: the tests and linters; gcp: the gcp backend (Pulumi), which the tests rehearse on loopback
+.venv/bin/pip install -q -e ".[dev,gcp]"
 # pip writes bytecode for what it installs, not for an editable package's sources; with
 # PYTHONDONTWRITEBYTECODE set (as on this image) every Snakemake run and job script would
 # otherwise compile ybscale's modules again (about 55 ms per process for the Snakefile's imports)

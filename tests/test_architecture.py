@@ -71,3 +71,21 @@ def test_each_former_loop_would_fail(module, dependency):
     edges = graph()
     edges.setdefault(module, set()).add(dependency)
     assert any(line.startswith(f"{module} -> {dependency} ") for line in upward(edges))
+
+
+def test_a_local_study_needs_no_cloud_package():
+    """Pulumi and the GCP provider are the gcp extra: loading and checking a local study (what
+    the Snakefile does at parse time) imports neither."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, yaml; from ybscale import study; "
+        "study.load(yaml.safe_load(open('config/config.yaml'))); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_gcp')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

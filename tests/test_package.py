@@ -65,7 +65,7 @@ def test_wheel_installed_elsewhere_works_from_another_directory(tmp_path):
 PARSE_IMPORTS = """
 import sys, yaml
 from ybscale import study
-from ybscale.backends.gcp import clusters, plan  # what rules/cloud.smk imports
+from ybscale.backends.gcp import clusters, plan  # what backends/gcp/rules.smk imports
 config = yaml.safe_load(open("config/config.yaml"))
 loaded = study.load(config)
 plan.previous_in_slot(loaded.rows, {**loaded.settings, "backend": "gcp"})

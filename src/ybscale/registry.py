@@ -33,4 +33,12 @@ def backend_class(name: str) -> Any:
     if name not in BACKENDS:
         raise UnknownBackend(f"config: backend: unknown backend {name!r} ({' | '.join(BACKENDS)})")
     module, _, cls = BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("ybscale"):
+            raise
+        raise UnknownBackend(
+            f"config: backend: {name} needs {exc.name}, which is not installed: "
+            f'pip install -e ".[{name}]" (or bash setup.sh)'
+        ) from exc

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ybscale.design.row import Row, resource_name
+from ybscale.design.row import Row
 from ybscale.errors import BackendError
 from ybscale.measure.pgbench import Endpoint, PgbenchCommand
 
@@ -140,7 +140,7 @@ class Backend(abc.ABC):
 
     name: str
     modules: tuple[str, ...] = ()  # its measuring modules (package paths), for the code digest
-    rules: str | None = None  # rules of its own (relative to the Snakefile), included when set
+    rules: str | None = None  # its own rules file (in its package), included when set
     loads_here = True  # pgbench runs on this machine: one benchmark at a time here
     runs_here = False  # its servers run on this machine: up and down take the `bench` slot too
 
@@ -249,9 +249,10 @@ class Backend(abc.ABC):
 
 def cluster_label(row: Row, per_replicate: bool) -> str:
     """The cluster a combination's rows share: labelled by the combination; with
-    `per_replicate` replicate k >= 2 on ``<combination>-r<k>`` of its own."""
+    `per_replicate` replicate k >= 2 on ``<combination>-r<k>`` of its own (a backend whose
+    names are limited cuts it: gcp's `names.cluster_label`)."""
     if per_replicate and row.replicate > 1:
-        return resource_name(f"{row.combination}-r{row.replicate}")
+        return f"{row.combination}-r{row.replicate}"
     return row.combination
 
 

@@ -8,7 +8,6 @@ never factor names. Backend-specific checks (size tables, server catalogues) are
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -87,23 +86,15 @@ class Row:
 
 
 def combination_key(cluster: ClusterShape, server: Mapping[str, str]) -> str:
-    """``nodes3-small-reploff`` plus each server setting; a valid cloud resource name part."""
+    """``nodes3-small-reploff`` plus each server setting (lower case, words joined by dashes);
+    a backend whose names are limited cuts it (gcp: `backends.gcp.names`)."""
     parts = [
         f"nodes{cluster.nodes}",
         cluster.node_size,
         "replon" if cluster.replication else "reploff",
     ]
     parts += [f"{name}-{value}" for name, value in sorted(server.items())]
-    return resource_name(re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-"))
-
-
-def resource_name(key: str) -> str:
-    """`key` if at most 44 characters, else its first 35 and a digest of the whole: stack and
-    VM names are limited (GCP: 63 characters in all)."""
-    if len(key) <= 44:
-        return key
-    digest = hashlib.sha1(key.encode()).hexdigest()[:8]
-    return f"{key[:35].rstrip('-')}-{digest}"
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
 
 
 # --------------------------------------------------------------------------- resolution

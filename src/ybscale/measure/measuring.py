@@ -15,7 +15,7 @@ from ybscale import settings
 from ybscale.measure import adaptive
 
 if TYPE_CHECKING:  # precision needs numpy: only a measuring job imports it (`rule`), not the
-    from ybscale.measure import precision  # plan that rules/cloud.smk reads at parse time
+    from ybscale.measure import precision  # plan that backends/gcp/rules.smk reads at parse time
 
 ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (planning estimate)
 

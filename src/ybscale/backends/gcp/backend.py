@@ -24,12 +24,12 @@ from ybscale.backends.base import (
     Backend,
     BackendError,
     Cluster,
-    cluster_label,
     settings_by_source,
 )
 from ybscale.backends.gcp.balancer import load_balancer_idle
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.gcp.files import ClusterFiles
+from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.reach import masters_health, node_hosts, ssh_host, tserver_endpoints
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
 from ybscale.backends.machine_cpu import MachineCpu
@@ -50,7 +50,7 @@ class GcpBackend(Backend):
         "backends/machine_cpu.py",
         "backends/loadgen.py",
     )
-    rules = "rules/cloud.smk"  # the plan, printed before spending
+    rules = str(Path(__file__).with_name("rules.smk"))  # the plan, printed before spending
     loads_here = False  # pgbench runs on each cluster's own load generator
 
     def __init__(self, config: Mapping, clusters: Path | None = None):

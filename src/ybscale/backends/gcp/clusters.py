@@ -19,10 +19,11 @@ from pathlib import Path
 
 import yaml
 
-from ybscale.backends.base import BackendError, cluster_label
+from ybscale.backends.base import BackendError
 from ybscale.backends.gcp import capacity, stacks
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.files import ClusterFiles
+from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.plan import format_plan, plan
 from ybscale.backends.gcp.reach import wait_ready
 from ybscale.config_sources import file_sources, sources_in_use

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ybscale.backends.base import cluster_label
 from ybscale.backends.gcp.config import gcp_section
+from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.stacks import cluster_machines
 from ybscale.config_sources import source_of
 from ybscale.design.order import cluster_order
@@ -35,7 +35,7 @@ LOAD_ROWS_PER_S = 20_000  # dataset (re)load speed assumed for write rows (estim
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    cluster: str  # its label and stack (base.cluster_label): combination[-r<replicate>]
+    cluster: str  # its label and stack (names.cluster_label): combination[-r<replicate>]
     runs: list[str]
     masters: int
     tservers: int
