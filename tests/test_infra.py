@@ -498,24 +498,51 @@ def test_tarball_checksum_is_verified(tmp_path, published):
         assert not (tmp_path / "yb").exists()
 
 
-def test_server_knobs_become_tserver_flags_and_ysql_settings():
-    """server.* knobs: PostgreSQL's catalogue names go to --ysql_pg_conf_csv, others are flags."""
+def test_server_knobs_become_master_and_tserver_flags_and_ysql_settings():
+    """server.* knobs: YSQL settings go to --ysql_pg_conf_csv, flags to the server(s) the release
+    defines them for (issue 36: a master flag reached the tservers only and did nothing)."""
     from ybscale.backends.gcp import stacks
     from ybscale.backends.gcp.config import gcp_section
     from ybscale.design.row import ClusterShape
 
     settings = gcp_section({"gcp": {"project": "p", "owner": "ada"}})
     now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
-    server = {"work_mem": "16MB", "ysql_num_shards_per_tserver": "4"}
+    server = {"work_mem": "16MB", "ysql_max_connections": "200",
+              "load_balancer_max_concurrent_moves": "4",
+              "enable_automatic_tablet_splitting": "false"}  # fmt: skip
     shape = ClusterShape(3, "large", False)
     args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
     assert args.ysql_pg_conf == {"work_mem": "16MB"}
-    assert args.tserver_flags == {"ysql_num_shards_per_tserver": "4"}
+    assert args.tserver_flags == {"ysql_max_connections": "200",
+                                  "enable_automatic_tablet_splitting": "false"}  # fmt: skip
+    assert args.master_flags == {"load_balancer_max_concurrent_moves": "4",
+                                 "enable_automatic_tablet_splitting": "false"}  # fmt: skip
     assert args.machine_type == settings["machine_types"]["large"] and args.nodes == 3
     flags = startup.tserver_flags(
         "10.0.0.5", ["10.0.0.2"], "us-central1-a", args.tserver_flags, args.ysql_pg_conf
     )
-    assert "--ysql_num_shards_per_tserver=4" in flags
+    assert "--ysql_max_connections=200" in flags
+    assert "--enable_automatic_tablet_splitting=false" in flags
+    assert not any(f.startswith("--load_balancer") for f in flags)
     assert "--ysql_pg_conf_csv=work_mem=16MB" in flags
+    master = startup.master_flags("10.0.0.2", ["10.0.0.2"], 1, "us-central1-a", args.master_flags)
+    assert "--load_balancer_max_concurrent_moves=4" in master
+    assert "--enable_automatic_tablet_splitting=false" in master
+    assert not any("ysql_max_connections" in f or "work_mem" in f for f in master)
     odd = startup.tserver_flags("10.0.0.5", ["10.0.0.2"], "z-a", {}, {"search_path": "a, b"})
     assert '--ysql_pg_conf_csv="search_path=a, b"' in odd
+
+
+@pulumi.runtime.test
+def test_master_flags_reach_every_master_vm(mocks):
+    """ClusterArgs.master_flags end up in each master's unit, not in a tserver's."""
+    args = make_args(3, True, master_flags={"load_balancer_max_concurrent_moves": "4"})
+    cluster = YugabyteCluster("ybscale-c", args)
+
+    def check(_):
+        for vm in instances(mocks, "master"):
+            assert "--load_balancer_max_concurrent_moves=4" in vm["metadataStartupScript"]
+        for vm in instances(mocks, "tserver"):
+            assert "load_balancer_max_concurrent_moves" not in vm["metadataStartupScript"]
+
+    return settle(cluster, check)

@@ -54,6 +54,7 @@ class ClusterArgs:
     yugabyte_sha256: str | None = None  # None: checked against the published <url>.sha
     pg_client_version: int = 16
     max_run_seconds: int = 8 * 3600  # Compute Engine deletes each VM after this, no sweep needed
+    master_flags: dict[str, str] = field(default_factory=dict)  # server.* knobs: yb-master flags
     tserver_flags: dict[str, str] = field(default_factory=dict)  # server.* knobs: yb-tserver flags
     ysql_pg_conf: dict[str, str] = field(default_factory=dict)  # server.* knobs: YSQL settings
     # masters and tservers (E2, the load generator's family, takes no minimum CPU platform)
@@ -180,6 +181,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                     version=args.yugabyte_version,
                     url=url,
                     sha256=args.yugabyte_sha256,
+                    flags=args.master_flags,
                 ),
                 role="master",
             )

@@ -143,9 +143,14 @@ def _placement(cloud_zone: str) -> list[str]:
 
 
 def master_flags(
-    ip: str, master_ips: Sequence[str], replication_factor: int, zone: str
+    ip: str,
+    master_ips: Sequence[str],
+    replication_factor: int,
+    zone: str,
+    flags: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """yb-master argv for the master at `ip`."""
+    """yb-master argv for the master at `ip`, plus the design's server.* knobs that are yb-master
+    flags (`flags`, as --name=value)."""
     return [
         f"{YB_HOME}/bin/yb-master",
         f"--master_addresses={master_addresses(master_ips)}",
@@ -154,6 +159,7 @@ def master_flags(
         f"--replication_factor={replication_factor}",
         "--enable_ysql=true",
         *_placement(zone),
+        *(f"--{name}={value}" for name, value in sorted((flags or {}).items())),
     ]
 
 
@@ -201,13 +207,14 @@ def master_script(
     version: str,
     url: str,
     sha256: str | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
-    """Startup script of a yb-master VM."""
-    flags = master_flags(ip, master_ips, replication_factor, zone)
+    """Startup script of a yb-master VM (`flags`: the server.* knobs that are yb-master flags)."""
+    argv = master_flags(ip, master_ips, replication_factor, zone, flags)
     return (
         _header("yb-master")
         + _install_yugabyte(version, url, sha256)
-        + _service("yb-master", flags)
+        + _service("yb-master", argv)
         + f"touch {READY_MARKER}\n"
     )
 

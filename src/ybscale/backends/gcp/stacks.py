@@ -59,9 +59,10 @@ def program_of(settings: Mapping, program: Callable | None = None) -> tuple[Call
     return _infra().program, True
 
 
-def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict]:
-    """server.* knobs -> (yb-tserver flags, YSQL settings for --ysql_pg_conf_csv), by the flag
-    list of the release's series (yb_catalogue; checked at dry run by GcpBackend.check_rows)."""
+def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict, dict]:
+    """server.* knobs -> (yb-master flags, yb-tserver flags, YSQL settings for
+    --ysql_pg_conf_csv), by the flag lists of the release's series (yb_catalogue; checked at dry
+    run by GcpBackend.check_rows)."""
     series = yb_catalogue.series_of(release) or ""
     return yb_catalogue.split_server_settings(server, series)
 
@@ -160,12 +161,15 @@ def cluster_args(
 ):
     """ClusterArgs of one combination: its shape and server settings (server.* knobs)."""
     machines = cluster_machines(shape or shape_of(combo), settings, combo)
-    flags, pg_conf = split_server_settings(server or {}, settings["yugabyte"]["version"])
+    master_flags, flags, pg_conf = split_server_settings(
+        server or {}, settings["yugabyte"]["version"]
+    )
     expiry = now + dt.timedelta(hours=settings["ttl_hours"])
     return _infra().ClusterArgs(
         nodes=machines.tservers,
         replication_factor=machines.masters,
         machine_type=machines.tserver_type,
+        master_flags=master_flags,
         tserver_flags=flags,
         ysql_pg_conf=pg_conf,
         master_machine_type=machines.master_type,
