@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import re
 
 import pulumi
 import pytest
@@ -237,12 +238,16 @@ def test_labels_and_ssh_key_on_every_vm(mocks):
             for value in labels.values():
                 assert value == label_value(value)
             if typ.endswith("Instance"):
-                assert inputs["bootDisk"]["initializeParams"]["labels"] == labels
+                # create-only (the boot disk is made with the VM): what never changes for a stack
+                assert inputs["bootDisk"]["initializeParams"]["labels"] == {
+                    "project": "ybscale", "stack": "ybscale-x", "role": labels["role"]
+                }  # fmt: skip
                 assert inputs["metadata"]["ssh-keys"].startswith("ybscale:ssh-ed25519 ")
-        # Resources GCP cannot label carry the same facts in their description.
+        # Resources GCP cannot label carry the stack's fixed facts in their description (set
+        # only at creation: no expiry, which changes at every `up`)
         for typ, name, inputs in mocks.resources:
             if typ not in LABELABLE and "description" in inputs:
-                assert "expiry=20261122t2300z" in inputs["description"], name
+                assert inputs["description"] == "ybscale project=ybscale stack=ybscale-x", name
 
     return settle(cluster, check)
 
@@ -546,3 +551,103 @@ def test_master_flags_reach_every_master_vm(mocks):
             assert "load_balancer_max_concurrent_moves" not in vm["metadataStartupScript"]
 
     return settle(cluster, check)
+
+
+# ------------------------------------------- a second `up` of a live stack replaces nothing
+
+# what the installed pulumi-gcp SDK says of a field the provider can set only at creation
+# (Network.description: "must be recreated to modify this field"; Subnetwork.description: "can be
+# set only at resource creation time"; metadata_startup_script: "forces the instance to be
+# recreated"; "Changing this forces a new resource to be created"; "causes resource replacement")
+CREATE_ONLY = re.compile(
+    r"recreat|forces a new resource|only at resource\s+creation|causes resource replacement",
+    re.IGNORECASE,
+)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def sdk_field_docs(typ: str, path: tuple) -> list[tuple[str, str]]:
+    """(field, docstring) of each field along `path` (mock input keys, list indexes skipped) in
+    the installed SDK's Args classes of resource type `typ` (e.g. gcp:compute/network:Network)."""
+    import importlib
+
+    module_path, cls = typ.split(":")[1].split("/")[0], typ.rsplit(":", 1)[1]
+    module = importlib.import_module(f"pulumi_gcp.{module_path}")
+    args_cls = getattr(module, f"{cls}Args")
+    docs = []
+    for key in (k for k in path if isinstance(k, str)):
+        prop = getattr(args_cls, _snake(key), None) if args_cls is not None else None
+        if not isinstance(prop, property):
+            break  # a map's key (labels.expiry): the map's own docstring speaks for it
+        docs.append((f"{args_cls.__name__}.{_snake(key)}", prop.__doc__ or ""))
+        hint = str(prop.fget.__annotations__.get("return", ""))
+        nested = re.search(r"'(\w+Args)'", hint)
+        args_cls = getattr(module, nested[1], None) if nested else None
+    return docs
+
+
+def leaves(value, path=()):
+    """(path, value) of every scalar in nested mock inputs."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from leaves(item, (*path, i))
+    else:
+        yield path, value
+
+
+def record_program(args: ClusterArgs) -> dict[str, tuple[str, dict]]:
+    """Resource name -> (type, inputs) of the real program under fresh mocks."""
+    recorded = RecordingMocks()
+    pulumi.runtime.set_mocks(recorded, project="ybscale", stack="test", preview=False)
+
+    @pulumi.runtime.test
+    def run():
+        return settle(YugabyteCluster("ybscale-c", args), lambda _: None)
+
+    run()
+    return {name: (typ, inputs) for typ, name, inputs in recorded.resources}
+
+
+def test_a_second_up_later_changes_only_fields_updated_in_place():
+    """Issue 36: the stack's program run at two times (an `up` of a live stack a day later, new
+    expiry) differs only in inputs the provider updates in place, by the installed SDK's own
+    docstrings, and only in labels: no network, NAT, firewall or VM is rebuilt."""
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.config import gcp_section
+    from ybscale.design.row import ClusterShape
+
+    settings = gcp_section({"gcp": {"project": "p", "owner": "ada"}})
+    shape = ClusterShape(3, "large", True)
+    server = {"work_mem": "16MB", "load_balancer_max_concurrent_moves": "4"}
+    first, later = (
+        stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+        for now in (
+            dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC),
+            dt.datetime(2026, 11, 23, 15, 30, tzinfo=dt.UTC),
+        )  # fmt: skip
+    )
+    assert first.labels["expiry"] != later.labels["expiry"]
+    before, after = record_program(first), record_program(later)
+    assert before.keys() == after.keys()
+    changed = []
+    for name, (typ, inputs) in after.items():
+        old = dict(leaves(before[name][1]))
+        for path, value in leaves(inputs):
+            if old.get(path) != value:
+                changed.append((typ, name, path))
+    assert changed, "the two runs differ (expiry): the check below has something to check"
+    create_only = [
+        (name, field)
+        for typ, name, path in changed
+        for field, doc in sdk_field_docs(typ, path)
+        if CREATE_ONLY.search(doc)
+    ]
+    assert create_only == [], create_only
+    not_labels = [(name, path) for typ, name, path in changed if path[0] != "labels"]
+    assert not_labels == [], not_labels

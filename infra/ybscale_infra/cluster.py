@@ -20,6 +20,8 @@ IAP_RANGE = "35.235.240.0/20"  # Google's Identity-Aware Proxy TCP forwarding ra
 DB_PORTS = ["5433", "7000", "7100", "9000", "9100", "12000", "13000"]
 DB_TAG = "ybscale-db"
 LOADGEN_TAG = "ybscale-loadgen"
+# labels that never change for a stack: the only ones written into create-only fields
+FIXED_LABELS = ("project", "stack", "study")
 _FIRST_HOST = 10  # GCE reserves .0, .1 and the last two addresses; leave room below .10
 
 
@@ -114,7 +116,15 @@ class YugabyteCluster(pulumi.ComponentResource):
         self.resources: list[pulumi.Resource] = []
         self.cpu_platforms: dict[str, pulumi.Output] = {}  # VM name -> CPU platform
         child = pulumi.ResourceOptions(parent=self)
-        description = "ybscale " + " ".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
+        # create-only fields (a Network's, Subnetwork's or Router's description, a boot disk's
+        # initialize_params labels: the provider can set them only when it creates the resource)
+        # get only what never changes for a stack; expiry (new at every `up`) and owner go to
+        # the instances' labels, which the provider updates in place. Any other value there
+        # would rebuild the network and every VM (an empty database) at a second `up`.
+        self.fixed_labels = {k: v for k, v in self.labels.items() if k in FIXED_LABELS}
+        description = "ybscale " + " ".join(
+            f"{k}={v}" for k, v in sorted(self.fixed_labels.items())
+        )
 
         self.network = self._add(
             gcp.compute.Network(
@@ -284,7 +294,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                         image=args.image,
                         size=args.disk_size_gb,
                         type=args.disk_type,
-                        labels=labels,
+                        labels={**self.fixed_labels, "role": role},  # create-only: see above
                     )
                 ),
                 network_interfaces=[nic],
