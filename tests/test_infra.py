@@ -651,3 +651,82 @@ def test_a_second_up_later_changes_only_fields_updated_in_place():
     assert create_only == [], create_only
     not_labels = [(name, path) for typ, name, path in changed if path[0] != "labels"]
     assert not_labels == [], not_labels
+
+
+# ------------------------------------------------------- unit files: systemd's own quoting
+
+_C_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "s": " ", "r": "\r"}
+
+
+def systemd_exec_argv(line: str) -> list[str]:
+    """The argv systemd runs for an ExecStart= value, by its documented rules (systemd.syntax(7)
+    "Quoting", systemd.unit(5) "Specifiers", systemd.service(5) "Command lines"): words split on
+    whitespace, '...' and "..." quoting with C escapes, then specifiers (`%%` is `%`) and
+    environment variables (`$$` is `$`). A specifier or variable that would be replaced is an
+    error: the value would not arrive as written."""
+    words, i = [], 0
+    while i < len(line):
+        if line[i].isspace():
+            i += 1
+            continue
+        word, quote = [], None
+        while i < len(line) and (quote or not line[i].isspace()):
+            ch = line[i]
+            if ch == "\\":
+                escape = line[i + 1 : i + 2]
+                assert escape in _C_ESCAPES, f"systemd reads \\{escape} in {line!r} as an escape"
+                word.append(_C_ESCAPES[escape])
+                i += 2
+                continue
+            if ch in "\"'" and quote in (None, ch):
+                quote = None if quote else ch
+            else:
+                word.append(ch)
+            i += 1
+        assert quote is None, f"unterminated quote in {line!r}"
+        words.append("".join(word))
+    return [_resolve(word) for word in words]
+
+
+def _resolve(word: str) -> str:
+    """`%%` -> `%`, `$$` -> `$`; any other `%x` (a specifier) or `$x` (a variable) fails."""
+    out, i = [], 0
+    while i < len(word):
+        ch = word[i]
+        if ch in "%$":
+            pair = word[i : i + 2]
+            assert pair == ch * 2, f"systemd would replace {pair!r} in {word!r}"
+            i += 1
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def unit_file(script: str) -> str:
+    """The unit file a startup script writes (its `cat > ... <<'UNIT'` heredoc)."""
+    return script.split("<<'UNIT'\n", 1)[1].split("\nUNIT\n", 1)[0] + "\n"
+
+
+def test_unit_files_pass_knob_values_through_systemd_intact(tmp_path):
+    """Issue 36: the unit was written with shell quoting (shlex.quote), which systemd does not
+    read: `%m`, `%p` in log_line_prefix became the machine ID and the unit's name, `%e` refused
+    the unit, `$user` an empty variable. Values with %, $, quotes and spaces now reach the
+    server's argv as written, by systemd's rules and by systemd-analyze verify."""
+    import subprocess
+
+    pg_conf = {"log_line_prefix": "'%m [%p] %e '", "search_path": '"$user", public'}
+    flags = {"ysql_hba_conf_csv": "host all all 10.0.0.0/8 trust", "log_dir": "/tmp/a b\\c"}
+    argv = startup.tserver_flags("10.0.0.5", ["10.0.0.2"], "us-central1-a", flags, pg_conf)
+    binary = tmp_path / "yb-tserver"  # systemd-analyze verify wants an executable there
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    argv = [str(binary), *argv[1:]]
+    assert "--ysql_pg_conf_csv=\"log_line_prefix='%m [%p] %e '\"," in "".join(argv)
+    unit = unit_file(startup._service("yb-tserver", argv))
+    [exec_start] = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
+    assert systemd_exec_argv(exec_start.removeprefix("ExecStart=")) == argv
+    path = tmp_path / "yb-tserver.service"
+    path.write_text(unit)
+    done = subprocess.run([need("systemd-analyze"), "verify", "--man=no", str(path)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

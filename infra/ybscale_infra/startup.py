@@ -102,8 +102,18 @@ mkdir -p {data} {READY_MARKER.rsplit("/", 1)[0]}
 """
 
 
+def systemd_word(arg: str) -> str:
+    """One ExecStart= argument as systemd reads it back unchanged (systemd.service(5), "Command
+    lines"; systemd.syntax(7), "Quoting"): in double quotes, with C escapes for backslash, double
+    quote and newline, `%%` for `%` (else a specifier: `%m` is the machine ID, `%p` the unit's
+    prefix, an unknown one refuses the unit) and `$$` for `$` (else an environment variable).
+    Shell quoting is no use here: systemd does not run a shell."""
+    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + escaped.replace("%", "%%").replace("$", "$$") + '"'
+
+
 def _service(name: str, argv: Sequence[str]) -> str:
-    exec_start = " ".join(shlex.quote(a) for a in argv)
+    exec_start = " ".join(systemd_word(a) for a in argv)
     return f"""
 cat > /etc/systemd/system/{name}.service <<'UNIT'
 [Unit]
