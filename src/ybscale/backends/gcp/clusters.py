@@ -26,7 +26,7 @@ from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.plan import format_plan, plan
 from ybscale.backends.gcp.reach import wait_ready
-from ybscale.config_sources import file_sources, sources_in_use
+from ybscale.config_sources import file_sources, source_of, sources_in_use
 from ybscale.design.row import Row
 
 
@@ -89,11 +89,21 @@ def up(
     stacks.install_signal_handlers()  # SIGTERM/SIGHUP: cancel pulumi, destroy, then exit
     settings = gcp_section(config)
     loaded = study.load({**config, "backend": "gcp"}, design)
-    print(format_plan(plan(loaded.rows, loaded.settings, [combo])))
     if combo not in loaded.clusters:
         raise ValueError(
             f"{loaded.design.source}: no row runs on cluster {combo!r} "
             f"(clusters: {', '.join(loaded.clusters)})"
+        )
+    own = plan(loaded.rows, loaded.settings, [combo], quotas=True)  # this cluster's need, now
+    print(format_plan(own))
+    over = own.over_quota()
+    if over and not settings["allow_over_quota"]:
+        raise BackendError(
+            f"cluster {combo} not brought up: it needs more than the quota leaves free: "
+            + "; ".join(over)
+            + f" ({own.quota_note}). Raise the quota (console: IAM & Admin > Quotas), free it, "
+            f"lower the need (gcp.machine_types) or set {source_of('gcp.allow_over_quota')} to "
+            "true to try anyway"
         )
     row = loaded.row(loaded.clusters[combo][0])  # the combination's shape
     files.known_hosts.unlink(missing_ok=True)
