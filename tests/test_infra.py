@@ -339,7 +339,7 @@ def test_the_load_generator_gets_yb_admin_of_the_clusters_release(mocks):
     def check(_):
         (loadgen,) = instances(mocks, "loadgen")
         script = loadgen["metadataStartupScript"]
-        assert "YB_VERSION=2024.2.1.0-b185" in script and "YB_SHA256=" + "a" * 64 in script
+        assert "YB_VERSION=2024.2.1.0-b185" in script and "YB_SUM=" + "a" * 64 in script
         assert "ln -sf /opt/yugabyte/bin/yb-admin /usr/local/bin/yb-admin" in script
         assert script.index("yb-admin /usr/local/bin") < script.index(
             f"touch {startup.READY_MARKER}"
@@ -472,35 +472,60 @@ def _tarball(tmp_path):
     return tar, hashlib.sha256(tar.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("published", ["match", "mismatch", "pinned-mismatch"])
+@pytest.mark.parametrize(
+    "published", ["match", "mismatch", "pinned-mismatch", "sha1", "sha256", "sha512", "odd"]
+)
 def test_tarball_checksum_is_verified(tmp_path, published):
+    """A pinned sha256, else the published `<url>.sha` with the algorithm its length implies
+    (issue 36: YugabyteDB's instructions check it with `shasum --check`, which names none; a
+    SHA-1 file failed every VM under `sha256sum -c`)."""
+    import hashlib
+
     tar, digest = _tarball(tmp_path)
     wrong = "0" * 64
-    sha = digest if published == "match" else wrong
+    sha = {"mismatch": wrong, "odd": digest[:50]}.get(published, digest)
+    if published in ("sha1", "sha512"):
+        sha = hashlib.new(published, tar.read_bytes()).hexdigest()
     # curl: -o FILE URL copies the tarball; URL.sha prints the published checksum
     STUBS["curl"] = (
         f'if [ "${{@: -1}}" = "file://yb.sha" ]; then echo "{sha}  yb.tar.gz"; exit 0; fi\n'
         'for ((i = 1; i <= $#; i++)); do [ "${!i}" = -o ] && { j=$((i + 1)); '
         f'cp {tar} "${{!j}}"; }}; done\nexit 0\n'
     )
+    pinned = {"match": digest, "pinned-mismatch": wrong}.get(published)
     try:
         body = startup._install_yugabyte(
-            "2024.2.1.0-b185", "file://yb",
-            sha256=digest if published == "match" else (wrong if "pinned" in published else None),
+            "2024.2.1.0-b185", "file://yb", sha256=pinned,
             home=str(tmp_path / "yb"), data=str(tmp_path / "data"),
         )  # fmt: skip
         body = body.replace("/var/lib/ybscale", str(tmp_path / "state"))
         done, _ = run_with_stubs(tmp_path, body, APT_FAILS="0")
     finally:
         del STUBS["curl"]
-    if published == "match":
+    if published in ("match", "sha1", "sha256", "sha512"):
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "yb" / "ok").exists()
         assert (tmp_path / "yb" / ".ybscale-version").read_text().strip() == "2024.2.1.0-b185"
+        return
+    assert done.returncode != 0
+    if published == "odd":
+        assert "no SHA-1, SHA-256 or SHA-512 digest for file://yb (50 characters" in done.stderr
     else:
-        assert done.returncode != 0
-        assert "checksum mismatch for file://yb" in done.stderr
-        assert not (tmp_path / "yb").exists()
+        assert "checksum mismatch for file://yb (expected sha256sum 0000" in done.stderr
+    assert not (tmp_path / "yb").exists()
+
+
+def test_the_default_download_host_is_the_current_one():
+    """yugabyte-db PR #26079 moved the downloads: downloads.yugabyte.com -> software.yugabyte.com
+    (https://software.yugabyte.com/releases/<version>/yugabyte-<build>-linux-x86_64.tar.gz)."""
+    from ybscale import settings as ybsettings
+
+    default = ybsettings.schema("gcp")["properties"]["yugabyte"]["properties"]["url"]["default"]
+    for template in (default, ClusterArgs.yugabyte_url):
+        assert startup.download_url(template, "2024.2.1.0-b185") == (
+            "https://software.yugabyte.com/releases/2024.2.1.0/"
+            "yugabyte-2024.2.1.0-b185-linux-x86_64.tar.gz"
+        )
 
 
 def test_server_knobs_become_master_and_tserver_flags_and_ysql_settings():

@@ -51,7 +51,7 @@ class ClusterArgs:
     ssh_source_cidr: str | None = None  # required when ssh_access == "public"
     yugabyte_version: str = "2024.2.1.0-b185"
     yugabyte_url: str = (
-        "https://downloads.yugabyte.com/releases/{release}/yugabyte-{version}-linux-x86_64.tar.gz"
+        "https://software.yugabyte.com/releases/{release}/yugabyte-{version}-linux-x86_64.tar.gz"
     )
     yugabyte_sha256: str | None = None  # None: checked against the published <url>.sha
     pg_client_version: int = 16
