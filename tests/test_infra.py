@@ -563,6 +563,35 @@ def test_server_knobs_become_master_and_tserver_flags_and_ysql_settings():
     assert '--ysql_pg_conf_csv="search_path=a, b"' in odd
 
 
+def test_automatic_tablet_splitting_is_off_on_masters_and_tservers_by_default():
+    """Issue 36: YugabyteDB splits tablets automatically by default and can split the pre-split
+    tablets while write rows run; off on every server unless gcp.yugabyte.tablet_splitting keeps
+    it or a server.* knob sets it (a flag of both servers in every supported series)."""
+    from ybscale.backends import yb_catalogue
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.config import gcp_section
+    from ybscale.design.row import ClusterShape
+
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    shape = ClusterShape(3, "large", False)
+
+    def flags(gcp=None, server=None):
+        settings = gcp_section({"gcp": {"project": "p", "owner": "ada", **(gcp or {})}})
+        args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+        return args.master_flags, args.tserver_flags
+
+    off = {"enable_automatic_tablet_splitting": "false"}
+    assert flags() == (off, off)
+    assert flags({"yugabyte": {"tablet_splitting": True}}) == ({}, {})
+    on = {"enable_automatic_tablet_splitting": "true"}
+    assert flags(server=on) == (on, on)
+    for series in yb_catalogue.SUPPORTED:
+        assert stacks.SPLITTING in yb_catalogue.master_flags(series), series
+        assert stacks.SPLITTING in yb_catalogue.tserver_flags(series), series
+    argv = startup.master_flags("10.0.0.2", ["10.0.0.2"], 1, "us-central1-a", flags()[0])
+    assert "--enable_automatic_tablet_splitting=false" in argv
+
+
 @pulumi.runtime.test
 def test_master_flags_reach_every_master_vm(mocks):
     """ClusterArgs.master_flags end up in each master's unit, not in a tserver's."""

@@ -59,6 +59,9 @@ def program_of(settings: Mapping, program: Callable | None = None) -> tuple[Call
     return _infra().program, True
 
 
+SPLITTING = "enable_automatic_tablet_splitting"  # a flag of yb-master and yb-tserver
+
+
 def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict, dict]:
     """server.* knobs -> (yb-master flags, yb-tserver flags, YSQL settings for
     --ysql_pg_conf_csv), by the flag lists of the release's series (yb_catalogue; checked at dry
@@ -164,6 +167,11 @@ def cluster_args(
     master_flags, flags, pg_conf = split_server_settings(
         server or {}, settings["yugabyte"]["version"]
     )
+    if not settings["yugabyte"].get("tablet_splitting", False):
+        # the pre-split tablets stay put while rows measure, unless a server.* knob says
+        # otherwise (YugabyteDB splits automatically by default; master and tservers alike)
+        for server_flags in (master_flags, flags):
+            server_flags.setdefault(SPLITTING, "false")
     expiry = now + dt.timedelta(hours=settings["ttl_hours"])
     return _infra().ClusterArgs(
         nodes=machines.tservers,
