@@ -105,3 +105,55 @@ def test_real_engine_no_fallback_or_another_failure_is_raised_as_it_is(engine):
                                   program=cloudfree_program, ready=not_ready)  # fmt: skip
     assert calls == ["us-central1-a"]  # no retry elsewhere for a failure that is not capacity
     assert stacks.list_stacks(engine) == []
+
+
+# As reported: the Terraform provider behind pulumi-gcp, poseidon/typhoon#438 (2019)
+PLATFORM_REFUSED = (
+    "* google_compute_instance.controllers.2: Error creating instance: googleapi: Error 400: "
+    "Invalid value for field 'resource.minCpuPlatform': 'Intel Haswell'. CPU platform "
+    "unavailable in requested zone. Valid options for this zone are: Intel Skylake, Intel "
+    "Broadwell., invalid"
+)
+
+
+def test_a_zone_without_the_cpu_platform_is_recognised():
+    assert capacity.platform_refused(PLATFORM_REFUSED) == (
+        "Intel Haswell", "Intel Skylake, Intel Broadwell"
+    )  # fmt: skip
+    assert not capacity.zone_exhausted(PLATFORM_REFUSED)
+    for text in STOCKOUTS + NOT_CAPACITY:
+        assert capacity.platform_refused(text) is None
+
+
+def _up_refused_in(zone_refusing: str, calls: list):
+    def up(combo, settings, **kwargs):
+        calls.append(settings["zone"])
+        if settings["zone"] == zone_refusing:
+            raise BackendError(f"{combo}: bring-up failed: {PLATFORM_REFUSED}")
+        return {"zone": settings["zone"]}
+
+    return up
+
+
+def test_a_zone_without_the_cpu_platform_is_retried_in_the_fallback_zone():
+    """Issue 36: like a stockout, a zone refusing gcp.min_cpu_platform gets one more bring-up in
+    gcp.fallback_zone; with none, the error names the platform, the zone and what it offers."""
+    calls, said = [], []
+    settings = {"zone": "us-central1-a", "fallback_zone": "us-central1-b"}
+    up = _up_refused_in("us-central1-a", calls)
+    assert capacity.up_with_fallback(up, "c", settings, log=said.append) == {
+        "zone": "us-central1-b"
+    }  # fmt: skip
+    assert calls == ["us-central1-a", "us-central1-b"]
+    assert said == [
+        "c: zone us-central1-a does not offer CPU platform Intel Haswell; once more in "
+        "us-central1-b (gcp.fallback_zone)"
+    ]
+    calls.clear()
+    with pytest.raises(BackendError) as failed:
+        capacity.up_with_fallback(up, "c", {**settings, "fallback_zone": None})
+    assert calls == ["us-central1-a"]
+    assert str(failed.value).startswith(
+        "c: zone us-central1-a does not offer CPU platform Intel Haswell (gcp.min_cpu_platform); "
+        "it offers Intel Skylake, Intel Broadwell: set gcp.fallback_zone to a zone that does"
+    )
