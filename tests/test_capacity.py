@@ -157,3 +157,70 @@ def test_a_zone_without_the_cpu_platform_is_retried_in_the_fallback_zone():
         "c: zone us-central1-a does not offer CPU platform Intel Haswell (gcp.min_cpu_platform); "
         "it offers Intel Skylake, Intel Broadwell: set gcp.fallback_zone to a zone that does"
     )
+
+
+# ------------------------------------------- the readiness wait: a key SSH keeps refusing
+
+DENIED = (
+    "ybscale@ybscale-c-loadgen: test -f /var/lib/ybscale/ready exited 255: "
+    "ybscale@ybscale-c-loadgen: Permission denied (publickey)."
+)
+
+
+def _wait(monkeypatch, answers):
+    """wait_ready against a load generator whose `ssh` answers `answers` in turn (the last
+    again and again), on a clock the sleeps advance; (outcome, clock seconds, ssh calls)."""
+    from pathlib import Path
+
+    from ybscale.backends import ssh
+    from ybscale.backends.gcp import reach
+
+    calls, now = [], [0.0]
+
+    def check_output(host, argv, timeout):
+        calls.append(argv)
+        answer = answers[min(len(calls), len(answers)) - 1]
+        raise BackendError(answer)
+
+    monkeypatch.setattr(ssh, "check_output", check_output)
+    endpoints = {"stack": "ybscale-c", "loadgen_ip": "10.42.0.20", "loadgen_name": "lg",
+                 "project": "p", "zone": "us-central1-a", "ssh_user": "ybscale",
+                 "ssh_access": "iap", "ysql_port": 5433, "tserver_ips": ["10.42.0.11"],
+                 "master_addresses": "10.42.0.10:7100"}  # fmt: skip
+    settings = {"ssh_access": "iap", "ssh_key": "results/ssh/id_ed25519", "ready_timeout": 1200}
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    row = type("Row", (), {"dataset_rows": 1})()
+    try:
+        reach.wait_ready(endpoints, settings, Path("kh"), row, log=lambda _: None, sleep=sleep,
+                         clock=lambda: now[0])  # fmt: skip
+    except BackendError as exc:
+        return str(exc), now[0], len(calls)
+    return "ready", now[0], len(calls)
+
+
+def test_a_key_ssh_keeps_refusing_fails_the_wait_naming_os_login(monkeypatch):
+    """Issue 36: with OS Login enforced by an organisation policy, the ssh-keys metadata is
+    ignored and every SSH attempt is refused; the wait fails after AUTH_GRACE_S (180 s), not
+    after ready_timeout (1,200 s), and says why."""
+    from ybscale.backends.gcp import reach
+
+    error, waited, _ = _wait(monkeypatch, [DENIED])
+    assert reach.AUTH_GRACE_S <= waited < reach.AUTH_GRACE_S + 30
+    assert error.startswith(
+        "ybscale-c: SSH to the load generator refuses the key results/ssh/id_ed25519 as ybscale "
+        "for 180s: most likely an organisation policy enforces OS Login "
+        "(constraints/compute.requireOsLogin)"
+    )
+    assert error.endswith(f"Last: {DENIED}")
+
+
+def test_a_key_refused_while_the_vm_boots_is_waited_for(monkeypatch):
+    """Refusals while the guest agent has not written the key yet, then other errors (the
+    startup script still running): the wait goes on to ready_timeout as before."""
+    booting = "ybscale@ybscale-c-lg: test -f /var/lib/ybscale/ready exited 1: "
+    error, waited, calls = _wait(monkeypatch, [DENIED] * 5 + [booting])
+    assert error.startswith("ybscale-c: not ready after 1200s: ") and waited >= 1200
+    assert calls == 80
