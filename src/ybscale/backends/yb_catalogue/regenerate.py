@@ -248,9 +248,14 @@ def build(git_dir: str, tag: str, series: str) -> dict:
         path = PG_PROC if obj["kind"] == "function" else VIEWS
         obj["sources"] = [{"path": path, "tag": tag}]
     flags = flag_names(git_dir, tag)
+    defined = set(flags["yb-master"]) | set(flags["yb-tserver"])
     missing = [
-        (server, f) for server, names in FLAGS_SET.items() for f in names if f not in flags[server]
+        (server, f) for server, names in FLAGS_SET.items() for f in names if f not in defined
     ]
+    # a server also takes the flags of code it links from another's directory (yb-master takes
+    # enable_ysql, defined in src/yb/tserver in recent releases): those ybscale passes are added
+    for server, names in FLAGS_SET.items():
+        flags[server] = sorted(set(flags[server]) | (set(names) & defined))
     if missing:
         raise SystemExit(f"{tag}: flags ybscale sets are not defined: {missing}")
     configure = show(git_dir, tag, CONFIGURE) or ""
@@ -271,12 +276,12 @@ def build(git_dir: str, tag: str, series: str) -> dict:
         },
         "master_flag_names_source": (
             f"every DEFINE_* gflag under src/yb at {tag} (tests excluded) but those of "
-            f"{', '.join(TSERVER_DIRS)}"
+            f"{', '.join(TSERVER_DIRS)}, and the flags ybscale passes to yb-master"
         ),
         "master_flag_names": flags["yb-master"],
         "tserver_flag_names_source": (
             f"every DEFINE_* gflag under src/yb at {tag} (tests excluded) but those of "
-            f"{', '.join(MASTER_DIRS)}"
+            f"{', '.join(MASTER_DIRS)}, and the flags ybscale passes to yb-tserver"
         ),
         "tserver_flag_names": flags["yb-tserver"],
         "ysql_setting_names_source": (
