@@ -435,7 +435,9 @@ def test_cluster_up_stops_before_spending_when_a_quota_is_short(seed, tmp_path, 
     clusters.up("nodes3-small-reploff", config, out)  # 8 + 4 vCPUs: fits
     allowed = {**config, "gcp": {**config["gcp"], "allow_over_quota": True}}
     clusters.up("nodes5-large-replon", allowed, out)
-    assert brought_up == ["nodes3-small-reploff", "nodes5-large-replon"]
+    stand_in = {**config, "gcp": {**config["gcp"], "program": "loopback:program"}}
+    clusters.up("nodes5-large-replon", stand_in, out)  # no VMs: no quota read
+    assert brought_up == ["nodes3-small-reploff", "nodes5-large-replon", "nodes5-large-replon"]
 
 
 def test_the_plan_says_cluster_up_will_stop_when_a_quota_is_short(seed, tmp_path, monkeypatch):

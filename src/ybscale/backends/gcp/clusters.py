@@ -94,7 +94,9 @@ def up(
             f"{loaded.design.source}: no row runs on cluster {combo!r} "
             f"(clusters: {', '.join(loaded.clusters)})"
         )
-    own = plan(loaded.rows, loaded.settings, [combo], quotas=True)  # this cluster's need, now
+    # this cluster's need against the quotas now (those of the real GCE program's VMs: a
+    # gcp.program stand-in, e.g. the loopback rehearsal's, creates none)
+    own = plan(loaded.rows, loaded.settings, [combo], quotas=not settings["program"])
     print(format_plan(own))
     over = own.over_quota()
     if over and not settings["allow_over_quota"]:
