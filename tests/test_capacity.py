@@ -105,3 +105,122 @@ def test_real_engine_no_fallback_or_another_failure_is_raised_as_it_is(engine):
                                   program=cloudfree_program, ready=not_ready)  # fmt: skip
     assert calls == ["us-central1-a"]  # no retry elsewhere for a failure that is not capacity
     assert stacks.list_stacks(engine) == []
+
+
+# As reported: the Terraform provider behind pulumi-gcp, poseidon/typhoon#438 (2019)
+PLATFORM_REFUSED = (
+    "* google_compute_instance.controllers.2: Error creating instance: googleapi: Error 400: "
+    "Invalid value for field 'resource.minCpuPlatform': 'Intel Haswell'. CPU platform "
+    "unavailable in requested zone. Valid options for this zone are: Intel Skylake, Intel "
+    "Broadwell., invalid"
+)
+
+
+def test_a_zone_without_the_cpu_platform_is_recognised():
+    assert capacity.platform_refused(PLATFORM_REFUSED) == (
+        "Intel Haswell", "Intel Skylake, Intel Broadwell"
+    )  # fmt: skip
+    assert not capacity.zone_exhausted(PLATFORM_REFUSED)
+    for text in STOCKOUTS + NOT_CAPACITY:
+        assert capacity.platform_refused(text) is None
+
+
+def _up_refused_in(zone_refusing: str, calls: list):
+    def up(combo, settings, **kwargs):
+        calls.append(settings["zone"])
+        if settings["zone"] == zone_refusing:
+            raise BackendError(f"{combo}: bring-up failed: {PLATFORM_REFUSED}")
+        return {"zone": settings["zone"]}
+
+    return up
+
+
+def test_a_zone_without_the_cpu_platform_is_retried_in_the_fallback_zone():
+    """Issue 36: like a stockout, a zone refusing gcp.min_cpu_platform gets one more bring-up in
+    gcp.fallback_zone; with none, the error names the platform, the zone and what it offers."""
+    calls, said = [], []
+    settings = {"zone": "us-central1-a", "fallback_zone": "us-central1-b"}
+    up = _up_refused_in("us-central1-a", calls)
+    assert capacity.up_with_fallback(up, "c", settings, log=said.append) == {
+        "zone": "us-central1-b"
+    }  # fmt: skip
+    assert calls == ["us-central1-a", "us-central1-b"]
+    assert said == [
+        "c: zone us-central1-a does not offer CPU platform Intel Haswell; once more in "
+        "us-central1-b (gcp.fallback_zone)"
+    ]
+    calls.clear()
+    with pytest.raises(BackendError) as failed:
+        capacity.up_with_fallback(up, "c", {**settings, "fallback_zone": None})
+    assert calls == ["us-central1-a"]
+    assert str(failed.value).startswith(
+        "c: zone us-central1-a does not offer CPU platform Intel Haswell (gcp.min_cpu_platform); "
+        "it offers Intel Skylake, Intel Broadwell: set gcp.fallback_zone to a zone that does"
+    )
+
+
+# ------------------------------------------- the readiness wait: a key SSH keeps refusing
+
+DENIED = (
+    "ybscale@ybscale-c-loadgen: test -f /var/lib/ybscale/ready exited 255: "
+    "ybscale@ybscale-c-loadgen: Permission denied (publickey)."
+)
+
+
+def _wait(monkeypatch, answers):
+    """wait_ready against a load generator whose `ssh` answers `answers` in turn (the last
+    again and again), on a clock the sleeps advance; (outcome, clock seconds, ssh calls)."""
+    from pathlib import Path
+
+    from ybscale.backends import ssh
+    from ybscale.backends.gcp import reach
+
+    calls, now = [], [0.0]
+
+    def check_output(host, argv, timeout):
+        calls.append(argv)
+        answer = answers[min(len(calls), len(answers)) - 1]
+        raise BackendError(answer)
+
+    monkeypatch.setattr(ssh, "check_output", check_output)
+    endpoints = {"stack": "ybscale-c", "loadgen_ip": "10.42.0.20", "loadgen_name": "lg",
+                 "project": "p", "zone": "us-central1-a", "ssh_user": "ybscale",
+                 "ssh_access": "iap", "ysql_port": 5433, "tserver_ips": ["10.42.0.11"],
+                 "master_addresses": "10.42.0.10:7100"}  # fmt: skip
+    settings = {"ssh_access": "iap", "ssh_key": "results/ssh/id_ed25519", "ready_timeout": 1200}
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    row = type("Row", (), {"dataset_rows": 1})()
+    try:
+        reach.wait_ready(endpoints, settings, Path("kh"), row, log=lambda _: None, sleep=sleep,
+                         clock=lambda: now[0])  # fmt: skip
+    except BackendError as exc:
+        return str(exc), now[0], len(calls)
+    return "ready", now[0], len(calls)
+
+
+def test_a_key_ssh_keeps_refusing_fails_the_wait_naming_os_login(monkeypatch):
+    """Issue 36: with OS Login enforced by an organisation policy, the ssh-keys metadata is
+    ignored and every SSH attempt is refused; the wait fails after AUTH_GRACE_S (180 s), not
+    after ready_timeout (1,200 s), and says why."""
+    from ybscale.backends.gcp import reach
+
+    error, waited, _ = _wait(monkeypatch, [DENIED])
+    assert reach.AUTH_GRACE_S <= waited < reach.AUTH_GRACE_S + 30
+    assert error.startswith(
+        "ybscale-c: SSH to the load generator refuses the key results/ssh/id_ed25519 as ybscale "
+        "for 180s: most likely an organisation policy enforces OS Login "
+        "(constraints/compute.requireOsLogin)"
+    )
+    assert error.endswith(f"Last: {DENIED}")
+
+
+def test_a_key_refused_while_the_vm_boots_is_waited_for(monkeypatch):
+    """Refusals while the guest agent has not written the key yet, then other errors (the
+    startup script still running): the wait goes on to ready_timeout as before."""
+    booting = "ybscale@ybscale-c-lg: test -f /var/lib/ybscale/ready exited 1: "
+    error, waited, calls = _wait(monkeypatch, [DENIED] * 5 + [booting])
+    assert error.startswith("ybscale-c: not ready after 1200s: ") and waited >= 1200
+    assert calls == 80

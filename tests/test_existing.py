@@ -418,6 +418,33 @@ def test_good_layout_is_recorded(postgres):
     assert c.applied()["tablet_layout"] is c.layouts
 
 
+def test_a_tablet_split_while_a_row_measures_fails_it_naming_when(postgres):
+    """Issue 36: the layout was checked only after each reload, so a split during a
+    measurement changed the numbers unseen. After each repetition the tablets and leaders are
+    read again (recorded in measurement.json) and a changed tablet count fails the row."""
+    c = stub_cluster(postgres, [["a", "b", "c"]] * 3, name="split")
+    c.layouts.append(c.check_layout())  # what the reload found
+    c.verify_layout("after 4 clients, repetition 1")
+    assert [(r["when"], r["tablets"]) for r in c.applied()["tablet_layout_after_repetitions"]] == [
+        ("after 4 clients, repetition 1", 3)
+    ]  # fmt: skip
+    node, runner = postgres
+    replicas = "ARRAY['10.0.0.1:5433', '10.0.0.2:5433', '10.0.0.3:5433']::text[]"
+    split_off = (
+        "INSERT INTO yb_stub.tablets (tablet_id, db_name, table_name, leader, replicas) "
+        f"VALUES ('d', current_database(), 'kv', '10.0.0.1:5433', {replicas})"
+    )
+    for ep in c.endpoints:  # tablet c splits into c and d on every tserver
+        runner.psql(ep, split_off, {}, 60)
+    with pytest.raises(BackendError) as split:
+        c.verify_layout("after 8 clients, repetition 2")
+    assert str(split.value).startswith(
+        "table kv has 4 tablets after 8 clients, repetition 2, 3 after its reload: a tablet split "
+        "while the row measured"
+    )
+    assert len(c.recounted) == 2 and c.recounted[-1]["tablets"] == 4
+
+
 @pytest.mark.parametrize("series", yb_catalogue.SUPPORTED)
 def test_layout_query_runs_on_the_stand_ins_of_every_supported_series(postgres, series):
     """Issue 20, blocker 1: 2024.2's yb_local_tablets has no `state` column, so the layout

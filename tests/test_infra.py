@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import re
 
 import pulumi
 import pytest
@@ -237,12 +238,16 @@ def test_labels_and_ssh_key_on_every_vm(mocks):
             for value in labels.values():
                 assert value == label_value(value)
             if typ.endswith("Instance"):
-                assert inputs["bootDisk"]["initializeParams"]["labels"] == labels
+                # create-only (the boot disk is made with the VM): what never changes for a stack
+                assert inputs["bootDisk"]["initializeParams"]["labels"] == {
+                    "project": "ybscale", "stack": "ybscale-x", "role": labels["role"]
+                }  # fmt: skip
                 assert inputs["metadata"]["ssh-keys"].startswith("ybscale:ssh-ed25519 ")
-        # Resources GCP cannot label carry the same facts in their description.
+        # Resources GCP cannot label carry the stack's fixed facts in their description (set
+        # only at creation: no expiry, which changes at every `up`)
         for typ, name, inputs in mocks.resources:
             if typ not in LABELABLE and "description" in inputs:
-                assert "expiry=20261122t2300z" in inputs["description"], name
+                assert inputs["description"] == "ybscale project=ybscale stack=ybscale-x", name
 
     return settle(cluster, check)
 
@@ -334,7 +339,7 @@ def test_the_load_generator_gets_yb_admin_of_the_clusters_release(mocks):
     def check(_):
         (loadgen,) = instances(mocks, "loadgen")
         script = loadgen["metadataStartupScript"]
-        assert "YB_VERSION=2024.2.1.0-b185" in script and "YB_SHA256=" + "a" * 64 in script
+        assert "YB_VERSION=2024.2.1.0-b185" in script and "YB_SUM=" + "a" * 64 in script
         assert "ln -sf /opt/yugabyte/bin/yb-admin /usr/local/bin/yb-admin" in script
         assert script.index("yb-admin /usr/local/bin") < script.index(
             f"touch {startup.READY_MARKER}"
@@ -467,55 +472,315 @@ def _tarball(tmp_path):
     return tar, hashlib.sha256(tar.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("published", ["match", "mismatch", "pinned-mismatch"])
+@pytest.mark.parametrize(
+    "published", ["match", "mismatch", "pinned-mismatch", "sha1", "sha256", "sha512", "odd"]
+)
 def test_tarball_checksum_is_verified(tmp_path, published):
+    """A pinned sha256, else the published `<url>.sha` with the algorithm its length implies
+    (issue 36: YugabyteDB's instructions check it with `shasum --check`, which names none; a
+    SHA-1 file failed every VM under `sha256sum -c`)."""
+    import hashlib
+
     tar, digest = _tarball(tmp_path)
     wrong = "0" * 64
-    sha = digest if published == "match" else wrong
+    sha = {"mismatch": wrong, "odd": digest[:50]}.get(published, digest)
+    if published in ("sha1", "sha512"):
+        sha = hashlib.new(published, tar.read_bytes()).hexdigest()
     # curl: -o FILE URL copies the tarball; URL.sha prints the published checksum
     STUBS["curl"] = (
         f'if [ "${{@: -1}}" = "file://yb.sha" ]; then echo "{sha}  yb.tar.gz"; exit 0; fi\n'
         'for ((i = 1; i <= $#; i++)); do [ "${!i}" = -o ] && { j=$((i + 1)); '
         f'cp {tar} "${{!j}}"; }}; done\nexit 0\n'
     )
+    pinned = {"match": digest, "pinned-mismatch": wrong}.get(published)
     try:
         body = startup._install_yugabyte(
-            "2024.2.1.0-b185", "file://yb",
-            sha256=digest if published == "match" else (wrong if "pinned" in published else None),
+            "2024.2.1.0-b185", "file://yb", sha256=pinned,
             home=str(tmp_path / "yb"), data=str(tmp_path / "data"),
         )  # fmt: skip
         body = body.replace("/var/lib/ybscale", str(tmp_path / "state"))
         done, _ = run_with_stubs(tmp_path, body, APT_FAILS="0")
     finally:
         del STUBS["curl"]
-    if published == "match":
+    if published in ("match", "sha1", "sha256", "sha512"):
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "yb" / "ok").exists()
         assert (tmp_path / "yb" / ".ybscale-version").read_text().strip() == "2024.2.1.0-b185"
+        return
+    assert done.returncode != 0
+    if published == "odd":
+        assert "no SHA-1, SHA-256 or SHA-512 digest for file://yb (50 characters" in done.stderr
     else:
-        assert done.returncode != 0
-        assert "checksum mismatch for file://yb" in done.stderr
-        assert not (tmp_path / "yb").exists()
+        assert "checksum mismatch for file://yb (expected sha256sum 0000" in done.stderr
+    assert not (tmp_path / "yb").exists()
 
 
-def test_server_knobs_become_tserver_flags_and_ysql_settings():
-    """server.* knobs: PostgreSQL's catalogue names go to --ysql_pg_conf_csv, others are flags."""
+def test_the_default_download_host_is_the_current_one():
+    """yugabyte-db PR #26079 moved the downloads: downloads.yugabyte.com -> software.yugabyte.com
+    (https://software.yugabyte.com/releases/<version>/yugabyte-<build>-linux-x86_64.tar.gz)."""
+    from ybscale import settings as ybsettings
+
+    default = ybsettings.schema("gcp")["properties"]["yugabyte"]["properties"]["url"]["default"]
+    for template in (default, ClusterArgs.yugabyte_url):
+        assert startup.download_url(template, "2024.2.1.0-b185") == (
+            "https://software.yugabyte.com/releases/2024.2.1.0/"
+            "yugabyte-2024.2.1.0-b185-linux-x86_64.tar.gz"
+        )
+
+
+def test_server_knobs_become_master_and_tserver_flags_and_ysql_settings():
+    """server.* knobs: YSQL settings go to --ysql_pg_conf_csv, flags to the server(s) the release
+    defines them for (issue 36: a master flag reached the tservers only and did nothing)."""
     from ybscale.backends.gcp import stacks
     from ybscale.backends.gcp.config import gcp_section
     from ybscale.design.row import ClusterShape
 
     settings = gcp_section({"gcp": {"project": "p", "owner": "ada"}})
     now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
-    server = {"work_mem": "16MB", "ysql_num_shards_per_tserver": "4"}
+    server = {"work_mem": "16MB", "ysql_max_connections": "200",
+              "load_balancer_max_concurrent_moves": "4",
+              "enable_automatic_tablet_splitting": "false"}  # fmt: skip
     shape = ClusterShape(3, "large", False)
     args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
     assert args.ysql_pg_conf == {"work_mem": "16MB"}
-    assert args.tserver_flags == {"ysql_num_shards_per_tserver": "4"}
+    assert args.tserver_flags == {"ysql_max_connections": "200",
+                                  "enable_automatic_tablet_splitting": "false"}  # fmt: skip
+    assert args.master_flags == {"load_balancer_max_concurrent_moves": "4",
+                                 "enable_automatic_tablet_splitting": "false"}  # fmt: skip
     assert args.machine_type == settings["machine_types"]["large"] and args.nodes == 3
     flags = startup.tserver_flags(
         "10.0.0.5", ["10.0.0.2"], "us-central1-a", args.tserver_flags, args.ysql_pg_conf
     )
-    assert "--ysql_num_shards_per_tserver=4" in flags
+    assert "--ysql_max_connections=200" in flags
+    assert "--enable_automatic_tablet_splitting=false" in flags
+    assert not any(f.startswith("--load_balancer") for f in flags)
     assert "--ysql_pg_conf_csv=work_mem=16MB" in flags
+    master = startup.master_flags("10.0.0.2", ["10.0.0.2"], 1, "us-central1-a", args.master_flags)
+    assert "--load_balancer_max_concurrent_moves=4" in master
+    assert "--enable_automatic_tablet_splitting=false" in master
+    assert not any("ysql_max_connections" in f or "work_mem" in f for f in master)
     odd = startup.tserver_flags("10.0.0.5", ["10.0.0.2"], "z-a", {}, {"search_path": "a, b"})
     assert '--ysql_pg_conf_csv="search_path=a, b"' in odd
+
+
+def test_automatic_tablet_splitting_is_off_on_masters_and_tservers_by_default():
+    """Issue 36: YugabyteDB splits tablets automatically by default and can split the pre-split
+    tablets while write rows run; off on every server unless gcp.yugabyte.tablet_splitting keeps
+    it or a server.* knob sets it (a flag of both servers in every supported series)."""
+    from ybscale.backends import yb_catalogue
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.config import gcp_section
+    from ybscale.design.row import ClusterShape
+
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    shape = ClusterShape(3, "large", False)
+
+    def flags(gcp=None, server=None):
+        settings = gcp_section({"gcp": {"project": "p", "owner": "ada", **(gcp or {})}})
+        args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+        return args.master_flags, args.tserver_flags
+
+    off = {"enable_automatic_tablet_splitting": "false"}
+    assert flags() == (off, off)
+    assert flags({"yugabyte": {"tablet_splitting": True}}) == ({}, {})
+    on = {"enable_automatic_tablet_splitting": "true"}
+    assert flags(server=on) == (on, on)
+    for series in yb_catalogue.SUPPORTED:
+        assert stacks.SPLITTING in yb_catalogue.master_flags(series), series
+        assert stacks.SPLITTING in yb_catalogue.tserver_flags(series), series
+    argv = startup.master_flags("10.0.0.2", ["10.0.0.2"], 1, "us-central1-a", flags()[0])
+    assert "--enable_automatic_tablet_splitting=false" in argv
+
+
+@pulumi.runtime.test
+def test_master_flags_reach_every_master_vm(mocks):
+    """ClusterArgs.master_flags end up in each master's unit, not in a tserver's."""
+    args = make_args(3, True, master_flags={"load_balancer_max_concurrent_moves": "4"})
+    cluster = YugabyteCluster("ybscale-c", args)
+
+    def check(_):
+        for vm in instances(mocks, "master"):
+            assert "--load_balancer_max_concurrent_moves=4" in vm["metadataStartupScript"]
+        for vm in instances(mocks, "tserver"):
+            assert "load_balancer_max_concurrent_moves" not in vm["metadataStartupScript"]
+
+    return settle(cluster, check)
+
+
+# ------------------------------------------- a second `up` of a live stack replaces nothing
+
+# what the installed pulumi-gcp SDK says of a field the provider can set only at creation
+# (Network.description: "must be recreated to modify this field"; Subnetwork.description: "can be
+# set only at resource creation time"; metadata_startup_script: "forces the instance to be
+# recreated"; "Changing this forces a new resource to be created"; "causes resource replacement")
+CREATE_ONLY = re.compile(
+    r"recreat|forces a new resource|only at resource\s+creation|causes resource replacement",
+    re.IGNORECASE,
+)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def sdk_field_docs(typ: str, path: tuple) -> list[tuple[str, str]]:
+    """(field, docstring) of each field along `path` (mock input keys, list indexes skipped) in
+    the installed SDK's Args classes of resource type `typ` (e.g. gcp:compute/network:Network)."""
+    import importlib
+
+    module_path, cls = typ.split(":")[1].split("/")[0], typ.rsplit(":", 1)[1]
+    module = importlib.import_module(f"pulumi_gcp.{module_path}")
+    args_cls = getattr(module, f"{cls}Args")
+    docs = []
+    for key in (k for k in path if isinstance(k, str)):
+        prop = getattr(args_cls, _snake(key), None) if args_cls is not None else None
+        if not isinstance(prop, property):
+            break  # a map's key (labels.expiry): the map's own docstring speaks for it
+        docs.append((f"{args_cls.__name__}.{_snake(key)}", prop.__doc__ or ""))
+        hint = str(prop.fget.__annotations__.get("return", ""))
+        nested = re.search(r"'(\w+Args)'", hint)
+        args_cls = getattr(module, nested[1], None) if nested else None
+    return docs
+
+
+def leaves(value, path=()):
+    """(path, value) of every scalar in nested mock inputs."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from leaves(item, (*path, i))
+    else:
+        yield path, value
+
+
+def record_program(args: ClusterArgs) -> dict[str, tuple[str, dict]]:
+    """Resource name -> (type, inputs) of the real program under fresh mocks."""
+    recorded = RecordingMocks()
+    pulumi.runtime.set_mocks(recorded, project="ybscale", stack="test", preview=False)
+
+    @pulumi.runtime.test
+    def run():
+        return settle(YugabyteCluster("ybscale-c", args), lambda _: None)
+
+    run()
+    return {name: (typ, inputs) for typ, name, inputs in recorded.resources}
+
+
+def test_a_second_up_later_changes_only_fields_updated_in_place():
+    """Issue 36: the stack's program run at two times (an `up` of a live stack a day later, new
+    expiry) differs only in inputs the provider updates in place, by the installed SDK's own
+    docstrings, and only in labels: no network, NAT, firewall or VM is rebuilt."""
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.config import gcp_section
+    from ybscale.design.row import ClusterShape
+
+    settings = gcp_section({"gcp": {"project": "p", "owner": "ada"}})
+    shape = ClusterShape(3, "large", True)
+    server = {"work_mem": "16MB", "load_balancer_max_concurrent_moves": "4"}
+    first, later = (
+        stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+        for now in (
+            dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC),
+            dt.datetime(2026, 11, 23, 15, 30, tzinfo=dt.UTC),
+        )  # fmt: skip
+    )
+    assert first.labels["expiry"] != later.labels["expiry"]
+    before, after = record_program(first), record_program(later)
+    assert before.keys() == after.keys()
+    changed = []
+    for name, (typ, inputs) in after.items():
+        old = dict(leaves(before[name][1]))
+        for path, value in leaves(inputs):
+            if old.get(path) != value:
+                changed.append((typ, name, path))
+    assert changed, "the two runs differ (expiry): the check below has something to check"
+    create_only = [
+        (name, field)
+        for typ, name, path in changed
+        for field, doc in sdk_field_docs(typ, path)
+        if CREATE_ONLY.search(doc)
+    ]
+    assert create_only == [], create_only
+    not_labels = [(name, path) for typ, name, path in changed if path[0] != "labels"]
+    assert not_labels == [], not_labels
+
+
+# ------------------------------------------------------- unit files: systemd's own quoting
+
+_C_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "s": " ", "r": "\r"}
+
+
+def systemd_exec_argv(line: str) -> list[str]:
+    """The argv systemd runs for an ExecStart= value, by its documented rules (systemd.syntax(7)
+    "Quoting", systemd.unit(5) "Specifiers", systemd.service(5) "Command lines"): words split on
+    whitespace, '...' and "..." quoting with C escapes, then specifiers (`%%` is `%`) and
+    environment variables (`$$` is `$`). A specifier or variable that would be replaced is an
+    error: the value would not arrive as written."""
+    words, i = [], 0
+    while i < len(line):
+        if line[i].isspace():
+            i += 1
+            continue
+        word, quote = [], None
+        while i < len(line) and (quote or not line[i].isspace()):
+            ch = line[i]
+            if ch == "\\":
+                escape = line[i + 1 : i + 2]
+                assert escape in _C_ESCAPES, f"systemd reads \\{escape} in {line!r} as an escape"
+                word.append(_C_ESCAPES[escape])
+                i += 2
+                continue
+            if ch in "\"'" and quote in (None, ch):
+                quote = None if quote else ch
+            else:
+                word.append(ch)
+            i += 1
+        assert quote is None, f"unterminated quote in {line!r}"
+        words.append("".join(word))
+    return [_resolve(word) for word in words]
+
+
+def _resolve(word: str) -> str:
+    """`%%` -> `%`, `$$` -> `$`; any other `%x` (a specifier) or `$x` (a variable) fails."""
+    out, i = [], 0
+    while i < len(word):
+        ch = word[i]
+        if ch in "%$":
+            pair = word[i : i + 2]
+            assert pair == ch * 2, f"systemd would replace {pair!r} in {word!r}"
+            i += 1
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def unit_file(script: str) -> str:
+    """The unit file a startup script writes (its `cat > ... <<'UNIT'` heredoc)."""
+    return script.split("<<'UNIT'\n", 1)[1].split("\nUNIT\n", 1)[0] + "\n"
+
+
+def test_unit_files_pass_knob_values_through_systemd_intact(tmp_path):
+    """Issue 36: the unit was written with shell quoting (shlex.quote), which systemd does not
+    read: `%m`, `%p` in log_line_prefix became the machine ID and the unit's name, `%e` refused
+    the unit, `$user` an empty variable. Values with %, $, quotes and spaces now reach the
+    server's argv as written, by systemd's rules and by systemd-analyze verify."""
+    import subprocess
+
+    pg_conf = {"log_line_prefix": "'%m [%p] %e '", "search_path": '"$user", public'}
+    flags = {"ysql_hba_conf_csv": "host all all 10.0.0.0/8 trust", "log_dir": "/tmp/a b\\c"}
+    argv = startup.tserver_flags("10.0.0.5", ["10.0.0.2"], "us-central1-a", flags, pg_conf)
+    binary = tmp_path / "yb-tserver"  # systemd-analyze verify wants an executable there
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    argv = [str(binary), *argv[1:]]
+    assert "--ysql_pg_conf_csv=\"log_line_prefix='%m [%p] %e '\"," in "".join(argv)
+    unit = unit_file(startup._service("yb-tserver", argv))
+    [exec_start] = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
+    assert systemd_exec_argv(exec_start.removeprefix("ExecStart=")) == argv
+    path = tmp_path / "yb-tserver.service"
+    path.write_text(unit)
+    done = subprocess.run([need("systemd-analyze"), "verify", "--man=no", str(path)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

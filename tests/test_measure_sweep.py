@@ -11,7 +11,7 @@ from ybscale.design import workload
 from ybscale.measure import bench
 
 
-def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None):
+def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None, tweak=None):
     levels = {
         "operation_size": 1,
         "workload": workload_name,
@@ -28,6 +28,8 @@ def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None):
     logs = tmp_path / "logs"
     logs.mkdir()
     with LocalBackend(settings).cluster(row, tmp_path) as cluster:
+        if tweak is not None:
+            tweak(cluster)
         if resets is not None:
             reset = cluster.reset
 
@@ -71,3 +73,27 @@ def test_every_write_repetition_starts_from_the_loaded_rows(data_root, tmp_path)
     assert len(resets) == len(order)  # one reset per repetition
     assert all(after == "2000" for _, after in resets)
     assert all(int(before) > 2000 for before, _ in resets[1:])  # the writes it undid
+
+
+def test_a_layout_change_during_a_repetition_fails_the_row_naming_it(data_root, tmp_path):
+    """Each repetition is followed by Cluster.verify_layout (YugabyteDB: the tablets read
+    again); when it finds a change, the row fails naming the count and repetition."""
+    import pytest
+
+    from ybscale.backends.base import BackendError
+    from ybscale.measure.bench import MeasurementError
+
+    seen: list[str] = []
+
+    def verify(when: str) -> None:
+        seen.append(when)
+        if len(seen) == 2:
+            raise BackendError("table kv has 2 tablets after 2 clients, repetition 1, 1 after")
+
+    def tweak(cluster):
+        cluster.verify_layout = verify
+
+    with pytest.raises(MeasurementError) as failed:
+        _sweep("read", data_root, tmp_path, tweak=tweak)
+    assert seen == ["after 1 clients, repetition 1", "after 2 clients, repetition 1"]
+    assert str(failed.value).startswith("run01, 2 clients, repetition 1: table kv has 2 tablets")

@@ -407,3 +407,44 @@ def test_row_time_is_an_upper_bound_with_max_repetitions_and_sweep_midpoints(see
     assert plan_of({**CONFIG, "measurement": capped}).row_seconds["run01"] == grid["run01"] + (
         measuring.ADAPTIVE_EXTRA_COUNTS * per_count
     )
+
+
+def test_cluster_up_stops_before_spending_when_a_quota_is_short(seed, tmp_path, monkeypatch):
+    """Issue 36: a new project's N2 quota (24, 8 in use here) is below a 5-node cluster's need
+    (5 x 4 + 5 x 2 vCPUs): cluster_up refuses before any `pulumi up`, naming the quota, the need
+    and what is free; a cluster that fits goes ahead, and gcp.allow_over_quota lets one try."""
+    from ybscale.backends.base import BackendError
+    from ybscale.backends.gcp import capacity, clusters
+
+    gcloud_answering(tmp_path, monkeypatch)
+    brought_up = []
+    monkeypatch.setattr(
+        capacity, "up_with_fallback", lambda _up, combo, *a, **k: brought_up.append(combo)
+    )
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    out = tmp_path / "c" / "endpoints.json"
+    with pytest.raises(BackendError) as refused:
+        clusters.up("nodes5-large-replon", config, out)
+    assert brought_up == []
+    assert (
+        "cluster nodes5-large-replon not brought up: it needs more than the quota leaves free: "
+        "vCPUs of every family: needs 34, 28 free (CPUS_ALL_REGIONS: limit 32, in use 4); "
+        "N2 vCPUs: needs 30, 16 free (N2_CPUS: limit 24, in use 8) (quotas of my-proj in "
+        "us-central1 and project-wide (gcloud))"
+    ) in str(refused.value)
+    assert "set config/config.yaml: gcp.allow_over_quota to true" in str(refused.value)
+    clusters.up("nodes3-small-reploff", config, out)  # 8 + 4 vCPUs: fits
+    allowed = {**config, "gcp": {**config["gcp"], "allow_over_quota": True}}
+    clusters.up("nodes5-large-replon", allowed, out)
+    stand_in = {**config, "gcp": {**config["gcp"], "program": "loopback:program"}}
+    clusters.up("nodes5-large-replon", stand_in, out)  # no VMs: no quota read
+    assert brought_up == ["nodes3-small-reploff", "nodes5-large-replon", "nodes5-large-replon"]
+
+
+def test_the_plan_says_cluster_up_will_stop_when_a_quota_is_short(seed, tmp_path, monkeypatch):
+    gcloud_answering(tmp_path, monkeypatch)
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    assert "STOP: a cluster is not brought up while a quota it needs has less free" in (
+        plan_mod.format_plan(plan_of(config, quotas=True))
+    )
+    assert "STOP" not in plan_mod.format_plan(plan_of(config))  # quotas not read: no claim

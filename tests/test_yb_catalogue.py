@@ -47,6 +47,7 @@ def test_every_flag_the_infra_sets_is_a_flag_of_the_series(series):
     assert set(catalogue["flags_set_by_ybscale"]["yb-tserver"]) <= yb_catalogue.tserver_flags(
         series
     )
+    assert set(catalogue["flags_set_by_ybscale"]["yb-master"]) <= yb_catalogue.master_flags(series)
 
 
 def test_server_knobs_split_by_the_flag_list_without_local_postgres(monkeypatch):
@@ -59,31 +60,86 @@ def test_server_knobs_split_by_the_flag_list_without_local_postgres(monkeypatch)
 
     monkeypatch.setattr(local, "find_bindir", no_binaries)
     monkeypatch.setattr(local.cluster, "find_bindir", no_binaries)
-    server = {"work_mem": "16MB", "yb_bnl_batch_size": "512", "ysql_num_shards_per_tserver": "4"}
-    flags, pg_conf = stacks.split_server_settings(server, "2024.2.1.0-b185")
-    assert flags == {"ysql_num_shards_per_tserver": "4"}
+    server = {"work_mem": "16MB", "yb_bnl_batch_size": "512", "ysql_max_connections": "200"}
+    master, flags, pg_conf = stacks.split_server_settings(server, "2024.2.1.0-b185")
+    assert master == {}
+    assert flags == {"ysql_max_connections": "200"}
     assert pg_conf == {"work_mem": "16MB", "yb_bnl_batch_size": "512"}
 
 
+# PostgreSQL 11.2 is YSQL's base in 2024.2: settings PostgreSQL added in 13-15 are not in its
+# guc.c (YSQL refuses to start with them in its configuration file); these are, as are
+# YugabyteDB's own yb_* settings
+NEWER_THAN_PG11 = ["enable_memoize", "hash_mem_multiplier", "enable_incremental_sort",
+                   "wal_keep_size", "idle_session_timeout", "compute_query_id"]  # fmt: skip
+IN_2024_2 = ["wal_keep_segments", "yb_enable_expression_pushdown", "work_mem", "yb_bnl_batch_size",
+             "log_min_duration_sample", "yb_enable_base_scans_cost_model"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NEWER_THAN_PG11)
+def test_a_setting_newer_than_the_releases_postgres_is_refused(name):
+    [error] = yb_catalogue.server_setting_errors(
+        {name: {"on": "config/d.yaml: factors.A"}}, "2024.2.1.0-b185"
+    )
+    assert error == (
+        f"config/d.yaml: factors.A: server.{name}: neither a yb-master or yb-tserver flag nor a "
+        "YSQL setting of YugabyteDB 2024.2 (src/ybscale/backends/yb_catalogue/2024.2.json)"
+    )
+
+
+@pytest.mark.parametrize("name", IN_2024_2)
+def test_a_setting_of_the_releases_guc_tables_is_accepted(name):
+    assert yb_catalogue.server_setting_errors({name: {"1": "d.yaml"}}, "2024.2.1.0-b185") == []
+    assert yb_catalogue.split_server_settings({name: "1"}, "2024.2")[2] == {name: "1"}
+
+
+def test_a_read_only_setting_is_refused_as_such():
+    """Internal settings (server_version, ...) and those no configuration file may set
+    (transaction_isolation) exist, but --ysql_pg_conf_csv cannot set them."""
+    errors = yb_catalogue.server_setting_errors(
+        {"server_version": {"1": "d.yaml"}, "transaction_isolation": {"1": "d.yaml"}},
+        "2024.2.1.0-b185",
+    )
+    assert errors == [
+        f"d.yaml: server.{name}: a YSQL setting of YugabyteDB 2024.2 "
+        "(src/ybscale/backends/yb_catalogue/2024.2.json) that no configuration file can set "
+        "(internal or read-only)"
+        for name in ("server_version", "transaction_isolation")
+    ]
+
+
+def test_master_flags_go_to_the_master_and_shared_flags_to_both():
+    master, tserver, pg_conf = yb_catalogue.split_server_settings(
+        {"load_balancer_max_concurrent_moves": "4", "enable_automatic_tablet_splitting": "false",
+         "ysql_max_connections": "200"}, "2024.2")  # fmt: skip
+    assert master == {"load_balancer_max_concurrent_moves": "4",
+                      "enable_automatic_tablet_splitting": "false"}  # fmt: skip
+    assert tserver == {"enable_automatic_tablet_splitting": "false",
+                       "ysql_max_connections": "200"}  # fmt: skip
+    assert pg_conf == {}
+
+
 def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_path):
-    """Issue 20: `server.<typo>` with backend gcp fails `snakemake -n` before any cluster."""
+    """Issue 20: `server.<typo>` with backend gcp fails `snakemake -n` before any cluster; issue
+    36: so does a PostgreSQL 13-15 setting (2024.2's YSQL is PostgreSQL 11.2), while 2024.2's
+    own name for what it does passes."""
     work = copy_workflow(tmp_path / "w")
     design = yaml.safe_load((ROOT / "config" / "design.yaml").read_text())
-    design["factors"]["D"] = {"name": "buffers", "sets": "server.shared_bufers",
-                              "levels": ["128MB", "256MB"]}  # fmt: skip
-    (work / "config" / "typo.yaml").write_text(yaml.safe_dump(design))
-    out = snakemake(work, "-n", "results/effects.csv", "--config", "backend=gcp",
-                    "design=config/typo.yaml", timeout=300)  # fmt: skip
-    assert out.returncode != 0, failed(out)
-    assert (
-        "config/typo.yaml: factors.D.levels[0]: server.shared_bufers: neither a yb-tserver flag "
-        "nor a YSQL setting of YugabyteDB 2024.2"
-    ) in out.stdout + out.stderr, failed(out)
-    design["factors"]["D"]["sets"] = "server.shared_buffers"  # the right name passes
-    (work / "config" / "typo.yaml").write_text(yaml.safe_dump(design))
-    out = snakemake(work, "-n", "results/effects.csv", "--config", "backend=gcp",
-                    "design=config/typo.yaml", timeout=300)  # fmt: skip
-    assert out.returncode == 0, failed(out)
+    for name, levels, ok in (("shared_bufers", ["128MB", "256MB"], False),
+                             ("enable_memoize", ["on", "off"], False),
+                             ("wal_keep_segments", ["0", "8"], True)):  # fmt: skip
+        design["factors"]["D"] = {"name": "d", "sets": f"server.{name}", "levels": levels}
+        (work / "config" / "typo.yaml").write_text(yaml.safe_dump(design))
+        out = snakemake(work, "-n", "results/effects.csv", "--config", "backend=gcp",
+                        "design=config/typo.yaml", timeout=300)  # fmt: skip
+        if ok:
+            assert out.returncode == 0, failed(out)
+            continue
+        assert out.returncode != 0, failed(out)
+        assert (
+            f"config/typo.yaml: factors.D.levels[0]: server.{name}: neither a yb-master or "
+            "yb-tserver flag nor a YSQL setting of YugabyteDB 2024.2"
+        ) in out.stdout + out.stderr, failed(out)
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -118,14 +174,51 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
             "  AS oid, t.namespace AS db_name, t.leader -- the leader's address\n"
             "FROM yb_get_tablet_metadata() t WHERE t.namespace <> 'system';\n"
         ),
+        # each server's own flags in its directory, the flags both set in shared code
         "src/yb/tserver/main.cc": "".join(
             f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
-            for names in regenerate.FLAGS_SET.values()
-            for f in names
+            for f in set(regenerate.FLAGS_SET["yb-tserver"])
+            - set(regenerate.FLAGS_SET["yb-master"])
         )
         + 'DEFINE_RUNTIME_PG_FLAG(int32, yb_bnl_batch_size, 1024, "x");\n',
+        "src/yb/master/main.cc": "".join(
+            f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
+            for f in set(regenerate.FLAGS_SET["yb-master"])
+            - set(regenerate.FLAGS_SET["yb-tserver"])
+        )
+        + 'DEFINE_RUNTIME_int32(load_balancer_max_concurrent_moves, 2, "x");\n',
+        "src/yb/common/common_flags.cc": "".join(
+            f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
+            for f in set(regenerate.FLAGS_SET["yb-master"])
+            & set(regenerate.FLAGS_SET["yb-tserver"])
+        )
+        + "DEFINE_RUNTIME_AUTO_bool(enable_automatic_tablet_splitting, kExternal, false, true,\n"
+        '    "If false, disables automatic tablet splitting");\n',
         "src/yb/tserver/main-test.cc": 'DEFINE_test_flag(bool, only_in_tests, false, "x");\n',
-        regenerate.GUC_FILES[0]: '{\n  {"work_mem", PGC_USERSET, RESOURCES_MEM,\n',
+        # guc.c's layout: one entry per setting; debug-only ones under #ifdef, read-only ones
+        # internal or GUC_DISALLOW_IN_FILE
+        regenerate.GUC_FILES[0]: (
+            '{\n  {"work_mem", PGC_USERSET, RESOURCES_MEM,\n    gettext_noop("x"), NULL},\n'
+            "  &work_mem, 4096, 64, MAX_KILOBYTES, NULL, NULL, NULL\n},\n"
+            "#ifdef LOCK_DEBUG\n"
+            '{\n  {"trace_locks", PGC_SUSET, DEVELOPER_OPTIONS,\n    gettext_noop("x"), NULL,\n'
+            "    GUC_NOT_IN_SAMPLE\n  },\n  &Trace_locks, false, NULL, NULL, NULL\n},\n"
+            "#endif\n"
+            "#ifdef TRACE_SORT\n"
+            '{\n  {"trace_sort", PGC_USERSET, DEVELOPER_OPTIONS,\n    gettext_noop("x"), NULL},\n'
+            "  &trace_sort, false, NULL, NULL, NULL\n},\n"
+            "#endif\n"
+            '{\n  {"server_version_num", PGC_INTERNAL, PRESET_OPTIONS,\n    gettext_noop("x"),\n'
+            "    NULL, GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE\n  },\n  &v, 1, 1, 1\n},\n"
+            '{\n  {"transaction_isolation", PGC_USERSET, CLIENT_CONN_STATEMENT,\n'
+            '    gettext_noop("x"),\n    NULL,\n    GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE\n'
+            '  },\n  &s, "default", NULL, NULL, NULL\n},\n'
+            '{\n  {\n    "optimize_bounded_sort", PGC_USERSET, QUERY_TUNING_METHOD,\n'
+            '    gettext_noop("x"), NULL},\n  &b, true, NULL, NULL, NULL\n},\n'
+            '{\n  {"yb_enable_expression_pushdown", PGC_USERSET, QUERY_TUNING_METHOD,\n'
+            '    gettext_noop("Push supported expressions down to DocDB."), NULL},\n'
+            "  &yb_enable_expression_pushdown, true, NULL, NULL, NULL\n},\n"
+        ),
         regenerate.CONFIGURE: "PACKAGE_VERSION='11.2'\n",
     }
     for path, text in files.items():
@@ -154,8 +247,38 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
         ["tablet_id", "text"], ["oid", "oid"], ["db_name", "text"], ["leader", "text"]
     ]  # fmt: skip
     assert "yb_servers" in catalogue["absent_objects"]
-    assert "ysql_yb_bnl_batch_size" in catalogue["tserver_flag_names"]
-    assert "start_cql_proxy" in catalogue["tserver_flag_names"]
-    assert "only_in_tests" not in catalogue["tserver_flag_names"]
-    assert catalogue["ysql_setting_names"] == ["work_mem"]
+    tserver, master = catalogue["tserver_flag_names"], catalogue["master_flag_names"]
+    assert "ysql_yb_bnl_batch_size" in tserver and "ysql_yb_bnl_batch_size" not in master
+    assert "start_cql_proxy" in tserver and "start_cql_proxy" not in master
+    assert "load_balancer_max_concurrent_moves" in master
+    assert "load_balancer_max_concurrent_moves" not in tserver
+    assert (
+        "enable_automatic_tablet_splitting" in master
+        and "enable_automatic_tablet_splitting" in tserver
+    )
+    assert "only_in_tests" not in tserver and "only_in_tests" not in master
+    assert catalogue["ysql_setting_names"] == [
+        "optimize_bounded_sort", "trace_sort", "work_mem", "yb_enable_expression_pushdown"
+    ]  # fmt: skip
+    assert catalogue["ysql_setting_names_not_settable"] == [
+        "server_version_num", "transaction_isolation"
+    ]  # fmt: skip
     assert catalogue["version_string"] == "PostgreSQL 11.2-YB-2024.2.1.0-b0"
+
+
+@pytest.mark.parametrize("series", yb_catalogue.SUPPORTED)
+def test_the_vendored_catalogue_matches_the_tag_when_a_checkout_is_at_hand(series):
+    """With YBSCALE_YB_GIT_DIR (a yugabyte-db clone holding the tags), the vendored names are the
+    ones regenerate.py reads at the tag: its YSQL settings exactly, its documented flags among
+    the flags the tag defines for each server."""
+    import os
+
+    git_dir = os.environ.get("YBSCALE_YB_GIT_DIR")
+    if not git_dir:
+        pytest.skip("no yugabyte-db checkout (YBSCALE_YB_GIT_DIR)")
+    vendored = yb_catalogue.load(series)
+    built = regenerate.build(git_dir, vendored["tag"], series)
+    assert built["postgres_base"] == vendored["postgres_base"]
+    assert built["ysql_setting_names"] == vendored["ysql_setting_names"]
+    for key in ("master_flag_names", "tserver_flag_names"):
+        assert set(vendored[key]) <= set(built[key]), key

@@ -20,6 +20,8 @@ IAP_RANGE = "35.235.240.0/20"  # Google's Identity-Aware Proxy TCP forwarding ra
 DB_PORTS = ["5433", "7000", "7100", "9000", "9100", "12000", "13000"]
 DB_TAG = "ybscale-db"
 LOADGEN_TAG = "ybscale-loadgen"
+# labels that never change for a stack: the only ones written into create-only fields
+FIXED_LABELS = ("project", "stack", "study")
 _FIRST_HOST = 10  # GCE reserves .0, .1 and the last two addresses; leave room below .10
 
 
@@ -49,11 +51,12 @@ class ClusterArgs:
     ssh_source_cidr: str | None = None  # required when ssh_access == "public"
     yugabyte_version: str = "2024.2.1.0-b185"
     yugabyte_url: str = (
-        "https://downloads.yugabyte.com/releases/{release}/yugabyte-{version}-linux-x86_64.tar.gz"
+        "https://software.yugabyte.com/releases/{release}/yugabyte-{version}-linux-x86_64.tar.gz"
     )
     yugabyte_sha256: str | None = None  # None: checked against the published <url>.sha
     pg_client_version: int = 16
     max_run_seconds: int = 8 * 3600  # Compute Engine deletes each VM after this, no sweep needed
+    master_flags: dict[str, str] = field(default_factory=dict)  # server.* knobs: yb-master flags
     tserver_flags: dict[str, str] = field(default_factory=dict)  # server.* knobs: yb-tserver flags
     ysql_pg_conf: dict[str, str] = field(default_factory=dict)  # server.* knobs: YSQL settings
     # masters and tservers (E2, the load generator's family, takes no minimum CPU platform)
@@ -113,7 +116,15 @@ class YugabyteCluster(pulumi.ComponentResource):
         self.resources: list[pulumi.Resource] = []
         self.cpu_platforms: dict[str, pulumi.Output] = {}  # VM name -> CPU platform
         child = pulumi.ResourceOptions(parent=self)
-        description = "ybscale " + " ".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
+        # create-only fields (a Network's, Subnetwork's or Router's description, a boot disk's
+        # initialize_params labels: the provider can set them only when it creates the resource)
+        # get only what never changes for a stack; expiry (new at every `up`) and owner go to
+        # the instances' labels, which the provider updates in place. Any other value there
+        # would rebuild the network and every VM (an empty database) at a second `up`.
+        self.fixed_labels = {k: v for k, v in self.labels.items() if k in FIXED_LABELS}
+        description = "ybscale " + " ".join(
+            f"{k}={v}" for k, v in sorted(self.fixed_labels.items())
+        )
 
         self.network = self._add(
             gcp.compute.Network(
@@ -180,6 +191,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                     version=args.yugabyte_version,
                     url=url,
                     sha256=args.yugabyte_sha256,
+                    flags=args.master_flags,
                 ),
                 role="master",
             )
@@ -282,7 +294,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                         image=args.image,
                         size=args.disk_size_gb,
                         type=args.disk_type,
-                        labels=labels,
+                        labels={**self.fixed_labels, "role": role},  # create-only: see above
                     )
                 ),
                 network_interfaces=[nic],

@@ -73,23 +73,33 @@ def _install_yugabyte(
     version: str, url: str, sha256: str | None = None, home: str = YB_HOME, data: str = DATA_DIR
 ) -> str:
     """Download, verify (sha256: pinned, else the `<url>.sha` YugabyteDB publishes next to the
-    tarball) and unpack YugabyteDB once per version."""
+    tarball, with the algorithm its length implies: YugabyteDB's instructions check it with
+    `shasum --check`, which does the same, and do not name one) and unpack YugabyteDB once per
+    version."""
     q = shlex.quote
     pinned = q(sha256 or "")
     return f"""
 YB_VERSION={q(version)}
 YB_URL={q(url)}
-YB_SHA256={pinned}
+YB_SUM={pinned}
 if [ "$(cat {home}/.ybscale-version 2>/dev/null)" != "$YB_VERSION" ]; then
   apt_get update
   apt_get install curl python3 chrony
   tarball=$(mktemp)
   curl -fsSL --retry 5 -o "$tarball" "$YB_URL"
-  if [ -z "$YB_SHA256" ]; then
-    YB_SHA256=$(curl -fsSL --retry 5 "$YB_URL.sha" | awk '{{print $1}}')
+  if [ -z "$YB_SUM" ]; then
+    YB_SUM=$(curl -fsSL --retry 5 "$YB_URL.sha" | awk '{{print $1}}')
   fi
-  if ! echo "$YB_SHA256  $tarball" | sha256sum -c --status; then
-    echo "ybscale: checksum mismatch for $YB_URL (expected $YB_SHA256)" >&2
+  case ${{#YB_SUM}} in
+    40) sum=sha1sum ;;
+    64) sum=sha256sum ;;
+    128) sum=sha512sum ;;
+    *) echo "ybscale: no SHA-1, SHA-256 or SHA-512 digest for $YB_URL" \
+         "(${{#YB_SUM}} characters: $YB_SUM)" >&2
+       exit 1 ;;
+  esac
+  if ! echo "$YB_SUM  $tarball" | "$sum" -c --status; then
+    echo "ybscale: checksum mismatch for $YB_URL (expected $sum $YB_SUM)" >&2
     exit 1
   fi
   rm -rf {home} && mkdir -p {home}
@@ -102,8 +112,18 @@ mkdir -p {data} {READY_MARKER.rsplit("/", 1)[0]}
 """
 
 
+def systemd_word(arg: str) -> str:
+    """One ExecStart= argument as systemd reads it back unchanged (systemd.service(5), "Command
+    lines"; systemd.syntax(7), "Quoting"): in double quotes, with C escapes for backslash, double
+    quote and newline, `%%` for `%` (else a specifier: `%m` is the machine ID, `%p` the unit's
+    prefix, an unknown one refuses the unit) and `$$` for `$` (else an environment variable).
+    Shell quoting is no use here: systemd does not run a shell."""
+    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + escaped.replace("%", "%%").replace("$", "$$") + '"'
+
+
 def _service(name: str, argv: Sequence[str]) -> str:
-    exec_start = " ".join(shlex.quote(a) for a in argv)
+    exec_start = " ".join(systemd_word(a) for a in argv)
     return f"""
 cat > /etc/systemd/system/{name}.service <<'UNIT'
 [Unit]
@@ -143,9 +163,14 @@ def _placement(cloud_zone: str) -> list[str]:
 
 
 def master_flags(
-    ip: str, master_ips: Sequence[str], replication_factor: int, zone: str
+    ip: str,
+    master_ips: Sequence[str],
+    replication_factor: int,
+    zone: str,
+    flags: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """yb-master argv for the master at `ip`."""
+    """yb-master argv for the master at `ip`, plus the design's server.* knobs that are yb-master
+    flags (`flags`, as --name=value)."""
     return [
         f"{YB_HOME}/bin/yb-master",
         f"--master_addresses={master_addresses(master_ips)}",
@@ -154,6 +179,7 @@ def master_flags(
         f"--replication_factor={replication_factor}",
         "--enable_ysql=true",
         *_placement(zone),
+        *(f"--{name}={value}" for name, value in sorted((flags or {}).items())),
     ]
 
 
@@ -201,13 +227,14 @@ def master_script(
     version: str,
     url: str,
     sha256: str | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
-    """Startup script of a yb-master VM."""
-    flags = master_flags(ip, master_ips, replication_factor, zone)
+    """Startup script of a yb-master VM (`flags`: the server.* knobs that are yb-master flags)."""
+    argv = master_flags(ip, master_ips, replication_factor, zone, flags)
     return (
         _header("yb-master")
         + _install_yugabyte(version, url, sha256)
-        + _service("yb-master", flags)
+        + _service("yb-master", argv)
         + f"touch {READY_MARKER}\n"
     )
 

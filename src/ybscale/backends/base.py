@@ -123,6 +123,11 @@ class Cluster(abc.ABC):
     def check(self) -> None:
         """Raise BackendError unless every node is up (and, with replication, the quorum is met)."""
 
+    def verify_layout(self, when: str) -> None:
+        """After a measured repetition: BackendError if the data's layout changed while it ran
+        (YugabyteDB: a tablet split), naming `when`; nothing to check by default."""
+        return None
+
     @abc.abstractmethod
     def applied(self) -> dict:
         """What was applied (settings and isolation read back from every node, CPU limits,

@@ -246,6 +246,7 @@ class YsqlCluster(Cluster):
         self.cpu = cpu or MachineCpu(lambda: runner.proc_stat(), {})
         self.settled: list[dict] = []
         self.layouts: list[dict] = []
+        self.recounted: list[dict] = []  # the layout read again after each measured repetition
         self.inserted: list[dict] = []
         self._loaded = False
         self._version: str | None = None
@@ -411,6 +412,22 @@ class YsqlCluster(Cluster):
                 )
             self.sleep(5)
 
+    def verify_layout(self, when: str) -> None:
+        """After a measured repetition (YugabyteDB, range or hash sharding): the table's tablets
+        and leaders read again (recorded); a tablet count other than the last reload's means a
+        tablet split while the row measured: BackendError naming it and `when`."""
+        if self.sharding not in ("range", "hash") or not self.layouts:
+            return
+        layout = {**self.layout(), "when": when}
+        self.recounted.append(layout)
+        before = self.layouts[-1]["tablets"]
+        if layout["tablets"] != before:
+            raise BackendError(
+                f"table {self.table} has {layout['tablets']} tablets {when}, {before} after its "
+                "reload: a tablet split while the row measured (automatic tablet splitting: "
+                "gcp.yugabyte.tablet_splitting, server.enable_automatic_tablet_splitting)"
+            )
+
     def check(self) -> None:
         """Every endpoint answers SELECT 1; on YugabyteDB every tserver is registered
         (yb_servers()) and `health` (if any) reports nothing. BackendError names what is not."""
@@ -481,6 +498,7 @@ class YsqlCluster(Cluster):
             "table": self.table,
             "sharding": self.sharding,
             "tablet_layout": self.layouts,  # filled by every reset
+            "tablet_layout_after_repetitions": self.recounted,  # filled by verify_layout
             "inserted_per_tablet": self.inserted,  # filled before every reload
             "after_reload": self.settled,  # what `settle` waited, per reload
             "cpu_readings": self.cpu.open(),

@@ -330,6 +330,10 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         finally:
             readings = stopped[0] if stopped else window.stop()
+        try:  # the layout it ran on (YugabyteDB: no tablet split while it ran)
+            cluster.verify_layout(f"after {clients} clients, repetition {rep}")
+        except BackendError as exc:
+            raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         util = window_utilisation(cluster, kind, clients, readings)
         measured[clients].append((result, span, util, lat))
         rep_rows.append(

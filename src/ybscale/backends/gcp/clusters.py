@@ -26,7 +26,7 @@ from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.plan import format_plan, plan
 from ybscale.backends.gcp.reach import wait_ready
-from ybscale.config_sources import file_sources, sources_in_use
+from ybscale.config_sources import file_sources, source_of, sources_in_use
 from ybscale.design.factorial import load_design
 from ybscale.design.row import Row, resolve_rows
 from ybscale.settings import load as load_settings
@@ -93,13 +93,25 @@ def up(
     loaded = load_settings({**config, "backend": "gcp"})
     the_design = load_design(design or loaded["design"])
     rows = resolve_rows(the_design, loaded)
-    print(format_plan(plan(rows, loaded, [combo])))
     labels = {r.run: cluster_label(r, settings["cluster_per_replicate"]) for r in rows}
     on_it = [r for r in rows if labels[r.run] == combo]
     if not on_it:
         raise ValueError(
             f"{the_design.source}: no row runs on cluster {combo!r} "
             f"(clusters: {', '.join(sorted(set(labels.values())))})"
+        )
+    # this cluster's need against the quotas now (those of the real GCE program's VMs: a
+    # gcp.program stand-in, e.g. the loopback rehearsal's, creates none)
+    own = plan(rows, loaded, [combo], quotas=not settings["program"])
+    print(format_plan(own))
+    over = own.over_quota()
+    if over and not settings["allow_over_quota"]:
+        raise BackendError(
+            f"cluster {combo} not brought up: it needs more than the quota leaves free: "
+            + "; ".join(over)
+            + f" ({own.quota_note}). Raise the quota (console: IAM & Admin > Quotas), free it, "
+            f"lower the need (gcp.machine_types) or set {source_of('gcp.allow_over_quota')} to "
+            "true to try anyway"
         )
     row = on_it[0]  # the combination's shape
     files.known_hosts.unlink(missing_ok=True)

@@ -109,6 +109,19 @@ class Plan:
     def cost(self, worst: bool = True) -> float:
         return sum(self.costs(worst).values())
 
+    def over_quota(self) -> list[str]:
+        """One line per quota (when read) whose peak need exceeds what is free (limit - usage):
+        the quota, the need and what is free."""
+        lines = []
+        for metric, (what, peak) in sorted(self.peaks.items()):
+            limit, usage = (self.quotas or {}).get(metric, (None, 0))
+            if limit is not None and peak > limit - usage:
+                lines.append(
+                    f"{what}: needs {peak:g}, {limit - usage:g} free ({metric}: limit "
+                    f"{limit:g}, in use {usage:g})"
+                )
+        return lines
+
     def near_ttl(self) -> list[ClusterPlan]:
         """Clusters whose planned time (provisioning + rows) passes TTL_WARN_SHARE of
         ttl_hours: max_run_duration deletes their VMs at ttl_hours, measured or not."""
@@ -398,6 +411,11 @@ def format_plan(p: Plan) -> str:
         f"Peak need in {p.region}: " + "; ".join(needs[False])
         + "; project-wide: " + "; ".join(needs[True]) + f" -- {p.quota_note}"
     )  # fmt: skip
+    if p.over_quota():
+        lines.append(
+            "STOP: a cluster is not brought up while a quota it needs has less free than it "
+            f"needs (set {source_of('gcp.allow_over_quota')} to true to try anyway)"
+        )
     if p.state_url:
         lines.append(
             f"Pulumi state: {p.state_url} (outside results/: keep it until `ybscale reap` "

@@ -14,6 +14,12 @@ from ybscale.backends.ysql import YsqlCluster, master_problems
 from ybscale.design.row import Row
 
 READY_FILE = "/var/lib/ybscale/ready"  # the load generator's startup script writes it last
+# OpenSSH's refusal of the key. While a VM boots, its guest agent may not have written the
+# metadata key yet; refused for longer than AUTH_GRACE_S, the key is not coming: most likely an
+# organisation policy enforces OS Login (constraints/compute.requireOsLogin), which ignores the
+# `ssh-keys` metadata ybscale sets (and its enable-oslogin: FALSE).
+AUTH_DENIED = "Permission denied (publickey"
+AUTH_GRACE_S = 180
 
 
 def ssh_host(endpoints: Mapping, settings: Mapping, known_hosts: Path) -> ssh.SshHost:
@@ -83,19 +89,22 @@ def wait_ready(
     row: Row,
     log=print,
     sleep=time.sleep,
+    clock=time.monotonic,
 ) -> None:
     """Wait until the cluster is ready: the VMs' startup finished, every master in the Raft
     group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check).
-    `row`: one row of the combination (the cluster it will measure)."""
+    `row`: one row of the combination (the cluster it will measure). SSH refusing the key for
+    AUTH_GRACE_S fails at once, naming OS Login as the likely cause, instead of waiting out
+    ready_timeout."""
     host = ssh_host(endpoints, settings, known_hosts)
     cluster = YsqlCluster(
         tserver_endpoints(endpoints), row, LoadgenRunner(host),
         health=masters_health(host, endpoints),
     )  # fmt: skip
     ready_file = endpoints.get("ready_file", READY_FILE)
-    deadline = time.monotonic() + settings["ready_timeout"]
-    last = ""
-    while time.monotonic() < deadline:
+    deadline = clock() + settings["ready_timeout"]
+    last, denied_since = "", None
+    while clock() < deadline:
         try:
             ssh.check_output(host, ["test", "-f", ready_file], timeout=60)
             cluster.check()
@@ -103,6 +112,18 @@ def wait_ready(
             return
         except BackendError as exc:
             last = str(exc)
+            if AUTH_DENIED not in last:
+                denied_since = None
+            elif denied_since is None:
+                denied_since = clock()
+            elif clock() - denied_since >= AUTH_GRACE_S:
+                raise BackendError(
+                    f"{endpoints['stack']}: SSH to the load generator refuses the key "
+                    f"{settings['ssh_key']} as {host.user} for {AUTH_GRACE_S}s: most likely an "
+                    "organisation policy enforces OS Login (constraints/compute.requireOsLogin), "
+                    "which ignores the ssh-keys metadata ybscale sets; ask for an exception for "
+                    f"the project or run in a project without it. Last: {last}"
+                ) from exc
             sleep(15)
     raise BackendError(
         f"{endpoints['stack']}: not ready after {settings['ready_timeout']}s: {last}"

@@ -59,9 +59,13 @@ def program_of(settings: Mapping, program: Callable | None = None) -> tuple[Call
     return _infra().program, True
 
 
-def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict]:
-    """server.* knobs -> (yb-tserver flags, YSQL settings for --ysql_pg_conf_csv), by the flag
-    list of the release's series (yb_catalogue; checked at dry run by GcpBackend.check_rows)."""
+SPLITTING = "enable_automatic_tablet_splitting"  # a flag of yb-master and yb-tserver
+
+
+def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict, dict]:
+    """server.* knobs -> (yb-master flags, yb-tserver flags, YSQL settings for
+    --ysql_pg_conf_csv), by the flag lists of the release's series (yb_catalogue; checked at dry
+    run by GcpBackend.check_rows)."""
     series = yb_catalogue.series_of(release) or ""
     return yb_catalogue.split_server_settings(server, series)
 
@@ -160,12 +164,20 @@ def cluster_args(
 ):
     """ClusterArgs of one combination: its shape and server settings (server.* knobs)."""
     machines = cluster_machines(shape or shape_of(combo), settings, combo)
-    flags, pg_conf = split_server_settings(server or {}, settings["yugabyte"]["version"])
+    master_flags, flags, pg_conf = split_server_settings(
+        server or {}, settings["yugabyte"]["version"]
+    )
+    if not settings["yugabyte"].get("tablet_splitting", False):
+        # the pre-split tablets stay put while rows measure, unless a server.* knob says
+        # otherwise (YugabyteDB splits automatically by default; master and tservers alike)
+        for server_flags in (master_flags, flags):
+            server_flags.setdefault(SPLITTING, "false")
     expiry = now + dt.timedelta(hours=settings["ttl_hours"])
     return _infra().ClusterArgs(
         nodes=machines.tservers,
         replication_factor=machines.masters,
         machine_type=machines.tserver_type,
+        master_flags=master_flags,
         tserver_flags=flags,
         ysql_pg_conf=pg_conf,
         master_machine_type=machines.master_type,

@@ -3,9 +3,11 @@
 One JSON file per series (``<series>.json``): the YSQL views and functions the code queries (their
 columns, argument and result types) and the yb-tserver / yb-master flags the code and the infra
 set, each with the release tag and the source paths (and commits) it was read from, and the
-yb-tserver flag names ``server.*`` knobs are checked against. ``regenerate.py`` rebuilds a file
-from a yugabyte-db checkout at the tag; ``stubs.stub_sql`` (its own module, which reads
-the catalogue through `load`) turns one into stand-ins a plain PostgreSQL server can carry (tests).
+names ``server.*`` knobs are checked against and routed by: the yb-master flags, the yb-tserver
+flags and the YSQL settings of the release's PostgreSQL base (with YugabyteDB's own ``yb_*``).
+``regenerate.py`` rebuilds a file from a yugabyte-db checkout at the tag; ``stubs.stub_sql`` (its
+own module, which reads the catalogue through `load`) turns one into stand-ins a plain PostgreSQL
+server can carry (tests).
 """
 
 from __future__ import annotations
@@ -57,24 +59,38 @@ def tserver_flags(series: str) -> frozenset[str]:
     return frozenset(load(series)["tserver_flag_names"])
 
 
+def master_flags(series: str) -> frozenset[str]:
+    """yb-master flag names of `series`."""
+    return frozenset(load(series)["master_flag_names"])
+
+
 def ysql_settings(series: str) -> frozenset[str]:
-    """YSQL (PostgreSQL) setting names of `series`."""
+    """YSQL (PostgreSQL) setting names of `series` a configuration file can set."""
     return frozenset(load(series)["ysql_setting_names"])
 
 
-def split_server_settings(server: Mapping[str, str], series: str) -> tuple[dict, dict]:
-    """server.* knobs -> (yb-tserver flags, YSQL settings for --ysql_pg_conf_csv): a name on the
-    series' yb-tserver flag list is a flag, any other name a YSQL setting."""
-    flags = tserver_flags(series)
+def ysql_settings_not_settable(series: str) -> frozenset[str]:
+    """YSQL setting names of `series` no configuration file can set (internal, read-only)."""
+    return frozenset(load(series).get("ysql_setting_names_not_settable", ()))
+
+
+def split_server_settings(server: Mapping[str, str], series: str) -> tuple[dict, dict, dict]:
+    """server.* knobs -> (yb-master flags, yb-tserver flags, YSQL settings for
+    --ysql_pg_conf_csv): a name is a flag of each server whose flag list has it (a flag of both
+    goes to both), any other name a YSQL setting."""
+    master, tserver = master_flags(series), tserver_flags(series)
+    items = sorted(server.items())
     return (
-        {k: v for k, v in sorted(server.items()) if k in flags},
-        {k: v for k, v in sorted(server.items()) if k not in flags},
+        {k: v for k, v in items if k in master},
+        {k: v for k, v in items if k in tserver},
+        {k: v for k, v in items if k not in master and k not in tserver},
     )
 
 
 def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str) -> list[str]:
-    """One line per server.* name that is neither a yb-tserver flag nor a YSQL setting of the
-    release's series (yb-tserver exits on an unknown flag, YSQL on an unknown setting).
+    """One line per server.* name that is neither a yb-master or yb-tserver flag nor a YSQL
+    setting of the release's series (a server exits on an unknown flag, YSQL on an unknown
+    setting), or that is a YSQL setting no configuration file can set.
     server: name -> {value: where it came from}; release: gcp.yugabyte.version."""
     if not server:
         return []
@@ -84,10 +100,20 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
             f"{source_of('gcp.yugabyte.version')}: {release}: server.* knobs cannot be "
             f"checked: no catalogue for series {series} (supported: {', '.join(SUPPORTED)})"
         ]
-    known = tserver_flags(series) | ysql_settings(series)
-    return [
-        f"{next(iter(values.values()))}: server.{name}: neither a yb-tserver flag nor a YSQL "
-        f"setting of YugabyteDB {series} (src/ybscale/backends/yb_catalogue/{series}.json)"
-        for name, values in sorted(server.items())
-        if name not in known
-    ]
+    known = master_flags(series) | tserver_flags(series) | ysql_settings(series)
+    fixed = ysql_settings_not_settable(series)
+    where = f"YugabyteDB {series} (src/ybscale/backends/yb_catalogue/{series}.json)"
+    errors = []
+    for name, values in sorted(server.items()):
+        origin = next(iter(values.values()))
+        if name in fixed:
+            errors.append(
+                f"{origin}: server.{name}: a YSQL setting of {where} that no configuration file "
+                "can set (internal or read-only)"
+            )
+        elif name not in known:
+            errors.append(
+                f"{origin}: server.{name}: neither a yb-master or yb-tserver flag nor a YSQL "
+                f"setting of {where}"
+            )
+    return errors

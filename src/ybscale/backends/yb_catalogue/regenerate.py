@@ -8,9 +8,15 @@ Read at the tag (``git show <tag>:<path>``, ``git grep <tag>``), as initdb build
   OUT column names and types) and the views from ``src/postgres/src/backend/catalog/
   yb_system_views.sql`` (their select lists over those functions);
 - every gflag name a ``DEFINE_*`` macro defines under ``src/yb`` (``*_PG_FLAG`` macros define
-  ``ysql_<name>``, ``DEFINE_test_flag`` ``TEST_<name>``), test files left out: the names
-  ``server.*`` knobs are checked against;
-- every GUC name of YSQL's PostgreSQL (``{"name", PGC_...`` entries of guc.c / guc_tables.c);
+  ``ysql_<name>``, ``DEFINE_test_flag`` ``TEST_<name>``), test files left out, by where it is
+  defined: ``src/yb/master`` is yb-master's own code, ``src/yb/tserver`` and ``src/yb/yql``
+  (YSQL, YCQL) yb-tserver's, every other directory (common, util, consensus, docdb, rpc, ...)
+  is linked into both servers: the master and tserver flag names ``server.*`` knobs are routed
+  by (a name of both goes to both);
+- every GUC name of YSQL's PostgreSQL (``{"name", PGC_...`` entries of guc.c / guc_tables.c),
+  leaving out the entries a release build compiles out (``#ifdef LOCK_DEBUG`` and the other
+  debug-only macros) and listing apart those no configuration file can set (PGC_INTERNAL, or
+  GUC_DISALLOW_IN_FILE): ``--ysql_pg_conf_csv`` writes the server's configuration file;
 - the PostgreSQL version the series is based on (``PACKAGE_VERSION`` in src/postgres/configure).
 """
 
@@ -56,7 +62,15 @@ _DEFINE = re.compile(
 )
 _TEST_FLAG = re.compile(r"\bDEFINE_test_flag\(\s*\w+\s*,\s*(\w+)\s*,")
 _PG_FLAG = re.compile(r"\bDEFINE_[A-Z_]*PG_FLAG\(\s*\w+\s*,\s*(\w+)\s*,")
-_GUC = re.compile(r'\{\s*"([a-z_][a-z0-9_.]*)",\s*PGC_[A-Z]+')
+_GUC = re.compile(r'\{\s*"([A-Za-z_][A-Za-z0-9_.]*)",\s*(PGC_[A-Z_]+)')
+# macros a release build leaves undefined (pg_config_manual.h defines TRACE_SORT, so trace_sort
+# stays): the GUCs inside `#ifdef <macro>` do not exist in the server YugabyteDB ships
+DEBUG_ONLY_MACROS = frozenset(
+    {"LOCK_DEBUG", "WAL_DEBUG", "BTREE_BUILD_STATS", "TRACE_SYNCSCAN", "DEBUG_BOUNDED_SORT"}
+)
+_IFDEF = re.compile(r"^\s*#\s*(ifdef|ifndef|if|else|elif|endif)\b\s*(\w*)")
+MASTER_DIRS = ("src/yb/master/",)  # yb-master's own code
+TSERVER_DIRS = ("src/yb/tserver/", "src/yb/yql/")  # yb-tserver's own code (with YSQL, YCQL)
 _DAT_ENTRY = re.compile(r"\{((?:[^{}']|'(?:[^'\\]|\\.)*')*)\}")  # braces inside quotes kept
 _DAT_FIELD = re.compile(r"(\w+) => '((?:[^'\\]|\\.)*)'")
 
@@ -148,17 +162,81 @@ def views(system_views: str, funcs: dict[str, dict]) -> dict[str, dict]:
     return found
 
 
-def flag_names(git_dir: str, tag: str) -> list[str]:
-    """Every gflag a DEFINE_* macro defines under src/yb at `tag`, tests left out."""
-    out = git(git_dir, "grep", "-h", "-E", "DEFINE_[A-Za-z0-9_]*\\(", tag, "--", "src/yb/*.cc",
+def _flags_defined(text: str) -> set[str]:
+    names = set(_DEFINE.findall(text)) | {f"ysql_{n}" for n in _PG_FLAG.findall(text)}
+    return names | {f"TEST_{n}" for n in _TEST_FLAG.findall(text)}
+
+
+def flag_names(git_dir: str, tag: str) -> dict[str, list[str]]:
+    """Every gflag a DEFINE_* macro defines under src/yb at `tag`, tests left out, by server:
+    {"yb-master": [...], "yb-tserver": [...]}; a flag of shared code is in both."""
+    out = git(git_dir, "grep", "-E", "DEFINE_[A-Za-z0-9_]*\\(", tag, "--", "src/yb/*.cc",
               ":(exclude)*-test.cc", ":(exclude)*_test.cc", ":(exclude)*-itest.cc")  # fmt: skip
-    names = set(_DEFINE.findall(out)) | {f"ysql_{n}" for n in _PG_FLAG.findall(out)}
-    names |= {f"TEST_{n}" for n in _TEST_FLAG.findall(out)}
-    return sorted(names)
+    by_file: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        # `git grep <tag>` prints <tag>:<path>:<line>
+        _, path, text = line.split(":", 2)
+        by_file.setdefault(path, []).append(text)
+    master, tserver = set(), set()
+    for path, lines in by_file.items():
+        names = _flags_defined("\n".join(lines))
+        if not path.startswith(TSERVER_DIRS):
+            master |= names
+        if not path.startswith(MASTER_DIRS):
+            tserver |= names
+    return {"yb-master": sorted(master), "yb-tserver": sorted(tserver)}
+
+
+def guc_entries(source: str) -> dict[str, str]:
+    """GUC name -> context (PGC_USERSET, ...) of the entries a release build compiles; a name
+    no configuration file can set gets the context "file-disallowed" unless it is internal."""
+    found, stack = {}, []  # stack: whether each open #if block is compiled out
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        directive = _IFDEF.match(line)
+        if directive:
+            kind, macro = directive.groups()
+            if kind in ("ifdef", "if", "ifndef"):
+                stack.append(kind == "ifdef" and macro in DEBUG_ONLY_MACROS)
+            elif kind in ("else", "elif") and stack:
+                stack[-1] = False
+            elif kind == "endif" and stack:
+                stack.pop()
+            continue
+        if any(stack):
+            continue
+        for match in _GUC.finditer("\n".join(lines[i : i + 2])):
+            if match.start() > len(line):  # an entry whose name is on the next line
+                continue
+            name, context = match.groups()
+            head = "\n".join(lines[i : i + 40])
+            flags = head[: head.find("}", head.find(name)) + 1]  # up to the end of the header
+            found[name] = (
+                "file-disallowed"
+                if "GUC_DISALLOW_IN_FILE" in flags and context != "PGC_INTERNAL"
+                else context
+            )
+    return found
 
 
 def guc_names(sources: Iterable[str]) -> list[str]:
-    return sorted({name for text in sources for name in _GUC.findall(text)})
+    """Settable GUC names (a configuration file can set them) of the sources."""
+    return sorted(
+        name
+        for text in sources
+        for name, context in guc_entries(text).items()
+        if context not in ("PGC_INTERNAL", "file-disallowed")
+    )
+
+
+def guc_names_not_settable(sources: Iterable[str]) -> list[str]:
+    """GUC names the server defines that no configuration file can set."""
+    return sorted(
+        name
+        for text in sources
+        for name, context in guc_entries(text).items()
+        if context in ("PGC_INTERNAL", "file-disallowed")
+    )
 
 
 def build(git_dir: str, tag: str, series: str) -> dict:
@@ -170,10 +248,18 @@ def build(git_dir: str, tag: str, series: str) -> dict:
         path = PG_PROC if obj["kind"] == "function" else VIEWS
         obj["sources"] = [{"path": path, "tag": tag}]
     flags = flag_names(git_dir, tag)
-    missing = [(server, f) for server, names in FLAGS_SET.items() for f in names if f not in flags]
+    defined = set(flags["yb-master"]) | set(flags["yb-tserver"])
+    missing = [
+        (server, f) for server, names in FLAGS_SET.items() for f in names if f not in defined
+    ]
+    # a server also takes the flags of code it links from another's directory (yb-master takes
+    # enable_ysql, defined in src/yb/tserver in recent releases): those ybscale passes are added
+    for server, names in FLAGS_SET.items():
+        flags[server] = sorted(set(flags[server]) | (set(names) & defined))
     if missing:
         raise SystemExit(f"{tag}: flags ybscale sets are not defined: {missing}")
     configure = show(git_dir, tag, CONFIGURE) or ""
+    gucs = [show(git_dir, tag, p) or "" for p in GUC_FILES]
     pg = re.search(r"PACKAGE_VERSION='([\d.]+)", configure)
     release = tag.split("-")[0]
     return {
@@ -188,10 +274,22 @@ def build(git_dir: str, tag: str, series: str) -> dict:
         "flags_set_by_ybscale": {
             server: {f: {"defined_at": tag} for f in names} for server, names in FLAGS_SET.items()
         },
-        "tserver_flag_names_source": f"every DEFINE_* gflag under src/yb at {tag} (tests excluded)",
-        "tserver_flag_names": flags,
-        "ysql_setting_names_source": f"GUC tables of src/postgres at {tag}",
-        "ysql_setting_names": guc_names(show(git_dir, tag, p) or "" for p in GUC_FILES),
+        "master_flag_names_source": (
+            f"every DEFINE_* gflag under src/yb at {tag} (tests excluded) but those of "
+            f"{', '.join(TSERVER_DIRS)}, and the flags ybscale passes to yb-master"
+        ),
+        "master_flag_names": flags["yb-master"],
+        "tserver_flag_names_source": (
+            f"every DEFINE_* gflag under src/yb at {tag} (tests excluded) but those of "
+            f"{', '.join(MASTER_DIRS)}, and the flags ybscale passes to yb-tserver"
+        ),
+        "tserver_flag_names": flags["yb-tserver"],
+        "ysql_setting_names_source": (
+            f"GUC tables of src/postgres at {tag}, entries of "
+            f"{', '.join(sorted(DEBUG_ONLY_MACROS))} blocks left out"
+        ),
+        "ysql_setting_names": guc_names(gucs),
+        "ysql_setting_names_not_settable": guc_names_not_settable(gucs),
     }
 
 
