@@ -31,19 +31,28 @@ class ConfigSources:
     layers: tuple[tuple[str, Mapping], ...] = ((CONFIG_SOURCE, {}),)
 
     def of(self, field: str) -> str:
-        """The file (or ``--config``) that set `field` (dotted: ``measurement.max_clients``,
-        list indexes ignored), else the first layer's: where a schema default is overridden."""
-        keys = [k for k in re.sub(r"\[[^]]*\]", "", field).split(".") if k]
+        """The file (or ``--config``) that set `field` (dotted: ``measurement.max_clients``; a
+        list item ``measurement.clients.2`` or ``measurement.clients[2]``), else the first
+        layer's: where a schema default is overridden. A layer that gives a list gives all of
+        it (a later layer's list replaces an earlier one's, as Snakemake merges them)."""
+        keys = [k for k in re.sub(r"\[([^]]*)\]", r".\1", field).split(".") if k]
         for name, data in reversed(self.layers):
             node = data
             for key in keys:
-                if not isinstance(node, Mapping) or key not in node:
+                if isinstance(node, Mapping) and key in node:
+                    node = node[key]
+                elif _is_list(node) and key.isdigit() and int(key) < len(node):
+                    node = node[int(key)]
+                else:
                     break
-                node = node[key]
             else:
                 if keys:
                     return name
         return self.layers[0][0]
+
+
+def _is_list(node: object) -> bool:
+    return isinstance(node, Sequence) and not isinstance(node, (str, bytes))
 
 
 _sources = ConfigSources()
