@@ -14,14 +14,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-
-import yaml
 
 from ybscale.backends.base import cluster_label
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.stacks import cluster_machines
-from ybscale.config_sources import file_sources, source_of, sources_in_use
+from ybscale.cli import error_line
+from ybscale.config_sources import file_sources, read_yaml_file, source_of, sources_in_use
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
 from ybscale.measure.measuring import MeasuringProtocol
@@ -460,15 +458,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
     args = parser.parse_args(argv)
     try:
-        config = yaml.safe_load(Path(args.config).read_text()) or {}
+        config = read_yaml_file(args.config) or {}
         for profile in args.configfile:
             from snakemake.utils import update_config
 
-            update_config(config, yaml.safe_load(Path(profile).read_text()) or {})
+            update_config(config, read_yaml_file(profile) or {})
         with sources_in_use(file_sources([args.config, *args.configfile])):
             return _report(config, args)
     except (OSError, KeyError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"ybscale plan: {error_line(exc)}", file=sys.stderr)
         return 1
 
 
