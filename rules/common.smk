@@ -13,6 +13,7 @@ from ybscale.backends import backend_class
 from ybscale.backends.base import claim_workflow
 from ybscale.backends.lifecycle import (
     clean_up_after_error,
+    recover_after_kill,
     release_left,
     slot_chain,
     stage_priorities,
@@ -48,6 +49,8 @@ CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items(
 MEASURE_CODE = code_digest(BACKEND.name)
 # one folder per cluster (CLUSTER_OF's labels)
 CLUSTERS = "results/clusters"
+# what a run killed -9 left (servers, their endpoints, Snakemake's locks) goes before this one
+recover_after_kill(SETTINGS, CLUSTERS, list(CLUSTER_RUNS))
 
 
 # the order rows are measured in: drawn from measurement.seed, one block per replicate

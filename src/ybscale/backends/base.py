@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import json
 import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
@@ -61,6 +62,25 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def start_time(pid: int) -> str | None:
+    """When process `pid` started (clock ticks after boot, /proc): with its pid, which process
+    it is (a pid is reused); None when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def released_since(folder: Path, endpoints: Mapping) -> bool:
+    """Whether the cluster of `endpoints` was released after they were written (its folder's
+    released.json)."""
+    try:
+        released = json.loads((folder / "released.json").read_text()).get("released", "")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return released >= endpoints.get("created", "")
 
 
 @dataclass(frozen=True)
@@ -236,6 +256,13 @@ class Backend(abc.ABC):
     @staticmethod
     def report_text(applied: Sequence[Mapping]) -> list[str]:
         """Paragraphs for the findings, from the rows' `applied` records."""
+        return []
+
+    @classmethod
+    def reap_dead(cls, settings: Mapping, labels: Sequence[str], clusters: Path) -> list[str]:
+        """Stop what workflows killed -9 left running and forget the endpoints of `labels`
+        that name it (every run calls it at parse time, before Snakemake takes its locks);
+        what was stopped or forgotten, one line each."""
         return []
 
     @classmethod
