@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 from conftest import row_from_levels, servers_under, settings_with
 
 from ybscale.backends import lifecycle
-from ybscale.backends.base import BackendError, start_time
+from ybscale.backends.base import OWNER_ENV, BackendError, start_time
 from ybscale.backends.local import LocalBackend
 from ybscale.backends.local.cluster import forget_endpoints
 
@@ -127,3 +128,31 @@ def test_endpoints_naming_servers_that_are_gone_are_forgotten(tmp_path):
     assert not forget_endpoints(folder) and endpoints.exists()  # released: nothing to forget
     (folder / lifecycle.RELEASED).write_text(json.dumps({"released": "2026-11-26T04:00:00"}))
     assert forget_endpoints(folder) and not endpoints.exists()
+
+
+def test_the_jobs_a_dead_workflow_left_running_here_are_stopped(tmp_path, monkeypatch, data_root):
+    """kill -9 of Snakemake alone (the OOM killer picks one process) leaves its jobs running;
+    the next run in that folder stops them before it runs their rows again. Not a job of a
+    live workflow, nor one a dead workflow left in another folder."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a workflow that died
+    study, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
+    study.mkdir()
+    elsewhere.mkdir()
+
+    def job(owner: int, cwd) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=cwd,
+                                env={**os.environ, OWNER_ENV: str(owner)})  # fmt: skip
+
+    orphan, live, other = job(gone.pid, study), job(os.getpid(), study), job(gone.pid, elsewhere)
+    try:
+        monkeypatch.chdir(study)
+        settings = settings_with(local={"data_root": str(data_root)})
+        lines = LocalBackend.reap_dead(settings, [], study / "results" / "clusters")
+        assert lines == [f"process {orphan.pid}: a job stopped"]
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert live.poll() is None and other.poll() is None
+    finally:
+        for proc in (orphan, live, other):
+            proc.kill()
+            proc.wait()

@@ -50,6 +50,28 @@ def workflow_owner() -> int:
     return int(claimed) if claimed.isdigit() and int(claimed) in _ancestors() else os.getpid()
 
 
+def orphan_jobs(cwd: Path) -> list[int]:
+    """Processes that a workflow which died started in `cwd` (its jobs, still running when
+    Snakemake alone was killed -9): their OWNER_ENV names a process that is gone. Never a
+    server (a data directory's, reaped by its owner file)."""
+    found, mine, claim = [], {os.getpid(), *_ancestors()}, f"{OWNER_ENV}=".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) in mine:
+            continue
+        try:
+            if (proc / "comm").read_text().strip() == "postgres":
+                continue
+            if Path(os.readlink(proc / "cwd")) != cwd:
+                continue
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        owner = next((e[len(claim) :] for e in environ if e.startswith(claim)), b"")
+        if owner.isdigit() and not alive(int(owner)):
+            found.append(int(proc.name))
+    return found
+
+
 def alive(pid: int) -> bool:
     """Whether process `pid` exists and is not a zombie (a lock's or a server's owner)."""
     try:

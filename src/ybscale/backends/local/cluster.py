@@ -11,6 +11,7 @@ session.<setting>      -> PGOPTIONS of every session, read back with SHOW before
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import glob
 import json
@@ -38,6 +39,7 @@ from ybscale.backends.base import (
     Target,
     alive,
     cluster_label,
+    orphan_jobs,
     released_since,
     settings_by_source,
     spawn_local,
@@ -683,19 +685,28 @@ class LocalBackend(Backend):
 
     @classmethod
     def reap_dead(cls, settings, labels, clusters) -> list[str]:
-        """The servers of every cluster on the data root whose workflow died (killed -9),
-        stopped; the endpoints of this study's clusters whose servers are gone, removed."""
+        """The jobs a workflow that died (killed -9) left running here and the servers of
+        every cluster on the data root whose workflow died, stopped; the endpoints of this
+        study's clusters whose servers are gone, removed."""
+        jobs = orphan_jobs(Path.cwd().resolve())
+        for pid in jobs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # not to record or measure any more
         backend = cls(settings, clusters)
         fallback = backend._fallback_root(clusters)
         root, _ = choose_data_root(backend.settings["data_root"], fallback, create=False)
         reaped = reap_orphans(root) if root.is_dir() else []
         reap_orphan_groups(alive)
         forgotten = [Path(clusters) / label for label in labels]
-        return [f"{home}: servers stopped" for home in reaped] + [
-            f"{folder}/endpoints.json: removed (its servers are gone)"
-            for folder in forgotten
-            if forget_endpoints(folder)
-        ]
+        return (
+            [f"process {pid}: a job stopped" for pid in jobs]
+            + [f"{home}: servers stopped" for home in reaped]
+            + [
+                f"{folder}/endpoints.json: removed (its servers are gone)"
+                for folder in forgotten
+                if forget_endpoints(folder)
+            ]
+        )
 
     @classmethod
     def on_error(cls, settings, labels, clusters) -> None:
