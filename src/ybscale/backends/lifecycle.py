@@ -153,10 +153,11 @@ def recover_after_kill(
     settings: Mapping, clusters: str | Path, labels: Sequence[str], state: Path = Path(".snakemake")
 ) -> None:
     """What a Snakemake run killed -9 (the OOM killer, a closed laptop) left, cleared as the
-    next run parses the Snakefile, before Snakemake checks its locks: the servers of clusters
-    whose workflow died are stopped and the endpoints naming them removed (the next run brings
-    those clusters up again), and Snakemake's locks go when no run that may hold them is alive.
-    Its unfinished jobs run again (the profile's rerun-incomplete)."""
+    next run parses the Snakefile, before Snakemake checks its locks: the jobs it left running
+    and the servers of clusters whose workflow died are stopped, the endpoints naming them
+    removed (the next run brings those clusters up again; `Backend.reap_dead`), and Snakemake's
+    locks go when no run that may hold them is alive (`unlock_if_dead`). Its unfinished jobs
+    run again (the profile's rerun-incomplete)."""
     backend = backend_class(settings["backend"])
     for item in backend.reap_dead(settings, list(dict.fromkeys(labels)), Path(clusters)):
         print(f"ybscale: {item} (left by a run that was killed)", file=sys.stderr)
