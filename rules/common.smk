@@ -12,6 +12,7 @@ from ybscale.backends import backend_class
 from ybscale.backends.base import claim_workflow
 from ybscale.backends.lifecycle import (
     clean_up_after_error,
+    recover_after_kill,
     release_left,
     slot_chain,
     stage_priorities,
@@ -51,6 +52,8 @@ CLUSTERS = "results/clusters"
 STAGED = "results/analysis"
 # the design record, written by the design job: what every later job reads of the design
 DESIGN_RECORD = "results/design/design.json"
+# what a run killed -9 left (servers, their endpoints, Snakemake's locks) goes before this one
+recover_after_kill(SETTINGS, CLUSTERS, list(CLUSTER_RUNS))
 
 
 # the order rows are measured in: drawn from measurement.seed, one block per replicate

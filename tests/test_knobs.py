@@ -125,6 +125,16 @@ INVALID = {
         "factors.C.levels[1]",
     ),
     "list as a level": (with_c(sets="workload.rows", levels=[1, [2]]), {}, "factors.C.levels"),
+    "zero rows per transaction": (
+        factors(A={"name": "operation_size", "levels": [0, 100]}),
+        {},
+        "factors.A.levels[0]",
+    ),
+    "negative rows per transaction": (
+        factors(),
+        {"defaults": {"workload": {"rows": -5}}},
+        "config/config.yaml: defaults.workload.rows: -5 is not a positive integer",
+    ),
     "bad default": (
         factors(),
         {"defaults": {"cluster": {"nodes": 0}}},
@@ -146,6 +156,7 @@ DRY_RUN = [
     "negative nodes",
     "server enum typo",
     "bad default",
+    "negative rows per transaction",
     "script variable nobody sets",
 ]
 

@@ -4,13 +4,18 @@ result the rows fail with, clusters left up are released, the slots and the stag
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 
 import pytest
 from conftest import row_from_levels, servers_under, settings_with
 
 from ybscale.backends import lifecycle
-from ybscale.backends.base import BackendError
+from ybscale.backends.base import OWNER_ENV, BackendError, start_time
 from ybscale.backends.local import LocalBackend
+from ybscale.backends.local.cluster import forget_endpoints
 
 LEVELS = {"operation_size": 1, "workload": "read", "node_size": "small", "nodes": 2,
           "replication": "off"}  # fmt: skip
@@ -82,3 +87,72 @@ def test_shared_clusters_take_as_many_slots_as_allowed():
 
     chain = lifecycle.slot_chain(Two, {}, [], labels, priority)
     assert chain == {"a": None, "b": None, "c": "a"}
+
+
+def test_snakemakes_locks_go_only_when_every_run_that_may_hold_them_is_dead(tmp_path):
+    """A run records itself (pid and start) as it parses, before it locks: locks with no other
+    live run on record are a killed run's, removed (the dead records with them); a live run's
+    stay. A recorded pid that another process took since (another start) is a dead run's."""
+    state = tmp_path / ".snakemake"
+    runs, locks = state / lifecycle.RUNS, state / "locks"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        runs.mkdir(parents=True)
+        locks.mkdir()
+        (locks / "0.input.lock").write_text("results/a\n")
+        (runs / f"{sleeper.pid}-{start_time(sleeper.pid)}").touch()  # a live run
+        assert not lifecycle.unlock_if_dead(state)
+        assert (locks / "0.input.lock").exists()
+        (runs / f"{sleeper.pid}-{start_time(sleeper.pid)}").unlink()
+        (runs / f"{sleeper.pid}-1").touch()  # its pid, another start: a dead run's
+        assert lifecycle.unlock_if_dead(state)
+        assert not locks.exists()
+        assert [p.name for p in runs.iterdir()] == [f"{os.getpid()}-{start_time(os.getpid())}"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_endpoints_naming_servers_that_are_gone_are_forgotten(tmp_path):
+    """A cluster folder's endpoints go when their data directory is gone and the cluster was
+    not released since; not when the servers are still there, nor after a release."""
+    home = tmp_path / "ybscale-1-abcdef12"
+    home.mkdir()
+    folder = tmp_path / "clusters" / "run01"
+    folder.mkdir(parents=True)
+    endpoints = folder / lifecycle.ENDPOINTS
+    endpoints.write_text(json.dumps({"home": str(home), "created": "2026-11-26T05:00:00"}))
+    assert not forget_endpoints(folder) and endpoints.exists()  # its servers' data is there
+    home.rmdir()
+    (folder / lifecycle.RELEASED).write_text(json.dumps({"released": "2026-11-26T05:01:00"}))
+    assert not forget_endpoints(folder) and endpoints.exists()  # released: nothing to forget
+    (folder / lifecycle.RELEASED).write_text(json.dumps({"released": "2026-11-26T04:00:00"}))
+    assert forget_endpoints(folder) and not endpoints.exists()
+
+
+def test_the_jobs_a_dead_workflow_left_running_here_are_stopped(tmp_path, monkeypatch, data_root):
+    """kill -9 of Snakemake alone (the OOM killer picks one process) leaves its jobs running;
+    the next run in that folder stops them before it runs their rows again. Not a job of a
+    live workflow, nor one a dead workflow left in another folder."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a workflow that died
+    study, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
+    study.mkdir()
+    elsewhere.mkdir()
+
+    def job(owner: int, cwd) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=cwd,
+                                env={**os.environ, OWNER_ENV: str(owner)})  # fmt: skip
+
+    orphan, live, other = job(gone.pid, study), job(os.getpid(), study), job(gone.pid, elsewhere)
+    try:
+        monkeypatch.chdir(study)
+        settings = settings_with(local={"data_root": str(data_root)})
+        lines = LocalBackend.reap_dead(settings, [], study / "results" / "clusters")
+        assert lines == [f"process {orphan.pid}: a job stopped"]
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert live.poll() is None and other.poll() is None
+    finally:
+        for proc in (orphan, live, other):
+            proc.kill()
+            proc.wait()

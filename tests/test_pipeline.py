@@ -5,6 +5,7 @@ of it (tiny_study_copy)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,6 +21,8 @@ import pytest
 import yaml
 from conftest import INTERRUPTIBLE, data_root_of, failed, planned, servers_under
 from conftest import tiny_snakemake as snakemake
+
+from ybscale.backends.local.cluster import reap_orphans
 
 
 def test_tiny_study_end_to_end(tiny_study):
@@ -245,6 +248,15 @@ def first_and_last_planned(work) -> tuple[str, str]:
     return order["run"].iloc[0], order["run"].iloc[-1]
 
 
+def wait_until_measuring(proc: subprocess.Popen, log: Path) -> None:
+    """Until a row's measuring log shows a repetition, the workflow `proc` still running."""
+    deadline = time.monotonic() + 180
+    while not (log.is_file() and "repetition" in log.read_text()):
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "no measurement started"
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["Ctrl-C", "SIGTERM"])
 def test_an_interrupted_run_stops_the_clusters_up_between_jobs(tiny_study_copy, how):
@@ -273,11 +285,7 @@ def test_an_interrupted_run_stops_the_clusters_up_between_jobs(tiny_study_copy, 
         start_new_session=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 180
-        while not (log.is_file() and "repetition" in log.read_text()):
-            assert proc.poll() is None, proc.stdout.read()
-            assert time.monotonic() < deadline, "no measurement started"
-            time.sleep(0.2)
+        wait_until_measuring(proc, log)
         assert (work / f"results/clusters/{idle}/endpoints.json").exists()
         homes = {home for s in servers_under(root) for home in re.findall(HOME, s)}
         assert len(homes) == 2, servers_under(root)  # two clusters up
@@ -299,3 +307,40 @@ def test_an_interrupted_run_stops_the_clusters_up_between_jobs(tiny_study_copy, 
     else:  # the row was really interrupted: its status was removed when it started, never written
         assert "KeyboardInterrupt" in output, output[-3000:]
         assert not status.exists(), output[-3000:]
+
+
+@pytest.mark.slow
+def test_after_a_hard_kill_mid_measure_the_plain_command_resumes_the_study(tiny_study_copy):
+    """kill -9 of Snakemake's process group while a row measures (the OOM killer, a closed
+    laptop) leaves its servers running, Snakemake's locks and the row's incomplete outputs. The
+    plain command then stops those servers as it starts, before it takes the locks, and
+    completes the study: no --unlock, no --rerun-incomplete to know."""
+    work = tiny_study_copy
+    root = data_root_of(work)
+    _, run = first_and_last_planned(work)
+    log = work / f"results/logs/measure/{run}.log"
+    log.unlink()
+    command = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile"]
+    command += ["config/test.yaml", "-f", f"results/runs/{run}/throughput.csv"]  # measured again
+    proc = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)  # fmt: skip
+    try:
+        wait_until_measuring(proc, log)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the workflow and its jobs: no clean-up runs
+        proc.wait()
+    left = {home for s in servers_under(root) for home in re.findall(HOME, s)}
+    try:
+        assert len(left) == 1, servers_under(root)  # the row's cluster, still serving
+        assert list((work / ".snakemake/locks").glob("*.lock"))  # the killed run's locks
+        again = snakemake(work, check=False, timeout=900)  # what a user types
+    finally:
+        reap_orphans(root)  # whatever the run left (none, unless it failed)
+    assert again.returncode == 0, failed(again)
+    output = again.stdout + again.stderr
+    assert f"ybscale-{left.pop()}: servers stopped" in output, output[-3000:]
+    assert ".snakemake/locks: removed" in output, output[-3000:]
+    assert json.loads((work / f"results/runs/{run}/status.json").read_text())["status"] == "ok"
+    assert servers_under(root) == []
+    assert planned(work) == {}  # the study is complete: nothing left to run

@@ -139,10 +139,28 @@ def test_an_error_names_the_layer_that_set_the_value():
         config_sources.use_sources(config_sources.ConfigSources())
 
 
+def test_a_list_item_or_a_value_inside_one_is_named_with_the_layer_that_gave_the_list():
+    """A later layer's list replaces an earlier one's whole (Snakemake merges so): its items,
+    and the values inside them, are that layer's, however the error writes the index."""
+    sources = config_sources.ConfigSources(
+        (
+            ("config/config.yaml", {"measurement": {"clients": [1, 2, 4]}, "x": {"y": [{}]}}),
+            ("my.yaml", {"measurement": {"clients": [1, 2, -4]}, "x": {"y": [{"z": 0}]}}),
+        )
+    )
+    for field in ("measurement.clients.2", "measurement.clients[2]", "x.y.0.z", "x.y[0].z"):
+        assert sources.of(field) == "my.yaml", field
+    assert sources.of("x.y.0.w") == "config/config.yaml"  # set by no layer: a schema default
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["--configfile", "config/other.yaml"], "config/other.yaml: measurement.max_clients: 3 is"),
+        (
+            ["--configfile", "config/config.yaml", "config/mine.yaml"],
+            "config/mine.yaml: measurement.clients.2: -4 is less than the minimum of 1",
+        ),
         (["--config", "measurement={max_clients: 3}"], "--config: measurement.max_clients: '3'"),
         (["--config", "defaults={dataset: {rows: -5}}"], "--config: defaults.dataset.rows: '-5'"),
     ],
@@ -150,6 +168,7 @@ def test_an_error_names_the_layer_that_set_the_value():
 def test_a_dry_run_names_the_file_or_option_a_bad_value_came_from(tmp_path, args, expected):
     work = copy_workflow(tmp_path)
     (work / "config" / "other.yaml").write_text("measurement:\n  max_clients: 3\n")
+    (work / "config" / "mine.yaml").write_text("measurement: {clients: [1, 2, -4]}\n")
     out = snakemake(work, "-n", *args, timeout=120)
     assert out.returncode != 0
     assert expected in out.stderr + out.stdout, failed(out)

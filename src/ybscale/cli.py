@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
+from ybscale.errors import error_line
 from ybscale.registry import VERBS
 
 COMMANDS = {
@@ -48,7 +50,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ybscale: unknown command {argv[0]!r}\n\n{usage()}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[argv[0]][0])
-    return module.main(argv[1:]) or 0
+    try:
+        return module.main(argv[1:]) or 0
+    except Exception as exc:  # what a command did not word itself: one line all the same
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        text = error_line(exc)
+        if not isinstance(exc, USER_ERRORS) and not _is_yaml_error(exc):
+            text = f"{type(exc).__name__}: {text} (a fault of ybscale: {TRACEBACK_ENV}=1 shows it)"
+        print(f"ybscale {argv[0]}: {text}", file=sys.stderr)
+        return 1
+
+
+TRACEBACK_ENV = "YBSCALE_TRACEBACK"  # set (to anything): an error ends in its traceback
+# errors in what a user gave (a file, a value); any other is a fault of ybscale's own
+USER_ERRORS = (ValueError, LookupError, OSError)
+
+
+def _is_yaml_error(exc: BaseException) -> bool:
+    yaml = sys.modules.get("yaml")
+    return yaml is not None and isinstance(exc, yaml.YAMLError)
 
 
 if __name__ == "__main__":

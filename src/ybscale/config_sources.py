@@ -23,6 +23,30 @@ def read_yaml(text: str) -> object:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+class FileError(ValueError):
+    """A file that cannot be read, or is not YAML; the message names it (one line)."""
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: ``line 2, column 1: did not find expected ',' or ']'``."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    return where + " ".join(str(problem).split())
+
+
+def read_yaml_file(path: str | Path) -> object:
+    """The YAML document in `path`; FileError naming the file (and the line of a YAML error)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return read_yaml(text)
+    except yaml.YAMLError as exc:
+        raise FileError(f"{path}: {yaml_problem(exc)} (invalid YAML)") from None
+
+
 @dataclass(frozen=True)
 class ConfigSources:
     """Where the config's values came from: (name, data) layers in the order they were merged, a
@@ -31,19 +55,28 @@ class ConfigSources:
     layers: tuple[tuple[str, Mapping], ...] = ((CONFIG_SOURCE, {}),)
 
     def of(self, field: str) -> str:
-        """The file (or ``--config``) that set `field` (dotted: ``measurement.max_clients``,
-        list indexes ignored), else the first layer's: where a schema default is overridden."""
-        keys = [k for k in re.sub(r"\[[^]]*\]", "", field).split(".") if k]
+        """The file (or ``--config``) that set `field` (dotted: ``measurement.max_clients``; a
+        list item ``measurement.clients.2`` or ``measurement.clients[2]``), else the first
+        layer's: where a schema default is overridden. A layer that gives a list gives all of
+        it (a later layer's list replaces an earlier one's, as Snakemake merges them)."""
+        keys = [k for k in re.sub(r"\[([^]]*)\]", r".\1", field).split(".") if k]
         for name, data in reversed(self.layers):
             node = data
             for key in keys:
-                if not isinstance(node, Mapping) or key not in node:
+                if isinstance(node, Mapping) and key in node:
+                    node = node[key]
+                elif _is_list(node) and key.isdigit() and int(key) < len(node):
+                    node = node[int(key)]
+                else:
                     break
-                node = node[key]
             else:
                 if keys:
                     return name
         return self.layers[0][0]
+
+
+def _is_list(node: object) -> bool:
+    return isinstance(node, Sequence) and not isinstance(node, (str, bytes))
 
 
 _sources = ConfigSources()
@@ -93,5 +126,5 @@ def file_sources(
     paths: Sequence[str], overrides: Mapping | None = None, option: str = "--set"
 ) -> ConfigSources:
     """The layers of config files merged in this order, then the `overrides` an `option` gave."""
-    layers = [(str(path), read_yaml(Path(path).read_text()) or {}) for path in paths]
+    layers = [(str(path), read_yaml_file(path) or {}) for path in paths]
     return ConfigSources((*layers, (option, dict(overrides or {}))))

@@ -1,4 +1,5 @@
-"""Files written whole or not at all: a reader (a job, a concurrent run) never sees half."""
+"""Files written whole or not at all: a reader (a job, a concurrent run) never sees half; and
+the tables a user gives a command, read with an error naming the file."""
 
 from __future__ import annotations
 
@@ -70,6 +71,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in publish(args.files, args.into):
         print(f"published {path}")
     return 0
+
+
+class TableError(ValueError):
+    """A table that is missing or is not CSV; the message names the file."""
+
+
+def read_table(path: Path, **options):
+    """The CSV file `path` as a pandas DataFrame (`options`: pandas.read_csv's); TableError
+    ``<path>: no such file`` or ``<path>: cannot read CSV: ...``."""
+    import pandas as pd  # lazily: the Snakefile imports this module at parse time
+
+    if not Path(path).is_file():
+        raise TableError(f"{path}: no such file")
+    try:
+        return pd.read_csv(path, **options)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise TableError(f"{path}: cannot read CSV: {exc}") from None
 
 
 if __name__ == "__main__":

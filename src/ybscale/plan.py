@@ -8,11 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 from functools import partial
-from pathlib import Path
 
-import yaml
-
-from ybscale.config_sources import file_sources, sources_in_use
+from ybscale.config_sources import file_sources, read_yaml_file, sources_in_use
+from ybscale.errors import error_line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,15 +26,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
     args = parser.parse_args(argv)
     try:
-        config = yaml.safe_load(Path(args.config).read_text()) or {}
+        config = read_yaml_file(args.config) or {}
         for profile in args.configfile:
             from snakemake.utils import update_config
 
-            update_config(config, yaml.safe_load(Path(profile).read_text()) or {})
+            update_config(config, read_yaml_file(profile) or {})
         with sources_in_use(file_sources([args.config, *args.configfile])):
             return _report(config, args)
     except (OSError, KeyError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"ybscale plan: {error_line(exc)}", file=sys.stderr)
         return 1
 
 

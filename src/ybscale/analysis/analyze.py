@@ -188,11 +188,16 @@ def main(argv: list[str] | None = None, charts=None) -> int:
     if not 0 < args.alpha < 1:
         raise SystemExit(f"ybscale analyze: --alpha must be in (0, 1), got {args.alpha}")
     try:
+        clusters = clusters_of(args.design, args.clusters)  # given, else the design record's
+    except ValueError as exc:
+        raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None
+    if args.run_order is not None and not args.run_order.is_file():
+        raise SystemExit(f"ybscale analyze: --run-order: {args.run_order}: no such file")
+    try:
         design = load_design(args.design)
         responses = read_responses(args.responses, design, args.response)
         column = responses.attrs["response"]
         paths = _paths(args, parser, charts)
-        clusters = clusters_of(args.design, args.clusters)  # given, else the record's
         tables = analyze(
             design,
             responses,
@@ -206,8 +211,11 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         )
     except (DesignError, ResponsesError) as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None
-    except ValueError as exc:
-        raise SystemExit(f"ybscale analyze: {args.responses}: {_one_line(exc)}") from None
+    except ValueError as exc:  # the responses' (an error about another file names it)
+        text = _one_line(exc)
+        named = str(args.run_order) if args.run_order is not None else None
+        where = "" if named and text.startswith(f"{named}:") else f"{args.responses}: "
+        raise SystemExit(f"ybscale analyze: {where}{text}") from None
     print(_summary(tables, paths))
     return 0
 

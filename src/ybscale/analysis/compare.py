@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ybscale.files import TableError, read_table
+
 NOT_TERMS = ("error", "block")
 COLUMNS = [
     "term",
@@ -52,7 +54,10 @@ def read_effects(folder: Path | str) -> pd.DataFrame:
     path = Path(folder) / "effects.csv"
     if not path.is_file():
         raise CompareError(f"{path}: no such file (is {folder} a results folder?)")
-    table = pd.read_csv(path)
+    try:
+        table = read_table(path)
+    except TableError as exc:
+        raise CompareError(str(exc)) from None
     missing = {"term", "effect", "ci_low", "ci_high", "active", "model"} - set(table.columns)
     if missing:
         raise CompareError(f"{path}: missing column(s) {', '.join(sorted(missing))}")

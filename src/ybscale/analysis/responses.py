@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ybscale.files import TableError, read_table
+
 _PLUS = {"1", "+1", "+", "1.0", "+1.0"}
 _MINUS = {"-1", "-", "-1.0"}
 
@@ -29,12 +31,10 @@ class ResponsesError(ValueError):
 
 def _read_csv(path: Path) -> pd.DataFrame:
     """All cells as stripped strings ('' when empty)."""
-    if not path.is_file():
-        raise ResponsesError(f"{path}: no such file")
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, comment="#")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ResponsesError(f"{path}: cannot read CSV: {exc}") from None
+        frame = read_table(path, dtype=str, keep_default_na=False, comment="#")
+    except TableError as exc:
+        raise ResponsesError(str(exc)) from None
     frame.columns = [str(c).strip() for c in frame.columns]
     if frame.columns.duplicated().any():
         dup = frame.columns[frame.columns.duplicated()][0]

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ybscale.files import TableError, read_table
+
 KAPPA_ZERO = 1e-12
 # A parameter whose term adds less than this share to the denominator at the largest measured N
 # cannot be told apart from 0 by the data (the optimiser stops near, not on, the bound).
@@ -188,14 +190,12 @@ def format_fit(fit: UslFit) -> str:
 
 def read_points(path: Path, clients_col: str, tps_col: str) -> tuple[np.ndarray, np.ndarray]:
     """Read (clients, tps) from a CSV; SystemExit with a message naming the file and column."""
-    if not path.is_file():
-        raise SystemExit(f"ybscale usl: {path}: no such file")
     import pandas as pd
 
     try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise SystemExit(f"ybscale usl: {path}: cannot read CSV: {exc}") from None
+        frame = read_table(path)
+    except TableError as exc:
+        raise SystemExit(f"ybscale usl: {exc}") from None
     columns = []
     for col in (clients_col, tps_col):
         if col not in frame.columns:
@@ -205,9 +205,10 @@ def read_points(path: Path, clients_col: str, tps_col: str) -> tuple[np.ndarray,
         bad = values.isna()
         if bad.any():
             line = int(np.flatnonzero(bad.to_numpy())[0]) + 2
+            value = frame[col].iloc[line - 2]
             raise SystemExit(
                 f"ybscale usl: {path}: column '{col}' line {line}: "
-                f"non-numeric or missing value {frame[col].iloc[line - 2]!r}"
+                + ("missing value" if pd.isna(value) else f"non-numeric value {value!r}")
             )
         columns.append(values.to_numpy(dtype=float))
     if len(frame) < 2:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import json
 import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
@@ -49,6 +50,28 @@ def workflow_owner() -> int:
     return int(claimed) if claimed.isdigit() and int(claimed) in _ancestors() else os.getpid()
 
 
+def orphan_jobs(cwd: Path) -> list[int]:
+    """Processes that a workflow which died started in `cwd` (its jobs, still running when
+    Snakemake alone was killed -9): their OWNER_ENV names a process that is gone. Never a
+    server (a data directory's, reaped by its owner file)."""
+    found, mine, claim = [], {os.getpid(), *_ancestors()}, f"{OWNER_ENV}=".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) in mine:
+            continue
+        try:
+            if (proc / "comm").read_text().strip() == "postgres":
+                continue
+            if Path(os.readlink(proc / "cwd")) != cwd:
+                continue
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        owner = next((e[len(claim) :] for e in environ if e.startswith(claim)), b"")
+        if owner.isdigit() and not alive(int(owner)):
+            found.append(int(proc.name))
+    return found
+
+
 def alive(pid: int) -> bool:
     """Whether process `pid` exists and is not a zombie (a lock's or a server's owner)."""
     try:
@@ -61,6 +84,25 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def start_time(pid: int) -> str | None:
+    """When process `pid` started (clock ticks after boot, /proc): with its pid, which process
+    it is (a pid is reused); None when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def released_since(folder: Path, endpoints: Mapping) -> bool:
+    """Whether the cluster of `endpoints` was released after they were written (its folder's
+    released.json)."""
+    try:
+        released = json.loads((folder / "released.json").read_text()).get("released", "")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return released >= endpoints.get("created", "")
 
 
 @dataclass(frozen=True)
@@ -196,6 +238,13 @@ class Backend(abc.ABC):
     @staticmethod
     def report_text(applied: Sequence[Mapping]) -> list[str]:
         """Paragraphs for the findings, from the rows' `applied` records."""
+        return []
+
+    @classmethod
+    def reap_dead(cls, settings: Mapping, labels: Sequence[str], clusters: Path) -> list[str]:
+        """Stop what workflows killed -9 left running and forget the endpoints of `labels`
+        that name it (every run calls it at parse time, before Snakemake takes its locks);
+        what was stopped or forgotten, one line each."""
         return []
 
     @classmethod

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import signal
 import sys
 import traceback
@@ -25,7 +26,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ybscale.backends import backend_class, get_backend
-from ybscale.backends.base import Backend, BackendError, Cluster
+from ybscale.backends.base import (
+    Backend,
+    BackendError,
+    Cluster,
+    alive,
+    released_since,
+    start_time,
+)
 from ybscale.design.row import Row
 from ybscale.files import write_json
 from ybscale.measure import attempt, bench
@@ -107,17 +115,6 @@ def attached(config: Mapping, row: Row, endpoints_path: Path) -> Iterator[Cluste
         yield cluster
 
 
-def _released_after(folder: Path, endpoints: Mapping) -> bool:
-    released = folder / RELEASED
-    if not released.exists():
-        return False
-    try:
-        when = json.loads(released.read_text()).get("released", "")
-    except ValueError:
-        return False
-    return when >= endpoints.get("created", "")
-
-
 def release_left(settings: Mapping, clusters: Path, labels: Sequence[str], log=print) -> list:
     """Release every cluster of `labels` still up (its endpoints there, not released since):
     a run whose targets needed no `cluster_down`, or one that stopped on an error or an
@@ -132,7 +129,7 @@ def release_left(settings: Mapping, clusters: Path, labels: Sequence[str], log=p
         except (OSError, ValueError):
             continue
         try:
-            if "failed" not in endpoints and not _released_after(folder, endpoints):
+            if "failed" not in endpoints and not released_since(folder, endpoints):
                 backend.down(endpoints, folder)
                 released.append(label)
                 log(f"{label}: released (left up by this run)")
@@ -148,6 +145,49 @@ def clean_up_after_error(settings: Mapping, clusters: Path, labels: Sequence[str
     workflow started)."""
     release_left(settings, clusters, labels)
     backend_class(settings["backend"]).on_error(settings, labels, Path(clusters))
+
+
+RUNS = "ybscale-runs"  # in Snakemake's folder: a file <pid>-<start> per run that parsed it
+
+
+def recover_after_kill(
+    settings: Mapping, clusters: str | Path, labels: Sequence[str], state: Path = Path(".snakemake")
+) -> None:
+    """What a Snakemake run killed -9 (the OOM killer, a closed laptop) left, cleared as the
+    next run parses the Snakefile, before Snakemake checks its locks: the jobs it left running
+    and the servers of clusters whose workflow died are stopped, the endpoints naming them
+    removed (the next run brings those clusters up again; `Backend.reap_dead`), and Snakemake's
+    locks go when no run that may hold them is alive (`unlock_if_dead`). Its unfinished jobs
+    run again (the profile's rerun-incomplete)."""
+    backend = backend_class(settings["backend"])
+    for item in backend.reap_dead(settings, list(dict.fromkeys(labels)), Path(clusters)):
+        print(f"ybscale: {item} (left by a run that was killed)", file=sys.stderr)
+    if unlock_if_dead(state):
+        print(f"ybscale: {state}/locks: removed (left by a run that was killed)", file=sys.stderr)
+
+
+def unlock_if_dead(state: Path) -> bool:
+    """Record this run (`RUNS`), then remove Snakemake's locks in `state` if every other run
+    recorded there is dead: a run records itself as it parses, before it locks, so a live
+    holder of the locks is always on record. True if locks were removed."""
+    runs = state / RUNS
+    runs.mkdir(parents=True, exist_ok=True)
+    me = os.getpid()
+    (runs / f"{me}-{start_time(me)}").touch()
+    live = False
+    for record in runs.iterdir():
+        pid, _, started = record.name.partition("-")
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        if alive(int(pid)) and start_time(int(pid)) == started:
+            live = True
+        else:
+            record.unlink(missing_ok=True)
+    locks = state / "locks"
+    if live or not any(locks.glob("*.lock")):
+        return False
+    shutil.rmtree(locks, ignore_errors=True)
+    return True
 
 
 def measuring_order(run_priority: Mapping[str, int], cluster_of: Mapping[str, str]) -> list:

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
-import yaml
 
 from ybscale import settings
+from ybscale.config_sources import FileError, read_yaml_file
 from ybscale.design import knobs
 from ybscale.validation import schema_errors
 
@@ -481,13 +481,10 @@ def load_design(path: str | Path) -> Design:
         except (ValueError, KeyError, TypeError) as exc:
             raise DesignError(f"{source}: <file>: not a design record: {exc}") from exc
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = settings.read_yaml(fh.read())
-    except OSError as exc:
-        raise DesignError(f"{source}: <file>: cannot read: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise DesignError(f"{source}: <file>: invalid YAML: {exc}") from exc
-    return design_from_dict(data, source)
+        data = read_yaml_file(path)
+    except FileError as exc:
+        raise DesignError(str(exc)) from None
+    return design_from_dict(data, str(path))
 
 
 # --------------------------------------------------------------------------- outputs
@@ -504,7 +501,7 @@ def design_dict(design: Design) -> dict:
                 "name": f.name,
                 "levels": list(f.levels),
                 "description": f.description,
-                "sets": f.knob,
+                "sets": f.sets or knobs.SHORTHANDS.get(f.name),  # None: analysed only
                 "generated": f.letter in design.generators,
                 **({"fold": True} if f.fold else {}),
             }
@@ -572,12 +569,18 @@ def main(argv: list[str] | None = None) -> int:
     except DesignError as exc:
         print(exc, file=sys.stderr)
         return 1
-    paths = write_design_outputs(design, args.out_dir, **named)
-    if args.clusters is not None:  # the error strata of the rows as the backend runs them
+    if args.clusters is not None:
         from ybscale.design.strata import describe, parse_clusters
 
+        try:
+            clusters = parse_clusters(args.clusters)
+        except ValueError as exc:
+            print(f"ybscale design: {exc}", file=sys.stderr)
+            return 2
+    paths = write_design_outputs(design, args.out_dir, **named)
+    if args.clusters is not None:  # the error strata of the rows as the backend runs them
         summary = json.loads(paths["summary"].read_text(encoding="utf-8"))
-        summary["strata"] = describe(design, parse_clusters(args.clusters), args.backend)
+        summary["strata"] = describe(design, clusters, args.backend)
         paths["summary"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     k, p = len(design.factors), len(design.generators)
     print(

@@ -29,6 +29,8 @@ import pandas as pd
 import yaml
 
 from ybscale.design.factorial import Design, DesignError, Factor, load_design
+from ybscale.errors import error_line
+from ybscale.files import read_table
 
 FULL = "full"
 FOLD_NAME = "fold"
@@ -162,6 +164,15 @@ def propose(design: Design, active_terms: Sequence[str]) -> tuple[list[tuple], l
     return pairs, proposals
 
 
+def read_effects(path: Path) -> pd.DataFrame:
+    """An analysis's effects.csv; ValueError naming the file (and a column it lacks)."""
+    effects = read_table(path)
+    missing = [c for c in ("term", "active") if c not in effects.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    return effects
+
+
 def active_terms(effects: pd.DataFrame) -> list[str]:
     """Terms flagged active in an effects table, largest first."""
     rows = effects[effects["term"].astype(str) != "error"]
@@ -260,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         design_path = _analysis_design(args.analysis, args.design)
         design = load_design(design_path)
-        effects = pd.read_csv(effects_path)
+        effects = read_effects(effects_path)
         active = active_terms(effects)
         pairs, proposals = propose(design, active)
         if args.fold:
@@ -269,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             best = proposals[0]
     except (OSError, KeyError, ValueError) as exc:
-        print(f"ybscale next: {exc}", file=sys.stderr)
+        print(f"ybscale next: {error_line(exc)}", file=sys.stderr)
         return 1
     text = describe(design, pairs, best)
     print(f"Active effects: {', '.join(active) or 'none'}")

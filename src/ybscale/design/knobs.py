@@ -7,7 +7,8 @@ A knob is ``<kind>.<name>``:
 - ``server.<setting>``: a server setting applied when the cluster starts;
 - ``session.<setting>``: a setting of every benchmark session (``PGOPTIONS``);
 - ``workload.script`` (a script of the workloads folder) and ``workload.<var>`` (a pgbench
-  ``-D`` variable the script uses);
+  ``-D`` variable the script uses; ``workload.rows``, the rows per transaction of the shipped
+  scripts, an integer >= 1);
 - ``dataset.rows``: rows loaded before measuring.
 
 The seed study's factor names are shorthands for their knob (``SHORTHANDS``).
@@ -20,6 +21,9 @@ import re
 KINDS = ("cluster", "server", "session", "workload", "dataset")
 CLUSTER_KNOBS = ("nodes", "node_size", "replication")
 DATASET_KNOBS = ("rows",)
+# knobs whose values are counts (integers >= 1), checked at dry run
+COUNTS = ("cluster.nodes", "dataset.rows")
+WORKLOAD_COUNTS = ("workload.rows",)  # pgbench -D variables of the shipped scripts
 # the knobs that need a cluster of their own: rows differing in them never share one
 INFRA_KINDS = ("cluster", "server")
 

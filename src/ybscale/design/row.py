@@ -107,8 +107,10 @@ def _where_default(kind: str, name: str) -> str:
 def _convert(knob: str, value: object) -> object:
     """A knob's value in its own type; ValueError saying what is wrong."""
     kind, name = knobs.parse(knob)
-    if knob == "cluster.nodes" or knob == "dataset.rows":
+    if knob in knobs.COUNTS:
         return knobs.positive_int(value)
+    if knob in knobs.WORKLOAD_COUNTS:  # a pgbench -D value, a count all the same
+        return str(knobs.positive_int(value))
     if knob == "cluster.replication":
         return knobs.on_off(value)
     if knob == "cluster.node_size" or knob == "workload.script":

@@ -8,13 +8,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
 
 def main(argv: list[str] | None = None, auto=None) -> int:
     from ybscale.backends.gcp import stacks
     from ybscale.backends.gcp.config import gcp_section as validate_section
-    from ybscale.config_sources import file_sources, sources_in_use
+    from ybscale.config_sources import file_sources, read_yaml_file, sources_in_use
+    from ybscale.errors import error_line
 
     parser = argparse.ArgumentParser(prog="ybscale reap", description=__doc__)
     parser.add_argument("--config", default="config/config.yaml")
@@ -32,13 +31,13 @@ def main(argv: list[str] | None = None, auto=None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        config = yaml.safe_load(Path(args.config).read_text()) or {}
+        config = read_yaml_file(args.config) or {}
         with sources_in_use(file_sources([args.config])):  # errors name --config's file
             settings = validate_section(config)
             expired = stacks.reap(settings, auto=auto, dry_run=args.dry_run,
                                   clusters=args.clusters, every_study=args.all_studies)  # fmt: skip
     except Exception as exc:  # the Automation API raises its own error types
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"ybscale reap: {error_line(exc)}", file=sys.stderr)
         return 1
     verb = "would destroy" if args.dry_run else "destroyed"
     print(f"reap: {verb} {len(expired)} expired stack(s)")

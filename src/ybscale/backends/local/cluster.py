@@ -11,6 +11,7 @@ session.<setting>      -> PGOPTIONS of every session, read back with SHOW before
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import glob
 import json
@@ -38,6 +39,8 @@ from ybscale.backends.base import (
     Target,
     alive,
     cluster_label,
+    orphan_jobs,
+    released_since,
     settings_by_source,
     spawn_local,
     workflow_owner,
@@ -76,14 +79,17 @@ def _version_key(path: str) -> float:
         return 0.0
 
 
-def choose_data_root(setting: str, fallback: Path) -> tuple[Path, str]:
-    """Where data directories go, and what kind of storage that is."""
+def choose_data_root(setting: str, fallback: Path, create: bool = True) -> tuple[Path, str]:
+    """Where data directories go, and what kind of storage that is (not `create`: where they
+    would go, nothing made or asked of the file system)."""
     if setting == "auto":
         shm = Path("/dev/shm")
         if shm.is_dir() and os.access(shm, os.W_OK):
             return shm, "tmpfs (/dev/shm, RAM)"
         return fallback, "disk (no writable /dev/shm)"
     path = Path(setting).resolve()  # relative: to the workflow's folder (the jobs' own)
+    if not create:
+        return path, ""
     path.mkdir(parents=True, exist_ok=True)
     return path, _fs_type(path)
 
@@ -262,11 +268,13 @@ def _keep_log(node: Node, workdir: Path) -> None:
 
 def reap_orphans(root: Path, owned_by: int | None = None) -> list[str]:
     """Stop servers and remove data whose owner (the workflow, or the process that brought
-    them up) died, e.g. killed -9; with `owned_by`, those of that owner instead."""
+    them up) died, e.g. killed -9; with `owned_by`, those of that owner instead. The endpoints
+    naming a reaped cluster go too (`forget_endpoints`): the next run brings it up again."""
     reaped = []
     for owner in root.glob(PREFIX + "*/owner.json"):
         try:
-            pid = json.loads(owner.read_text())["pid"]
+            record = json.loads(owner.read_text())
+            pid = record["pid"]
         except (OSError, ValueError, KeyError):
             continue
         if pid != owned_by if owned_by is not None else alive(pid):
@@ -274,8 +282,26 @@ def reap_orphans(root: Path, owned_by: int | None = None) -> list[str]:
         for datadir in owner.parent.glob("*/"):
             kill_postmaster(datadir)
         shutil.rmtree(owner.parent, ignore_errors=True)
+        if record.get("folder"):
+            forget_endpoints(Path(record["folder"]))
         reaped.append(str(owner.parent))
     return reaped
+
+
+def forget_endpoints(folder: Path) -> bool:
+    """Remove the cluster folder's endpoints when the servers they name are gone (their data
+    directory removed: reaped, here or by another study's run on the same data root) and the
+    cluster was not released since: a measuring job would find nothing there. True if removed."""
+    path = folder / "endpoints.json"
+    try:
+        endpoints = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    home = endpoints.get("home")
+    if not home or Path(home).exists() or released_since(folder, endpoints):
+        return False
+    path.unlink(missing_ok=True)
+    return True
 
 
 def nodes_of(endpoints: Mapping) -> list[Node]:
@@ -606,7 +632,7 @@ class LocalBackend(Backend):
         with ExitStack() as cleanup:  # on failure or interruption: what started is stopped
             cleanup.callback(lambda: self.down({**endpoints, "limits": limits.to_dict()}, folder))
             (home / "owner.json").write_text(
-                json.dumps({"pid": owner, "label": label, "folder": str(folder)})
+                json.dumps({"pid": owner, "label": label, "folder": str(folder.resolve())})
             )
             self._chown(home)
             self._start(nodes, template, shape, definition["server"], record, limits,
@@ -657,6 +683,31 @@ class LocalBackend(Backend):
     def _fallback_root(self, folder: Path) -> Path:
         """Where data goes without a writable /dev/shm: beside the clusters' files."""
         return Path(self.clusters or folder) / "pgdata"
+
+    @classmethod
+    def reap_dead(cls, settings, labels, clusters) -> list[str]:
+        """The jobs a workflow that died (killed -9) left running here and the servers of
+        every cluster on the data root whose workflow died, stopped; the endpoints of this
+        study's clusters whose servers are gone, removed."""
+        jobs = orphan_jobs(Path.cwd().resolve())
+        for pid in jobs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # not to record or measure any more
+        backend = cls(settings, clusters)
+        fallback = backend._fallback_root(clusters)
+        root, _ = choose_data_root(backend.settings["data_root"], fallback, create=False)
+        reaped = reap_orphans(root) if root.is_dir() else []
+        reap_orphan_groups(alive)
+        forgotten = [Path(clusters) / label for label in labels]
+        return (
+            [f"process {pid}: a job stopped" for pid in jobs]
+            + [f"{home}: servers stopped" for home in reaped]
+            + [
+                f"{folder}/endpoints.json: removed (its servers are gone)"
+                for folder in forgotten
+                if forget_endpoints(folder)
+            ]
+        )
 
     @classmethod
     def on_error(cls, settings, labels, clusters) -> None:
