@@ -102,7 +102,7 @@ def analyze(
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
     blocks = design.replications > 1
-    scale = choose(design, y, model)
+    scale = choose(design, y, model, alpha=alpha)
     model = scale.model
 
     strata = column_strata(design, clusters or {})
