@@ -74,6 +74,23 @@ def _noise_se(responses: pd.DataFrame, response: str) -> pd.Series | None:
     return pd.Series(noise_se_from_ci(frame[low], frame[high]), index=frame.index)
 
 
+def replicate_blocks(run_order: Path | str, design) -> pd.Series | None:
+    """The replicates as blocks (run -> replicate) when the executed run order
+    (results/run_order.csv) kept each replicate together: its ``block`` is the replicate and
+    every replicate's runs were measured one after the other. None otherwise (one random order
+    over all runs, or clusters as blocks: those are strata): completely randomized."""
+    table = pd.read_csv(run_order)
+    if design.replications < 2 or not {"run", "replicate", "block", "executed"} <= set(table):
+        return None
+    if not table["block"].astype(str).eq(table["replicate"].astype(str)).all():
+        return None
+    table = table.sort_values("executed")
+    changes = int((table["replicate"] != table["replicate"].shift()).sum())
+    if changes != table["replicate"].nunique():  # a replicate interrupted by another
+        return None
+    return table.set_index("run")["replicate"].astype(str)
+
+
 def analyze(
     design,
     responses: pd.DataFrame,
@@ -85,14 +102,17 @@ def analyze(
     run_order: Path | None = None,
     clusters: dict[str, str] | None = None,
     multiplicity: str = MULTIPLICITY,
+    blocks: pd.Series | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Write the effects, ANOVA, residuals and outliers tables (and the charts) where `out`
     says: an AnalysisPaths, or a folder (``<table>.csv``, ``charts/``; no charts unless
     `charts`).
 
     Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
-    as ceilings.csv has them) is carried into the effects; with replications the replicate is a
-    block; ``run_order`` (results/run_order.csv) orders the residuals as they were measured.
+    as ceilings.csv has them) is carried into the effects. Blocks only where the runs were
+    blocked: ``blocks`` (run -> block label), else the replicates when ``run_order``
+    (results/run_order.csv, which also orders the residuals as they were measured) kept each
+    replicate together (replicate_blocks); otherwise completely randomized.
     ``model`` ``auto`` picks the scale from the data (analysis.scale); the effects table records
     the scale, how it was chosen, and which effects are active on the other scale.
     ``clusters`` (run -> the cluster it ran on; default: each its own) sets the error strata:
@@ -101,7 +121,8 @@ def analyze(
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
-    blocks = design.replications > 1
+    if blocks is None and run_order is not None:
+        blocks = replicate_blocks(run_order, design)
     scale = choose(design, y, model, alpha=alpha)
     model = scale.model
 
@@ -150,6 +171,12 @@ def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
         [
             "wrote " + ", ".join(str(getattr(paths, n)) for n in OUTPUTS),
             f"active ({method}): {', '.join(active) or 'none'}",
+            "blocks: "
+            + (
+                "yes, taken out of the error"
+                if tables["anova"].attrs.get("blocks")
+                else "none (completely randomized)"
+            ),
             f"outliers: {', '.join(runs) or 'none'}",
         ]
     )
@@ -178,7 +205,18 @@ def main(argv: list[str] | None = None) -> int:
         help="p-value adjustment over the columns of a replicated design (default: holm)",
     )
     parser.add_argument("--no-charts", action="store_true", help="do not draw charts")
-    parser.add_argument("--run-order", type=Path, help="results/run_order.csv (residual order)")
+    parser.add_argument(
+        "--run-order",
+        type=Path,
+        help="results/run_order.csv: residual order; replicates measured one after the other "
+        "are blocks",
+    )
+    parser.add_argument(
+        "--block",
+        metavar="COLUMN",
+        help="the responses' column naming each run's block, e.g. replicate (default: a 'block' "
+        "column if the table has one; else completely randomized)",
+    )
     parser.add_argument(
         "--clusters", nargs="*", metavar="RUN=CLUSTER", help="rows that shared a cluster"
     )
@@ -187,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"ybscale analyze: --alpha must be in (0, 1), got {args.alpha}")
     try:
         design = load_design(args.design)
-        responses = read_responses(args.responses, design, args.response)
+        responses = read_responses(args.responses, design, args.response, args.block)
         column = responses.attrs["response"]
+        blocks = responses["block"] if "block" in responses.columns else None
         paths = _paths(args, parser)
         clusters = parse_clusters(args.clusters)
         tables = analyze(
@@ -201,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             run_order=args.run_order,
             clusters=clusters,
             multiplicity=args.multiplicity,
+            blocks=blocks,
         )
     except (DesignError, ResponsesError) as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None
