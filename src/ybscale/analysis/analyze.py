@@ -7,6 +7,7 @@ run id or by factor columns); the charts are drawn by `ybscale.report.charts.eff
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,32 @@ def _noise_se(responses: pd.DataFrame, response: str) -> pd.Series | None:
     return pd.Series(noise_se_from_ci(frame[low], frame[high]), index=frame.index)
 
 
+def write_design_record(design, folder: Path) -> Path:
+    """``folder/design/design.json``: the design analysed (factors and levels, generators with
+    their signs, the signed defining relation, rows, replications), what `ybscale compare`
+    checks before comparing two folders (a design of any factor names: no knobs needed)."""
+    record = {
+        "source": str(design.source),
+        "factors": [
+            {
+                "letter": f.letter,
+                "name": f.name,
+                "levels": list(f.levels),
+                "generated": f.letter in design.generators,
+            }
+            for f in design.factors
+        ],
+        "generators": dict(design.generators),
+        "defining_relation": design.defining_relation_string(),
+        "n_rows": design.n_rows,
+        "replications": design.replications,
+    }
+    path = Path(folder) / "design" / "design.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    return path
+
+
 def replicate_blocks(run_order: Path | str, design) -> pd.Series | None:
     """The replicates as blocks (run -> replicate) when the executed run order
     (results/run_order.csv) kept each replicate together: its ``block`` is the replicate and
@@ -106,7 +133,7 @@ def analyze(
 ) -> dict[str, pd.DataFrame]:
     """Write the effects, ANOVA, residuals and outliers tables (and the charts) where `out`
     says: an AnalysisPaths, or a folder (``<table>.csv``, ``charts/``; no charts unless
-    `charts`).
+    `charts`; and ``design/design.json``, the design record `ybscale compare` checks).
 
     Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
     as ceilings.csv has them) is carried into the effects. Blocks only where the runs were
@@ -119,6 +146,8 @@ def analyze(
     each column is judged against the noise of its stratum (ybscale.design.strata).
     ``multiplicity`` adjusts the replicated design's p-values over its columns (holm, bh, none)."""
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
+    if not isinstance(out, AnalysisPaths):
+        write_design_record(design, Path(out))
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
     if blocks is None and run_order is not None:
@@ -192,7 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ybscale analyze", description=__doc__.splitlines()[0])
     parser.add_argument("--design", required=True, type=Path, help="design YAML")
     parser.add_argument("--responses", required=True, type=Path, help="responses CSV")
-    parser.add_argument("--out", type=Path, help="output folder: <table>.csv, charts/")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="output folder: <table>.csv, charts/, design/ (the record compare checks)",
+    )
     for name in (*OUTPUTS, "pareto", "half-normal", "interactions", "residual-charts"):
         parser.add_argument(f"--{name}", type=Path, help="this output's path (instead of --out)")
     parser.add_argument("--response", default=None, help="response column (default: the only one)")
@@ -246,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None
     except ValueError as exc:
         raise SystemExit(f"ybscale analyze: {args.responses}: {_one_line(exc)}") from None
+    if args.out is not None:
+        write_design_record(design, args.out)
     print(_summary(tables, paths))
     return 0
 
