@@ -415,3 +415,34 @@ def test_replicates_are_blocks_when_the_run_order_kept_them_together(tmp_path):
     assert replicate_blocks(path, design) is None
     order.assign(executed=range(1, 13), block=["c1"] * 6 + ["c2"] * 6).to_csv(path, index=False)
     assert replicate_blocks(path, design) is None
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+@pytest.mark.parametrize("blocks", [None, True])
+def test_split_plot_effects_and_anova_give_one_test_per_column(tmp_path, reuse, blocks):
+    """A replicated split plot analysed as the pipeline does (clusters, its run order): every
+    column tested in anova.csv has the same p-value in effects.csv, whether the replicates ran
+    on clusters of their own (MixedLM's t against the F tests) or reused their cluster (the
+    sub-plot columns on the within-cluster residual, 16 df, not the replicate error less a
+    block, 15); a replicate block asked for does not change it (the clusters are the strata)."""
+    from ybscale.analysis.analyze import analyze
+    from ybscale.design.order import planned_order
+
+    design, signs, clusters, _ = _split_plot(2)
+    if reuse:
+        clusters = {r: f"A{s['A']}B{s['B']}" for r, s in signs.iterrows()}
+    y = _generated(design, signs, clusters, np.random.default_rng(5), a=2.5, c=1.5)
+    order = planned_order(signs, "random", 7, clusters)
+    order.assign(executed=order["position"]).to_csv(tmp_path / "run_order.csv", index=False)
+    tables = analyze(
+        design, pd.DataFrame({"y": y}), "y", tmp_path, model="additive", charts=False,
+        clusters=clusters, run_order=tmp_path / "run_order.csv", blocks=blocks,
+    )  # fmt: skip
+    effects, anova = (tables[name].set_index("term") for name in ("effects", "anova"))
+    tested = anova.index[anova["p_value"].notna()]
+    assert len(tested) == (12 if reuse else 15)
+    if reuse:
+        assert anova.loc["residual", "df"] == 16
+    for term in tested:
+        assert effects.loc[term, "p_value"] == pytest.approx(anova.loc[term, "p_value"], rel=1e-4)
+    assert "block" not in effects.index and "block" not in anova.index

@@ -29,7 +29,14 @@ from ybscale.analysis.scale import AUTO, choose
 from ybscale.analysis.sensitivity import with_other_scale
 from ybscale.design.factorial import DesignError, load_design
 from ybscale.design.order import executed_positions
-from ybscale.design.strata import column_strata, judge, mixed, mixed_applies, parse_clusters
+from ybscale.design.strata import (
+    WHOLE,
+    column_strata,
+    judge,
+    mixed,
+    mixed_applies,
+    parse_clusters,
+)
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 
@@ -156,6 +163,8 @@ def analyze(
     model = scale.model
 
     strata = column_strata(design, clusters or {})
+    if WHOLE in strata.values():
+        blocks = None  # a split plot: the clusters are the strata, a replicate's shift is in them
 
     def judged(on: str) -> pd.DataFrame:
         base = estimate_effects(design, y, alpha, on, noise, blocks, multiplicity=multiplicity)
