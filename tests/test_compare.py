@@ -94,47 +94,44 @@ def _design(replications: int):
     return design_from_dict({**FOUR, "replications": replications})
 
 
-def _simulated(folder, rng, replications=1, scale=1.0, sigma=2.0):
-    """A results folder: estimate_effects of 100 + Σ effect/2·x + N(0, σ²) on a 2^4."""
+def _simulated(rng, replications=1, scale=1.0, sigma=2.0):
+    """A study's effects (as compare reads effects.csv): estimate_effects of
+    100 + Σ effect/2·x + N(0, σ²) on a 2^4."""
+    from ybscale.analysis.compare import effects_frame
     from ybscale.analysis.effects import estimate_effects
 
     design = _design(replications)
     x = design.model_matrix().astype(float)
     y = 100 + sum(scale * e / 2 * x[t] for t, e in SYSTEM.items())
-    y = y + rng.normal(0, sigma, len(y))
-    folder.mkdir(parents=True)
-    estimate_effects(design, y).to_csv(folder / "effects.csv", index=False)
-    return folder
+    return effects_frame(estimate_effects(design, y + rng.normal(0, sigma, len(y))))
 
 
-def _verdicts(tmp_path, name, pairs, rng) -> int:
-    """How many of the simulated pairs compare AGREE."""
-    from ybscale.analysis.compare import agrees, compare, read_effects
+def _verdicts(pairs, rng) -> int:
+    """How many of 200 simulated pairs compare AGREE."""
+    from ybscale.analysis.compare import agrees, compare
 
-    agree = 0
-    for i in range(200):
-        a = _simulated(tmp_path / f"{name}{i}a", rng, **pairs[0])
-        b = _simulated(tmp_path / f"{name}{i}b", rng, **pairs[1])
-        agree += agrees(compare(read_effects(a), read_effects(b)))
-    return agree
+    return sum(
+        agrees(compare(_simulated(rng, **pairs[0]), _simulated(rng, **pairs[1])))
+        for _ in range(200)
+    )
 
 
 @pytest.mark.parametrize("replications_b", [1, 2])
-def test_the_same_system_twice_agrees_in_90_percent(tmp_path, replications_b):
+def test_the_same_system_twice_agrees_in_90_percent(replications_b):
     """Two independent studies of one system (unreplicated twice: Lenth; unreplicated and
     replicated twice: Lenth against t tests): AGREE in at least 90 % of 200 seeds."""
     rng = np.random.default_rng(35 + replications_b)
     pairs = ({}, {"replications": replications_b})
-    agree = _verdicts(tmp_path, "same", pairs, rng)
+    agree = _verdicts(pairs, rng)
     print(f"AGREE in {agree} of 200")
     assert agree >= 180
 
 
-def test_effects_ten_times_apart_disagree_in_95_percent(tmp_path):
+def test_effects_ten_times_apart_disagree_in_95_percent():
     """The same active columns with the same signs, ten times larger in study B (beyond each
     other's intervals): DISAGREE in at least 95 % of 200 seeds."""
     rng = np.random.default_rng(350)
-    agree = _verdicts(tmp_path, "far", ({}, {"scale": 10.0}), rng)
+    agree = _verdicts(({}, {"scale": 10.0}), rng)
     print(f"AGREE in {agree} of 200")
     assert agree <= 10
 

@@ -69,7 +69,12 @@ def read_effects(folder: Path | str) -> pd.DataFrame:
     path = Path(folder) / "effects.csv"
     if not path.is_file():
         raise CompareError(f"{path}: no such file (is {folder} a results folder?)")
-    table = pd.read_csv(path)
+    return effects_frame(pd.read_csv(path), path)
+
+
+def effects_frame(table: pd.DataFrame, path: Path | str = "effects") -> pd.DataFrame:
+    """An effects table (as effects.csv holds it) as compare reads it: terms only, indexed by
+    term, the flags as booleans; `path` names it in messages."""
     missing = {"term", "effect", "ci_low", "ci_high", "active", "model"} - set(table.columns)
     if missing:
         raise CompareError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
@@ -106,12 +111,12 @@ def _same_aliases(a: pd.DataFrame, b: pd.DataFrame) -> None:
     """Refuse columns whose signed alias strings differ (two different fractions)."""
     if "alias" not in a.columns or "alias" not in b.columns:
         return
-    for term in a.index:
-        pair = (str(a.loc[term, "alias"]), str(b.loc[term, "alias"]))
-        if "nan" not in pair and pair[0] != pair[1]:
+    pairs = zip(a.index, a["alias"].astype(str), b["alias"].astype(str), strict=True)
+    for term, in_a, in_b in pairs:
+        if "nan" not in (in_a, in_b) and in_a != in_b:
             raise CompareError(
-                f"not the same design: column {term} is {pair[0]} in "
-                f"{a.attrs.get('path', 'A')} and {pair[1]} in {b.attrs.get('path', 'B')}"
+                f"not the same design: column {term} is {in_a} in "
+                f"{a.attrs.get('path', 'A')} and {in_b} in {b.attrs.get('path', 'B')}"
             )
 
 
