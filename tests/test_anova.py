@@ -263,3 +263,186 @@ def test_unreplicated_split_plot_tests_no_stratum_and_says_why():
     assert "8 sub-plot column(s) are not F-tested" in text
     single = fit_anova(design, y).table  # one stratum (local): the pooled table as before
     assert split_plot_text(single) == [] and set(single["stratum"]) == {"single"}
+
+
+# ------------------------------------------------- blocks only where runs were blocked (issue 35)
+
+
+def _analyze_cli(tmp_path, spec: dict, data: Path, *extra: str):
+    """`ybscale analyze --out` on a published table: (anova, effects) by term."""
+    import yaml
+
+    from ybscale.analysis.analyze import main
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    design = tmp_path / "design.yaml"
+    design.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    args = ["--design", str(design), "--responses", str(data), "--out", str(out), "--no-charts"]
+    assert main([*args, *extra]) == 0
+    read = (pd.read_csv(out / f"{name}.csv").set_index("term") for name in ("anova", "effects"))
+    return tuple(read)
+
+
+def _shuffled(tmp_path, data: Path, seed: int, drop: str | None = None) -> Path:
+    """The same table with its lines in another order (and a column dropped)."""
+    lines = data.read_text().splitlines()
+    comments = [line for line in lines if line.startswith("#")]
+    header, *rows = [line for line in lines if not line.startswith("#")]
+    rows = [rows[i] for i in np.random.default_rng(seed).permutation(len(rows))]
+    table = [header, *rows]
+    if drop is not None:
+        at = header.split(",").index(drop)
+        table = [",".join(c for i, c in enumerate(line.split(",")) if i != at) for line in table]
+    path = tmp_path / f"shuffled{seed}.csv"
+    path.write_text("\n".join([*comments, *table]) + "\n")
+    return path
+
+
+PLASMA = {
+    "factors": {
+        x: {"name": n, "levels": [-1, 1]}
+        for x, n in zip("ABC", ["gap", "flow", "power"], strict=True)
+    },
+    "replications": 2,
+}
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_montgomery_example_6_1_completely_randomized_whatever_the_row_order(tmp_path, seed):
+    """Montgomery (8th ed.) Example 6.1, the plasma etch 2^3 replicated twice in one random
+    order: Table 6.6 by the default command, error 18,020.50 on 8 df (no block), F A 18.34,
+    C 166.41, AC 41.91, ...; the same F with the file's lines in any order."""
+    data = DATA / "montgomery_ex6_1_plasma_etch.csv"
+    if seed is not None:
+        data = _shuffled(tmp_path, data, seed)
+    anova, effects = _analyze_cli(tmp_path, PLASMA, data)
+    assert "block" not in anova.index and "block" not in effects.index
+    assert anova.loc["residual", "df"] == 8
+    assert anova.loc["residual", "sum_sq"] == pytest.approx(18020.50, abs=0.005)
+    assert anova.loc["residual", "mean_sq"] == pytest.approx(2252.56, abs=0.005)
+    published = {
+        "A": (41310.5625, 18.34), "B": (217.5625, 0.10), "AB": (2475.0625, 1.10),
+        "C": (374850.0625, 166.41), "AC": (94402.5625, 41.91), "BC": (18.0625, 0.01),
+        "ABC": (126.5625, 0.06),
+    }  # fmt: skip
+    for term, (ss, f) in published.items():
+        assert anova.loc[term, "sum_sq"] == pytest.approx(ss, abs=5e-5)
+        assert round(anova.loc[term, "F"], 2) == f
+        # the effects table's t test is the same test: t² = F on the same 8 df
+        assert effects.loc[term, "standardized"] ** 2 == pytest.approx(anova.loc[term, "F"])
+        assert effects.loc[term, "p_value"] == pytest.approx(anova.loc[term, "p_value"])
+    assert anova["sum_sq"].sum() == pytest.approx(531420.9375)
+
+
+SECTION_7_2 = {
+    "factors": {
+        "A": {"name": "concentration", "levels": [15, 25]},
+        "B": {"name": "catalyst", "levels": [1, 2]},
+    },
+    "replications": 3,
+}
+
+
+def _book_f(anova: pd.DataFrame, term: str, published: float) -> None:
+    """The book divides SS and MS rounded by hand (208.33 / 4.14 = 50.32; exactly 50.34):
+    the published F within 0.1 % (or its last digit)."""
+    assert anova.loc[term, "F"] == pytest.approx(published, rel=1e-3, abs=0.005)
+
+
+def test_montgomery_section_7_2_blocks_only_when_the_table_says_so(tmp_path):
+    """Montgomery (8th ed.): the chemical process 2^2, n = 3. Run in blocks (§7.2, Table 7.2,
+    a `block` column): blocks 6.50 on 2 df, error 24.84 on 6 df (MS 4.14), F A 50.32, B 18.12,
+    AB 2.01. The same runs completely randomized (§6.2, Table 6.2, no block column): error
+    31.34 on 8 df (MS 3.92), F 53.15, 19.13, 2.13."""
+    data = DATA / "montgomery_sec7_2_blocks.csv"
+    blocked, effects = _analyze_cli(tmp_path / "blocked", SECTION_7_2, data)
+    assert blocked.loc["block", "df"] == 2
+    assert round(blocked.loc["block", "sum_sq"], 2) == 6.50
+    assert blocked.loc["residual", "df"] == 6
+    assert round(blocked.loc["residual", "sum_sq"], 2) == 24.83  # 31.3333 − 6.5 (book: 24.84)
+    assert round(blocked.loc["residual", "mean_sq"], 2) == 4.14
+    for term, (ss, f) in {"A": (208.33, 50.32), "B": (75.00, 18.12), "AB": (8.33, 2.01)}.items():
+        assert round(blocked.loc[term, "sum_sq"], 2) == ss
+        _book_f(blocked, term, f)
+        assert effects.loc[term, "standardized"] ** 2 == pytest.approx(blocked.loc[term, "F"])
+    assert effects.loc["block", "sum_sq"] == pytest.approx(6.5)
+    plain = _shuffled(tmp_path, data, 3, drop="block")
+    randomized, effects = _analyze_cli(tmp_path / "plain", SECTION_7_2, plain)
+    assert "block" not in randomized.index
+    assert randomized.loc["residual", "df"] == 8
+    assert round(randomized.loc["residual", "sum_sq"], 2) == 31.33  # the book rounds 31.34
+    assert round(randomized.loc["residual", "mean_sq"], 2) == 3.92
+    for term, f in {"A": 53.15, "B": 19.13, "AB": 2.13}.items():
+        _book_f(randomized, term, f)
+
+
+def test_replicates_are_blocks_only_by_an_explicit_column(tmp_path):
+    """`--block replicate` with a replicate column blocks by it; without one the replicates
+    would be numbered in file order: a clear error instead."""
+    data = DATA / "montgomery_sec7_2_blocks.csv"
+    text = data.read_text().replace("A,B,block,yield", "A,B,replicate,yield")
+    by_replicate = tmp_path / "replicate.csv"
+    by_replicate.write_text(text)
+    anova, _ = _analyze_cli(tmp_path / "r", SECTION_7_2, by_replicate, "--block", "replicate")
+    assert anova.loc["block", "df"] == 2 and round(anova.loc["residual", "mean_sq"], 2) == 4.14
+    unblocked, _ = _analyze_cli(tmp_path / "u", SECTION_7_2, by_replicate)
+    assert "block" not in unblocked.index and unblocked.loc["residual", "df"] == 8
+    plain = _shuffled(tmp_path, data, 4, drop="block")
+    with pytest.raises(SystemExit, match="no block column 'replicate'.*file order"):
+        _analyze_cli(tmp_path / "p", SECTION_7_2, plain, "--block", "replicate")
+
+
+def test_replicates_are_blocks_when_the_run_order_kept_them_together(tmp_path):
+    """results/run_order.csv: replicate after replicate (the pipeline's plan) -> blocks; one
+    order over all runs (a replicate interrupted), or clusters as blocks -> none."""
+    from ybscale.analysis.analyze import replicate_blocks
+
+    design = design_from_dict(SECTION_7_2)
+    signs = design.sign_table()
+    order = pd.DataFrame({"run": signs.index, "replicate": signs["replicate"].to_numpy()})
+    order["block"] = order["replicate"]
+    path = tmp_path / "run_order.csv"
+    order.assign(executed=range(1, 13)).to_csv(path, index=False)
+    assert replicate_blocks(path, design).to_dict() == dict(
+        zip(signs.index, signs["replicate"].astype(str), strict=True)
+    )
+    order.assign(executed=[2, 4, 3, 1, 5, 6, 7, 8, 9, 10, 12, 11]).to_csv(path, index=False)
+    assert replicate_blocks(path, design) is not None  # within a replicate: any order
+    order.assign(executed=list(range(12, 0, -1))).to_csv(path, index=False)
+    assert replicate_blocks(path, design) is not None
+    order.assign(executed=[1, 2, 3, 9, 4, 5, 6, 7, 8, 10, 11, 12]).to_csv(path, index=False)
+    assert replicate_blocks(path, design) is None
+    order.assign(executed=range(1, 13), block=["c1"] * 6 + ["c2"] * 6).to_csv(path, index=False)
+    assert replicate_blocks(path, design) is None
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+@pytest.mark.parametrize("blocks", [None, True])
+def test_split_plot_effects_and_anova_give_one_test_per_column(tmp_path, reuse, blocks):
+    """A replicated split plot analysed as the pipeline does (clusters, its run order): every
+    column tested in anova.csv has the same p-value in effects.csv, whether the replicates ran
+    on clusters of their own (MixedLM's t against the F tests) or reused their cluster (the
+    sub-plot columns on the within-cluster residual, 16 df, not the replicate error less a
+    block, 15); a replicate block asked for does not change it (the clusters are the strata)."""
+    from ybscale.analysis.analyze import analyze
+    from ybscale.design.order import planned_order
+
+    design, signs, clusters, _ = _split_plot(2)
+    if reuse:
+        clusters = {r: f"A{s['A']}B{s['B']}" for r, s in signs.iterrows()}
+    y = _generated(design, signs, clusters, np.random.default_rng(5), a=2.5, c=1.5)
+    order = planned_order(signs, "random", 7, clusters)
+    order.assign(executed=order["position"]).to_csv(tmp_path / "run_order.csv", index=False)
+    tables = analyze(
+        design, pd.DataFrame({"y": y}), "y", tmp_path, model="additive", charts=False,
+        clusters=clusters, run_order=tmp_path / "run_order.csv", blocks=blocks,
+    )  # fmt: skip
+    effects, anova = (tables[name].set_index("term") for name in ("effects", "anova"))
+    tested = anova.index[anova["p_value"].notna()]
+    assert len(tested) == (12 if reuse else 15)
+    if reuse:
+        assert anova.loc["residual", "df"] == 16
+    for term in tested:
+        assert effects.loc[term, "p_value"] == pytest.approx(anova.loc[term, "p_value"], rel=1e-4)
+    assert "block" not in effects.index and "block" not in anova.index

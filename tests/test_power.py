@@ -70,24 +70,24 @@ def test_sizes_in_percent_or_tps():
         parse_size("ten", 1, "additive")
 
 
-def test_plan_detect_prints_replications_from_the_studys_noise(tmp_path, capsys):
-    design = load_design(REPO / "config" / "design.yaml")
+def _results(tmp_path, design, effect, **columns):
+    """A results folder with effects.csv (every term; Lenth, additive) and ceilings.csv."""
     results = tmp_path / "results"
     results.mkdir()
-    # an unreplicated study: Lenth's PSE = 400 tps with N = 16 -> sigma = 400 * 4 / 2 = 800
-    terms = design.terms
-    pd.DataFrame(
-        {
-            "term": terms,
-            "effect": np.linspace(-1000, 1000, len(terms)),
-            "std_error": 400.0,
-            "method": "lenth",
-            "model": "additive",
-        }
-    ).to_csv(results / "effects.csv", index=False)
+    table = {"term": design.terms, "effect": effect, **columns}
+    pd.DataFrame({**table, "method": "lenth", "model": "additive"}).to_csv(
+        results / "effects.csv", index=False
+    )
     pd.DataFrame({"run": design.run_ids, "response": 20_000.0}).to_csv(
         results / "ceilings.csv", index=False
     )
+    return results
+
+
+def test_plan_detect_prints_replications_from_the_studys_noise(tmp_path, capsys):
+    design = load_design(REPO / "config" / "design.yaml")
+    # an unreplicated study: Lenth's PSE = 400 tps with N = 16 -> sigma = 400 * 4 / 2 = 800
+    results = _results(tmp_path, design, np.linspace(-1000, 1000, 15), std_error=400.0)
     (results / "runs" / "run01").mkdir(parents=True)
     (results / "runs" / "run01" / "measurement.json").write_text(
         json.dumps({"started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:01:00Z"})
@@ -118,3 +118,23 @@ def test_plan_detect_prints_replications_from_the_studys_noise(tmp_path, capsys)
     cost = plan(resolve_rows(replicated, loaded.settings), loaded.settings)
     assert len(cost.row_seconds) == 16 * expected
     assert f"gcp: {cost.vm_hours():.1f} VM-hours, estimated USD {cost.cost():.2f}" in out
+
+
+def test_plan_detect_sizes_a_split_plot_on_its_noisier_stratum(tmp_path):
+    """A split plot's effects.csv lists its largest effect in the sub-plot stratum (standard
+    error 100) and the whole-plot columns with 400: the headline σ of one run is the whole-plot
+    stratum's, 400 · √16 / 2 = 800 (not the first line's 200); each stratum's line its own."""
+    from ybscale.analysis.power import detect_lines, study_noise
+    from ybscale.analysis.study_files import StudyFiles
+
+    design = load_design(REPO / "config" / "design.yaml")
+    results = _results(
+        tmp_path, design, np.linspace(1000, -1000, 15),
+        std_error=[100.0] + [400.0] * 14, stratum=["sub-plot"] + ["whole-plot"] * 14,
+    )  # fmt: skip
+    noise = study_noise(StudyFiles.under(results, design.run_ids))
+    assert noise.sigma == pytest.approx(800.0)
+    assert noise.source == "Lenth's PSE of the whole-plot stratum (the noisier)"
+    lines = detect_lines(results / "effects.csv", design, 2_000.0, 0.05, " tps")
+    assert any("whole-plot columns: sigma of one run 800 tps" in line for line in lines)
+    assert any("sub-plot columns: sigma of one run 200 tps" in line for line in lines)

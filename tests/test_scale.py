@@ -44,6 +44,25 @@ DRILL_RATE = [1.68, 1.98, 3.28, 3.44, 4.98, 5.70, 9.97, 9.07]
 DRILL_RATE += [2.07, 2.44, 4.09, 4.53, 7.77, 9.43, 11.75, 16.30]
 
 
+# Montgomery, Design and Analysis of Experiments (8th ed., 2013), Example 8.4: the
+# injection-moulding 2^(6-2) (E = ABC, F = BCD), shrinkage; tests/data/stats has the data.
+INJECTION = design_from_dict(
+    {
+        "factors": {
+            letter: {"name": name, "levels": ["low", "high"]}
+            for letter, name in zip(
+                "ABCDEF",
+                ["mold_temperature", "screw_speed", "holding_time", "cycle_time", "gate_size",
+                 "holding_pressure"],
+                strict=True,
+            )
+        },
+        "generators": {"E": "ABC", "F": "BCD"},
+    },
+    "montgomery-example-8.4",
+)  # fmt: skip
+
+
 def _signs(design) -> pd.DataFrame:
     return design.model_matrix().astype(float)
 
@@ -92,11 +111,28 @@ def test_decision_rule():
     assert decide(0.0, -0.2, 0.2, 2.0)[0] == "additive"  # range screen
 
 
-def test_box_cox_interval_is_where_the_likelihood_drops_by_half_chi2():
+def test_box_cox_interval_is_montgomerys_ss_star():
+    """Montgomery (8th ed.) §15.1.1: the interval is the λ whose SSE of the normalised
+    transform y^(λ) = (y^λ − 1)/(λ ẏ^(λ−1)) (ẏ the geometric mean) is at most
+    SS* = SSE(λ̂)·(1 + t²(α/2, ν)/ν); SSE from statsmodels OLS, the t quantile from scipy."""
+    from scipy import stats
+    from statsmodels.regression.linear_model import OLS
+
     x = np.column_stack([np.ones(16), _signs(DRILL)[["A", "B", "C", "D"]].to_numpy()])
-    lam, low, high = box_cox(DRILL_RATE, x)
+    y = np.asarray(DRILL_RATE)
+    lam, low, high = box_cox(y, x)
     assert low < lam < high
     assert low < 0 < high < 1
+
+    def sse(v):
+        gm = np.exp(np.log(y).mean())
+        z = np.log(y) * gm if v == 0 else (y**v - 1) / (v * gm ** (v - 1))
+        return OLS(z, x).fit().ssr
+
+    star = sse(lam) * (1 + stats.t.ppf(0.975, 11) ** 2 / 11)
+    assert sse(low) == pytest.approx(star, rel=1e-6)
+    assert sse(high) == pytest.approx(star, rel=1e-6)
+    assert sse(lam) < sse(lam - 0.05) and sse(lam) < sse(lam + 0.05)
 
 
 def test_drill_data_auto_picks_log_and_the_textbook_active_effects(tmp_path):
@@ -118,7 +154,9 @@ def test_findings_say_the_scale_and_read_log_effects_as_ratios(tmp_path):
     responses = pd.DataFrame({"rate": DRILL_RATE}, index=DRILL.run_ids)
     effects = analyze(DRILL, responses, "rate", tmp_path, charts=False)["effects"]
     (text,) = scale_text(effects, lambda row: effect_sentence(DRILL, row, share=False))
-    assert "**log** scale (chosen from the data: Box–Cox λ = -0.05 [-0.25, 0.14]" in text
+    # Montgomery's small-sample interval (§15.1.1: SS* = SSE(λ̂)(1 + t²(0.025, 11)/11))
+    assert "**log** scale (chosen from the data: Box–Cox λ = -0.05 [-0.30, 0.20]" in text
+    assert "λ profiled on the main effects only" in text
     assert "ymax/ymin = 9.7" in text and "an effect is a ratio" in text
     assert "e.g. **speed** high instead of low (C) multiplies the ceiling by 3.17 [" in text
     assert "% of the variation" not in text  # the example is not a second finding
@@ -191,3 +229,43 @@ def test_residual_checks_find_an_outlier_and_a_spread_that_grows_with_the_ceilin
     assert flags["normal"] <= 6 and flags["equal"] <= 6
     assert flags["outlier"] >= 36 and flags["spread"] >= 36
     assert unreplicated < flags["spread"]
+
+
+def test_injection_moulding_keeps_the_original_scale_and_its_interaction(tmp_path):
+    """Montgomery (8th ed.) Example 8.4: the large effects are A 13.875, B 35.625 and their
+    interaction AB 11.875, on the original scale (fitted model 27.3125 + 6.9375 x1 + 17.8125 x2
+    + 5.9375 x1x2). With AB left in the residual (main effects only) Box–Cox wanted log and
+    only B stayed active; profiled on the model with AB the interval includes 1."""
+    from ybscale.analysis.responses import read_responses
+
+    data = ROOT / "tests" / "data" / "stats" / "montgomery_ex8_4_injection.csv"
+    responses = read_responses(data, INJECTION)
+    effects = analyze(INJECTION, responses, "shrinkage", tmp_path, charts=False)["effects"]
+    table = effects.set_index("term")
+    assert set(effects["model"]) == {"additive"}
+    assert list(effects["term"][:3]) == ["B", "A", "AB"]
+    published = {"A": 13.875, "B": 35.625, "AB": 11.875}
+    for term, effect in published.items():
+        assert table.loc[term, "effect"] == pytest.approx(effect, abs=5e-4)
+        assert table.loc[term, "coefficient"] == pytest.approx(effect / 2, abs=5e-5)
+        assert table.loc[term, "active"] and table.loc[term, "active_sme"]
+    assert effects.attrs["mean"] == pytest.approx(27.3125)
+    choice = read_choice(pd.read_csv(tmp_path / "effects.csv"))
+    assert choice.low <= 1 <= choice.high and choice.low > 0
+    assert "λ profiled on the main effects + AB" in choice.reason
+    assert "includes 1" in choice.reason
+
+
+def test_additive_data_with_a_real_interaction_keeps_additive_in_95_percent():
+    """200 simulations of Example 8.4's fitted model (A, B and AB on the original scale; about
+    a 10x range) with normal noise: additive is chosen in at least 95 %. Profiled on the main
+    effects only (AB left in the residual) log was chosen nearly always."""
+    x = _signs(INJECTION)
+    rng = np.random.default_rng(35)
+    kept = 0
+    for _ in range(200):
+        y = 27.3125 + 6.9375 * x["A"] + 17.8125 * x["B"] + 5.9375 * x["AB"]
+        y = pd.Series(y + rng.normal(0, 2.0, 16), index=x.index)
+        kept += choose(INJECTION, y, checks=False).model == "additive"
+    print(f"additive kept in {kept} of 200")
+    assert kept >= 190

@@ -8,6 +8,7 @@ run id or by factor columns); the charts are drawn by what the caller passes
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +31,9 @@ from ybscale.analysis.sensitivity import with_other_scale
 from ybscale.analysis.strata import judge, mixed, mixed_applies
 from ybscale.design.factorial import DesignError, load_design
 from ybscale.design.order import executed_positions
+from ybscale.design.record import build as build_record
 from ybscale.design.record import clusters_of
-from ybscale.design.strata import column_strata
+from ybscale.design.strata import WHOLE, column_strata
 
 OUTPUTS = ("effects", "anova", "residuals", "outliers")
 
@@ -76,6 +78,34 @@ def _noise_se(responses: pd.DataFrame, response: str) -> pd.Series | None:
     return pd.Series(noise_se_from_ci(frame[low], frame[high]), index=frame.index)
 
 
+def write_design_record(design, folder: Path) -> Path:
+    """``folder/design/design.json``: the design record (`ybscale.design.record.build`: factors
+    and levels, generators with their signs, the signed defining relation, rows, replications),
+    what `ybscale compare` checks before comparing two folders (any factor names: no knobs
+    needed; no run order: a table analysed by hand says nothing of it)."""
+    path = Path(folder) / "design" / "design.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(build_record(design, order=None), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def replicate_blocks(run_order: Path | str, design) -> pd.Series | None:
+    """The replicates as blocks (run -> replicate) when the executed run order
+    (results/run_order.csv) kept each replicate together: its ``block`` is the replicate and
+    every replicate's runs were measured one after the other. None otherwise (one random order
+    over all runs, or clusters as blocks: those are strata): completely randomized."""
+    table = pd.read_csv(run_order)
+    if design.replications < 2 or not {"run", "replicate", "block", "executed"} <= set(table):
+        return None
+    if not table["block"].astype(str).eq(table["replicate"].astype(str)).all():
+        return None
+    table = table.sort_values("executed")
+    changes = int((table["replicate"] != table["replicate"].shift()).sum())
+    if changes != table["replicate"].nunique():  # a replicate interrupted by another
+        return None
+    return table.set_index("run")["replicate"].astype(str)
+
+
 def analyze(
     design,
     responses: pd.DataFrame,
@@ -87,27 +117,36 @@ def analyze(
     run_order: Path | None = None,
     clusters: dict[str, str] | None = None,
     multiplicity: str = MULTIPLICITY,
+    blocks: pd.Series | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Write the effects, ANOVA, residuals and outliers tables (and the charts) where `out`
     says: an AnalysisPaths, or a folder (``<table>.csv``, and ``charts/`` when `charts` is a
-    chart-paths class, `AnalysisPaths.under`).
+    chart-paths class, `AnalysisPaths.under`; and ``design/design.json``, the design record
+    `ybscale compare` checks).
 
     Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
-    as ceilings.csv has them) is carried into the effects; with replications the replicate is a
-    block; ``run_order`` (results/run_order.csv) orders the residuals as they were measured.
+    as ceilings.csv has them) is carried into the effects. Blocks only where the runs were
+    blocked: ``blocks`` (run -> block label), else the replicates when ``run_order``
+    (results/run_order.csv, which also orders the residuals as they were measured) kept each
+    replicate together (replicate_blocks); otherwise completely randomized.
     ``model`` ``auto`` picks the scale from the data (analysis.scale); the effects table records
     the scale, how it was chosen, and which effects are active on the other scale.
     ``clusters`` (run -> the cluster it ran on; default: each its own) sets the error strata:
     each column is judged against the noise of its stratum (ybscale.design.strata).
     ``multiplicity`` adjusts the replicated design's p-values over its columns (holm, bh, none)."""
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
+    if not isinstance(out, AnalysisPaths):
+        write_design_record(design, Path(out))
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
-    blocks = design.replications > 1
-    scale = choose(design, y, model)
+    if blocks is None and run_order is not None:
+        blocks = replicate_blocks(run_order, design)
+    scale = choose(design, y, model, alpha=alpha)
     model = scale.model
 
     strata = column_strata(design, clusters or {})
+    if WHOLE in strata.values():
+        blocks = None  # a split plot: the clusters are the strata, a replicate's shift is in them
 
     def judged(on: str) -> pd.DataFrame:
         base = estimate_effects(design, y, alpha, on, noise, blocks, multiplicity=multiplicity)
@@ -150,6 +189,12 @@ def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
         [
             "wrote " + ", ".join(str(getattr(paths, n)) for n in OUTPUTS),
             f"active ({method}): {', '.join(active) or 'none'}",
+            "blocks: "
+            + (
+                "yes, taken out of the error"
+                if tables["anova"].attrs.get("blocks")
+                else "none (completely randomized)"
+            ),
             f"outliers: {', '.join(runs) or 'none'}",
         ]
     )
@@ -167,7 +212,11 @@ def main(argv: list[str] | None = None, charts=None) -> int:
     parser = argparse.ArgumentParser(prog="ybscale analyze", description=__doc__.splitlines()[0])
     parser.add_argument("--design", required=True, type=Path, help="design YAML")
     parser.add_argument("--responses", required=True, type=Path, help="responses CSV")
-    parser.add_argument("--out", type=Path, help="output folder: <table>.csv, charts/")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="output folder: <table>.csv, charts/, design/ (the record compare checks)",
+    )
     for name in (*OUTPUTS, "pareto", "half-normal", "interactions", "residual-charts"):
         parser.add_argument(f"--{name}", type=Path, help="this output's path (instead of --out)")
     parser.add_argument("--response", default=None, help="response column (default: the only one)")
@@ -180,7 +229,18 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         help="p-value adjustment over the columns of a replicated design (default: holm)",
     )
     parser.add_argument("--no-charts", action="store_true", help="do not draw charts")
-    parser.add_argument("--run-order", type=Path, help="results/run_order.csv (residual order)")
+    parser.add_argument(
+        "--run-order",
+        type=Path,
+        help="results/run_order.csv: residual order; replicates measured one after the other "
+        "are blocks",
+    )
+    parser.add_argument(
+        "--block",
+        metavar="COLUMN",
+        help="the responses' column naming each run's block, e.g. replicate (default: a 'block' "
+        "column if the table has one; else completely randomized)",
+    )
     parser.add_argument(
         "--clusters", nargs="*", metavar="RUN=CLUSTER", help="rows that shared a cluster"
     )
@@ -195,8 +255,9 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         raise SystemExit(f"ybscale analyze: --run-order: {args.run_order}: no such file")
     try:
         design = load_design(args.design)
-        responses = read_responses(args.responses, design, args.response)
+        responses = read_responses(args.responses, design, args.response, args.block)
         column = responses.attrs["response"]
+        blocks = responses["block"] if "block" in responses.columns else None
         paths = _paths(args, parser, charts)
         tables = analyze(
             design,
@@ -208,6 +269,7 @@ def main(argv: list[str] | None = None, charts=None) -> int:
             run_order=args.run_order,
             clusters=clusters,
             multiplicity=args.multiplicity,
+            blocks=blocks,
         )
     except (DesignError, ResponsesError) as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None
@@ -216,6 +278,8 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         named = str(args.run_order) if args.run_order is not None else None
         where = "" if named and text.startswith(f"{named}:") else f"{args.responses}: "
         raise SystemExit(f"ybscale analyze: {where}{text}") from None
+    if args.out is not None:
+        write_design_record(design, args.out)
     print(_summary(tables, paths))
     return 0
 

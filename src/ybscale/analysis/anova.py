@@ -17,9 +17,11 @@ Multiplicity (r >= 2): ``p_adjusted`` is each term's p-value adjusted over the f
 analysis.multiplicity), as in the effects table. Unreplicated designs: NaN (the pooled F tests
 are chosen by Lenth's ME; Lenth's SME is the simultaneous test).
 
-Blocks (`blocks=True`, r >= 2, each replicate measured as one block): the block enters the OLS
-model as a categorical term with r − 1 df and gets its own ANOVA line; pure error keeps
-2^(k-p)(r−1) − (r−1) df. `order` (run → executed position, from results/run_order.csv) puts
+Blocks, only where the runs were blocked (`blocks=True`: each replicate measured as one block;
+or run -> block labels; r >= 2): the block enters the OLS model as a categorical term with
+(blocks − 1) df and gets its own ANOVA line; pure error keeps 2^(k-p)(r−1) − (blocks − 1) df
+(Montgomery, 8th ed., §7.2). Without (the default) the design is completely randomized: pure
+error on 2^(k-p)(r−1) df (§6.3). `order` (run → executed position, from results/run_order.csv) puts
 the residuals in the order the runs were really measured (residuals-vs-order).
 
 Split plot (`clusters` where rows shared a cluster and some columns are constant within every
@@ -60,7 +62,14 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.outliers_influence import OLSInfluence
 
 from ybscale.analysis import multiplicity as mult
-from ybscale.analysis.effects import aligned_responses, contrasts, lenth, term_sum_sq, transform
+from ybscale.analysis.effects import (
+    aligned_responses,
+    block_labels,
+    contrasts,
+    lenth,
+    term_sum_sq,
+    transform,
+)
 from ybscale.analysis.terms import RESIDUAL, WHOLE_ERROR
 from ybscale.design.strata import SINGLE, SUB, WHOLE, column_strata
 
@@ -110,14 +119,16 @@ def _var(term: str) -> str:
     return f"t_{term}"
 
 
-def _fit(design, y: pd.Series, kept: list[str], blocks: bool = False):
-    """OLS of y on the kept term columns (+ the block factor); intercept only when none."""
+def _fit(design, y: pd.Series, kept: list[str], blocks=None):
+    """OLS of y on the kept term columns (+ the block factor: `blocks` as block_labels takes
+    it); intercept only when none."""
     data = design.model_matrix().loc[y.index].astype(float)
     data = data.rename(columns=_var)
     data["y"] = y.to_numpy()
     terms = [_var(t) for t in kept]
-    if blocks:
-        data[BLOCK] = design.sign_table().loc[y.index, "replicate"].astype(str).to_numpy()
+    labels = block_labels(design, y.index, blocks)
+    if labels is not None:
+        data[BLOCK] = labels.to_numpy()
         terms.append(f"C({BLOCK})")
     rhs = " + ".join(terms) or "1"
     return smf.ols(f"y ~ {rhs}", data=data).fit()
@@ -261,7 +272,7 @@ def fit_anova(
     responses: pd.Series,
     alpha: float = 0.05,
     model: str = "additive",
-    blocks: bool = False,
+    blocks=None,
     order=None,
     multiplicity: str = mult.DEFAULT,
     clusters: Mapping[str, str] | None = None,
@@ -271,7 +282,7 @@ def fit_anova(
     stratum."""
     mult.check_rule(multiplicity)
     y = transform(aligned_responses(design, responses), model)
-    blocks = blocks and design.replications > 1
+    blocks = block_labels(design, y.index, blocks)
     pooled = pooled_terms(design, y, alpha)
     kept = [t for t in design.terms if t not in pooled]
     fit = _fit(design, y, kept, blocks)
@@ -280,13 +291,18 @@ def fit_anova(
     if split:
         table = split_plot_table(design, y, clusters, strata)
     else:
-        table = _table(design, y, fit, kept, pooled, blocks)
+        table = _table(design, y, fit, kept, pooled, blocks is not None)
     rule = multiplicity if design.replications > 1 else None
     if rule:
         terms = ~table["term"].isin([RESIDUAL, BLOCK, WHOLE_ERROR])
         table.loc[terms, "p_adjusted"] = mult.adjust(table.loc[terms, "p_value"], rule)
     pooled = [] if split else pooled  # the split-plot table pools nothing (the residuals' fit may)
-    attrs = {"pooled": pooled, "model": model, "alpha": alpha, "blocks": blocks and not split}
+    attrs = {
+        "pooled": pooled,
+        "model": model,
+        "alpha": alpha,
+        "blocks": blocks is not None and not split,
+    }
     table.attrs.update({**attrs, "multiplicity": rule or "none"})
     return AnovaResult(table, _residuals(design, y, fit, alpha, order), pooled, model)
 

@@ -1,14 +1,26 @@
 """`ybscale compare STUDY_A/ STUDY_B/`: do two studies of the same design agree?
 
-Reads each results folder's ``effects.csv`` (and ``design/design.json`` when both have one, to
-refuse two different designs). For every column: both estimates with their intervals, whether
-each interval covers the other study's estimate, each study's verdict (active at ME, beyond
-SME) and whether they agree (same verdict and, when both find it active, the same sign). One
-summary line says whether the studies agree on every effect beyond the simultaneous margin, with
-the same signs, and on the active set.
+Reads each results folder's ``effects.csv`` (and ``design/design.json``, which the pipeline and
+``ybscale analyze --out`` write, to refuse two different designs). For every column: both
+estimates with their intervals, whether each interval covers the other study's estimate, each
+study's verdict (active at ME, beyond SME) and whether the two estimates agree.
 
-Exit status: 0 when they agree beyond the simultaneous margin (or, with replicates, on the
-active set), 1 when they do not, 2 when the folders cannot be compared.
+How it decides. The two studies are independent, so the difference of a column's estimates
+has standard error sqrt(se_a² + se_b²) (each study's ``std_error``: Lenth's PSE, or the t test's
+standard error of an effect), with Welch–Satterthwaite degrees of freedom from each study's
+(read from its interval: ``me`` = t(0.975, df)·se). Each column's two-sided p-value of "same
+effect" is Holm-adjusted over the columns (statsmodels); a column **differs** when the adjusted
+p < 0.05, and its signs **conflict** when both studies find it active (at ME) with opposite
+signs. The studies AGREE when no column differs and no signs conflict: an effect beyond SME in
+one and just under it (or under ME) in the other agrees when the estimates are compatible, an
+unreplicated study (Lenth) and a replicated one (t tests) are compared on their estimates
+alike, and two estimates far apart beyond their uncertainty disagree even when both are
+active with the same sign.
+
+Exit status: 0 AGREE, 1 DISAGREE, 2 when the folders cannot be compared: a missing or
+malformed effects.csv, two scales, different columns, or different designs (design.json's
+factors, levels, signed defining relation or rows; or the signed alias strings of
+effects.csv).
 """
 
 from __future__ import annotations
@@ -18,10 +30,12 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ybscale.files import TableError, read_table
 
+ALPHA = 0.05
 NOT_TERMS = ("error", "block")
 COLUMNS = [
     "term",
@@ -37,6 +51,9 @@ COLUMNS = [
     "active_b",
     "sme_a",
     "sme_b",
+    "difference",
+    "p_adjusted",
+    "differ",
     "agree",
 ]
 
@@ -58,6 +75,12 @@ def read_effects(folder: Path | str) -> pd.DataFrame:
         table = read_table(path)
     except TableError as exc:
         raise CompareError(str(exc)) from None
+    return effects_frame(table, path)
+
+
+def effects_frame(table: pd.DataFrame, path: Path | str = "effects") -> pd.DataFrame:
+    """An effects table (as effects.csv holds it) as compare reads it: terms only, indexed by
+    term, the flags as booleans; `path` names it in messages."""
     missing = {"term", "effect", "ci_low", "ci_high", "active", "model"} - set(table.columns)
     if missing:
         raise CompareError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
@@ -68,16 +91,79 @@ def read_effects(folder: Path | str) -> pd.DataFrame:
     return table.set_index("term")
 
 
+def _design_key(path: Path) -> dict:
+    """What makes two designs the same: factors and levels, signed defining relation, rows."""
+    record = json.loads(path.read_text())
+    factors = [
+        {k: f.get(k) for k in ("letter", "name", "levels", "generated")}
+        for f in record.get("factors", [])
+    ]
+    keys = ("defining_relation", "n_rows")
+    return {"factors": factors, **{k: record.get(k) for k in keys}}
+
+
 def _same_design(a: Path, b: Path) -> None:
     """Refuse two different designs when both folders have design/design.json."""
     paths = [Path(f) / "design" / "design.json" for f in (a, b)]
     if not all(p.is_file() for p in paths):
         return
-    keys = ("factors", "defining_relation", "n_rows")
-    da, db = ({k: json.loads(p.read_text())[k] for k in keys} for p in paths)
-    for key in keys:
+    da, db = (_design_key(p) for p in paths)
+    for key in da:
         if da[key] != db[key]:
             raise CompareError(f"{paths[0]} and {paths[1]}: not the same design ({key} differs)")
+
+
+def _same_aliases(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Refuse columns whose signed alias strings differ (two different fractions)."""
+    if "alias" not in a.columns or "alias" not in b.columns:
+        return
+    pairs = zip(a.index, a["alias"].astype(str), b["alias"].astype(str), strict=True)
+    for term, in_a, in_b in pairs:
+        if "nan" not in (in_a, in_b) and in_a != in_b:
+            raise CompareError(
+                f"not the same design: column {term} is {in_a} in "
+                f"{a.attrs.get('path', 'A')} and {in_b} in {b.attrs.get('path', 'B')}"
+            )
+
+
+def uncertainty(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(standard error, df) of each column's estimate: ``std_error`` and the df its interval
+    used (``me`` = t(1 − α/2, df)·se at α = 0.05; ∞ when it is a normal one). Tables without
+    ``std_error``: se = ME / z(0.975), normal."""
+    from scipy import optimize
+    from scipy.special import ndtri, stdtrit  # the normal and t quantiles, fast
+
+    me = table["ci_high"].to_numpy(float) - table["effect"].to_numpy(float)
+    z = float(ndtri(1 - ALPHA / 2))
+    if "std_error" not in table.columns:
+        return me / z, np.full(len(me), np.inf)
+    se = table["std_error"].to_numpy(float)
+    ratio = np.divide(me, se, out=np.full(len(me), np.nan), where=se > 0)
+    df = np.full(len(me), np.inf)
+    found: dict[float, float] = {}  # one root per distinct ratio (a Lenth table has one)
+    for i, q in enumerate(np.round(ratio, 12)):
+        if np.isfinite(q) and q > z * (1 + 1e-9):
+            if q not in found:
+                found[q] = optimize.brentq(lambda d, q=q: stdtrit(d, 1 - ALPHA / 2) - q, 0.05, 1e7)
+            df[i] = found[q]
+    return se, df
+
+
+def differences(a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(difference a − b, Holm-adjusted p-value of no difference) per column (module doc)."""
+    from scipy.special import stdtr  # the t distribution function, fast
+
+    from ybscale.analysis.multiplicity import adjust
+
+    (se_a, df_a), (se_b, df_b) = uncertainty(a), uncertainty(b)
+    diff = a["effect"].to_numpy(float) - b["effect"].to_numpy(float)
+    var = se_a**2 + se_b**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = var**2 / (se_a**4 / df_a + se_b**4 / df_b)  # Welch–Satterthwaite
+        t = np.abs(diff) / np.sqrt(var)
+    df = np.where(np.isfinite(df), df, 1e7)
+    p = np.where(var > 0, 2 * stdtr(df, -t), np.where(diff == 0, 1.0, 0.0))
+    return diff, adjust(p, "holm")  # statsmodels' Holm
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
@@ -93,6 +179,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
             "analyse both on one scale (ybscale analyze --model ...)"
         )
     b = b.loc[a.index]
+    _same_aliases(a, b)
     out = pd.DataFrame(
         {
             "term": a.index,
@@ -110,8 +197,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     out["active_b"] = b["active"].to_numpy()
     out["sme_a"] = a["active_sme"].to_numpy()
     out["sme_b"] = b["active_sme"].to_numpy()
-    same_sign = (out["effect_a"] > 0) == (out["effect_b"] > 0)
-    out["agree"] = (out["active_a"] == out["active_b"]) & (~out["active_a"] | same_sign)
+    out["difference"], out["p_adjusted"] = differences(a, b)
+    out["differ"] = out["p_adjusted"] < ALPHA
+    conflict = out["active_a"] & out["active_b"] & ((out["effect_a"] > 0) != (out["effect_b"] > 0))
+    out["agree"] = ~(out["differ"] | conflict)
     out.attrs["model"] = models[0]
     return out[COLUMNS]
 
@@ -124,12 +213,8 @@ def _signed(table: pd.DataFrame, flag: str, effect: str) -> str:
 
 
 def agrees(table: pd.DataFrame) -> bool:
-    """Same columns beyond SME with the same signs (with no SME, e.g. replicated: the active
-    set at ME with the same signs)."""
-    has_sme = bool(table["sme_a"].any() or table["sme_b"].any())
-    a, b = ("sme_a", "sme_b") if has_sme else ("active_a", "active_b")
-    same_sign = (table["effect_a"] > 0) == (table["effect_b"] > 0)
-    return bool(((table[a] == table[b]) & (~table[a] | same_sign)).all())
+    """No column whose estimates differ beyond their uncertainty, no conflicting signs."""
+    return bool(table["agree"].all())
 
 
 def summary(table: pd.DataFrame) -> str:
@@ -144,7 +229,8 @@ def summary(table: pd.DataFrame) -> str:
         f"{verdict}: beyond SME A {{{sme[0]}}}, B {{{sme[1]}}}; "
         f"active at ME A {{{active[0]}}}, B {{{active[1]}}}"
         f" ({'same set' if same_active else 'different sets'}); {int(table['agree'].sum())} of "
-        f"{n} columns agree; each interval covers the other's estimate in {covered} of {n} "
+        f"{n} columns agree; each interval covers the other's estimate in {covered} of {n}; "
+        f"{int(table['differ'].sum())} differ beyond their uncertainty (Holm, α = {ALPHA:g}) "
         f"({table.attrs.get('model', '?')} scale)"
     )
 

@@ -17,9 +17,12 @@ Significance, always on the effect scale:
 
 model="multiplicative" analyses log10(response) (Jain 18.7); effects are then log10 ratios.
 
-Blocks (r >= 2, each replicate measured as one block in its own random order, `blocks=True`):
-the block sum of squares 2^(k-p)·Σ_b (ȳ_b − ȳ)² with r − 1 df is taken out of the error, which
-keeps 2^(k-p)(r−1) − (r−1) df (Montgomery ch. 6/7); a `block` line joins the table.
+Blocks, only where the runs really were blocked (r >= 2; `blocks=True`: each replicate measured
+as one block, or `blocks` a run -> block label Series, e.g. a batch column): the block sum of
+squares Σ_b n_b (ȳ_b − ȳ)² with (blocks − 1) df is taken out of the error, which keeps
+2^(k-p)(r−1) − (blocks − 1) df (Montgomery, 8th ed., §7.2: complete blocks orthogonal to the
+effects); a `block` line joins the table. Without blocks (the default) the design is completely
+randomized and the error is the pure error on 2^(k-p)(r−1) df (Montgomery §6.3).
 
 Measurement noise (`noise_se`: each run's standard error of its ceiling, e.g. from its 95 %
 interval): an effect is a ±2/n-weighted sum of the n responses, so its noise standard error is
@@ -83,11 +86,23 @@ def noise_band(design, y_raw: pd.Series, noise_se: pd.Series, model: str, alpha:
     return float(stats.norm.ppf(1 - alpha / 2)) * sd_effect
 
 
-def block_sum_sq(design, y: pd.Series) -> float:
-    """2^(k-p)·Σ_b (ȳ_b − ȳ)² over the replicates (blocks)."""
-    block = design.sign_table().loc[y.index, "replicate"]
-    means = y.groupby(block.to_numpy()).mean()
-    return float(design.n_rows * ((means - y.mean()) ** 2).sum())
+def block_labels(design, index, blocks) -> pd.Series | None:
+    """The block of each run of `index`: None (completely randomized) for blocks None/False
+    or an unreplicated design; the replicate for True; else the labels given (run -> block)."""
+    if blocks is None or blocks is False or design.replications < 2:
+        return None
+    if blocks is True:
+        return design.sign_table().loc[index, "replicate"].astype(str)
+    labels = pd.Series(blocks).reindex(index)
+    if labels.isna().any():
+        raise ValueError(f"no block for runs: {', '.join(map(str, labels.index[labels.isna()]))}")
+    return labels.astype(str)
+
+
+def block_sum_sq(y: pd.Series, labels: pd.Series) -> float:
+    """Σ_b n_b (ȳ_b − ȳ)² over the blocks."""
+    groups = y.groupby(labels.reindex(y.index).to_numpy())
+    return float((groups.size() * (groups.mean() - y.mean()) ** 2).sum())
 
 
 def transform(values: pd.Series, model: str) -> pd.Series:
@@ -181,10 +196,10 @@ def _t_columns(
     n_rows: int,
     r: int,
     alpha: float,
-    blocks: bool = False,
+    df_block: int = 0,
     rule: str = mult.DEFAULT,
 ) -> tuple[pd.DataFrame, dict]:
-    df_error = n_rows * (r - 1) - ((r - 1) if blocks else 0)
+    df_error = n_rows * (r - 1) - df_block
     s_e = math.sqrt(sse / df_error)
     s_q = s_e / math.sqrt(n_rows * r)
     t = float(stats.t.ppf(1.0 - alpha / 2.0, df_error))
@@ -216,15 +231,16 @@ def estimate_effects(
     alpha: float = 0.05,
     model: str = "additive",
     noise_se: pd.Series | None = None,
-    blocks: bool = False,
+    blocks: bool | pd.Series | None = None,
     multiplicity: str = mult.DEFAULT,
 ) -> pd.DataFrame:
     """Effects table (see COLUMNS), sorted by |effect| descending; r >= 2 adds an 'error' line.
 
     ``responses`` holds one value per run id (replicates included); ``noise_se`` each run's
-    standard error of measurement; ``blocks`` takes the replicate blocks out of the error
-    (r >= 2); ``multiplicity`` the rule over the columns tested (r >= 2). Summary numbers (mean,
-    SST, SSE, PSE or s_e, noise, columns tested, ...) are in ``result.attrs``.
+    standard error of measurement; ``blocks`` (True: the replicates; or run -> block labels)
+    takes the blocks out of the error (r >= 2; None: completely randomized); ``multiplicity``
+    the rule over the columns tested (r >= 2). Summary numbers (mean, SST, SSE, PSE or s_e,
+    noise, columns tested, ...) are in ``result.attrs``.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -234,11 +250,13 @@ def estimate_effects(
     effect = contrasts(design, y)
     sum_sq, sst, sse = _variation(design, y, effect)
     r = design.replications
-    blocks = blocks and r > 1
-    ss_block = block_sum_sq(design, y) if blocks else 0.0
+    labels = block_labels(design, y.index, blocks)
+    blocks = labels is not None
+    ss_block = block_sum_sq(y, labels) if blocks else 0.0
+    df_block = labels.nunique() - 1 if blocks else 0
     sse = max(sse - ss_block, 0.0)
     if r > 1:
-        sig, info = _t_columns(effect, sse, design.n_rows, r, alpha, blocks, multiplicity)
+        sig, info = _t_columns(effect, sse, design.n_rows, r, alpha, df_block, multiplicity)
     else:
         sig, info = _lenth_columns(effect, alpha)
     table = pd.DataFrame(
@@ -268,6 +286,7 @@ def estimate_effects(
             "sst": sst,
             "sse": sse,
             "ss_block": ss_block,
+            "df_block": df_block,
             "noise": band,
             "alpha": alpha,
             "model": model,

@@ -134,13 +134,17 @@ def study_noise(files: StudyFiles) -> Noise:
     y = ceilings["response"].astype(float)
     mean = float(np.log10(y).mean() if model == "multiplicative" else y.mean())
     se = float(terms["std_error"].dropna().iloc[0]) if terms["std_error"].notna().any() else 0.0
+    where = ""
+    if stratified(terms):  # each stratum has its σ: size for the noisier one, not the first row's
+        by = terms[terms["stratum"].isin([WHOLE, SUB])].groupby("stratum")["std_error"].max()
+        se, where = float(by.max()), f" of the {by.idxmax()} stratum (the noisier)"
     method = str(terms["method"].iloc[0])
     if not se > 0:
         raise ValueError(
             f"{files.effects}: no noise estimate (std_error {se}); "
             "replicate the design or check the effects table"
         )
-    source = "replicate error" if method == "t" else "Lenth's PSE"
+    source = ("replicate error" if method == "t" else "Lenth's PSE") + where
     rep = _repetition_sigma(files.runs, ceilings)
     return Noise(se * math.sqrt(n) / 2.0, source, n, mean, model, rep)
 

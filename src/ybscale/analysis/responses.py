@@ -4,8 +4,12 @@ The responses CSV has one line per design run, identified either by a ``run`` co
 or by factor columns: letters (A, B, ...) holding -1/+1 (or -/+), or factor names holding level
 labels (operation_size = 1, workload = read). Base factors are required; generated factors, when
 present, must agree with the design. An optional ``replicate`` column picks the replicate; without
-it, repeated combinations are taken as replicates 1, 2, ... in file order. Lines starting with #
-are comments.
+it, repeated combinations are taken as replicates 1, 2, ... in file order (which only names the
+runs: a completely randomized analysis does not depend on it). A ``block`` column (or the column
+named by ``block``, e.g. ``replicate``) says which block each run was measured in: the result's
+``block`` column, which the analysis takes out of the error. Blocking by replicate needs an
+explicit ``replicate`` column: file order is no record of how the runs were blocked. Lines
+starting with # are comments.
 """
 
 from __future__ import annotations
@@ -243,12 +247,34 @@ def _pick_response(frame: pd.DataFrame, ids: list[str], response: str | None, pa
     return candidates[0]
 
 
-def read_responses(path, design, response: str | None = None) -> pd.DataFrame:
+def _block_column(frame: pd.DataFrame, block: str | None, path: Path) -> str | None:
+    """The column holding each run's block: `block` when named, else ``block`` if present."""
+    if block is None:
+        return "block" if "block" in frame.columns else None
+    if block not in frame.columns:
+        hint = ""
+        if block == "replicate":
+            hint = (
+                " (replicates as blocks need the replicate of every line: without a replicate "
+                "column repeated combinations are only numbered in file order)"
+            )
+        raise ResponsesError(f"{path}: no block column '{block}'{hint}")
+    if (frame[block] == "").any():
+        line = int((frame[block] == "").to_numpy().argmax()) + 1
+        raise ResponsesError(f"{path}: row {line}, column '{block}': no block given")
+    return block
+
+
+def read_responses(
+    path, design, response: str | None = None, block: str | None = None
+) -> pd.DataFrame:
     """Responses indexed by the design's run ids (design order), with ``row``, ``replicate``
-    and the response column(s); the chosen response column is ``result.attrs["response"]``."""
+    (``block`` when the table has one, or `block` names one) and the response column(s); the
+    chosen response column is ``result.attrs["response"]``."""
     path = Path(path)
     frame = _read_csv(path)
-    ids = _id_columns(frame, design)
+    block = _block_column(frame, block, path)
+    ids = _id_columns(frame, design) + ([block] if block and block != "replicate" else [])
     column = _pick_response(frame, ids, response, path)
     if "run" in frame.columns:
         runs = _runs_by_id(frame, design, path)
@@ -264,6 +290,8 @@ def read_responses(path, design, response: str | None = None) -> pd.DataFrame:
     signs = design.sign_table()
     out.insert(0, "replicate", signs.loc[runs, "replicate"].to_numpy())
     out.insert(0, "row", signs.loc[runs, "row"].to_numpy())
+    if block is not None:
+        out.insert(2, "block", frame[block].to_numpy())
     out = out.loc[design.run_ids]
     out.attrs["response"] = column
     return out

@@ -2,21 +2,28 @@
 
 Box–Cox (1964) profile likelihood of λ for the linear model of the effects:
 z(λ) = (y^λ − 1)/λ (log y at λ = 0), L(λ) = −n/2·log(SSE(λ)/n) + (λ − 1)·Σ log y, maximised
-with scipy's bounded scalar minimiser; the 95 % interval is {λ : L(λ) ≥ L(λ̂) − χ²₁(0.95)/2}
-(roots found with scipy's brentq; an end that does not fall within ±3 is reported as ±3).
+with scipy's bounded scalar minimiser. The interval is Montgomery's small-sample one (Design and
+Analysis of Experiments, 8th ed., §15.1.1): the λ whose SSE is at most
+SS* = SSE(λ̂)·(1 + t²(α/2, ν)/ν), ν the model's residual df, i.e.
+{λ : L(λ) ≥ L(λ̂) − n/2·log(1 + t²/ν)} (roots found with scipy's brentq; an end that does not
+fall within ±3 is reported as ±3). With 8 residual df it is about twice as wide as the
+asymptotic χ²₁ interval, whose coverage on 16 runs is below its 95 %.
 SSE(λ) is the residual sum of squares of the least-squares fit (numpy's pseudo-inverse).
 
 Which model. Replicated designs: every estimable term (the residual is pure error). An
 unreplicated 2^(k-p) fitted with every term is saturated (zero residual df, L undefined), so the
-profile uses a reduced model with residual df, as Montgomery does for unreplicated factorials
-(Example 6.3, §15.1.1: the model of the effects picked from the normal plot). Here the reduced
-model is the **main effects only** (one column per factor; for the seed 2^(6-2): 6 columns,
-9 residual df), fixed before looking at the data, so it does not depend on the scale being
-judged. Interactions are left in the residual on purpose: a scale on which the factors act
-additively needs no interactions, and interactions that exist only because of the scale inflate
-SSE at λ = 1 (what the choice should see).
-With fewer than ``MIN_DF`` residual df (e.g. a saturated resolution-III fraction) no λ is
-estimated and the additive scale is kept, saying why.
+profile uses a reduced model, as Montgomery does for unreplicated factorials (Example 6.3: fit,
+look at the effects on the normal plot, transform, refit). The scale and the model are chosen
+together: each scale proposes its model, the main effects plus the interaction columns Lenth
+finds active (|effect| > ME) on that scale; the (scale, model) pair with the larger
+AIC-penalised Box–Cox likelihood, L(λ = 1 or 0 | model) − (number of columns), is the one λ is
+profiled on (the Jacobian term makes L comparable across scales). An interaction that exists
+only because of the scale appears on the additive scale alongside the main effects it comes
+from, and costs that model its columns; a real interaction on the original scale keeps the
+additive model's likelihood high where the log model leaves it in the residual (Montgomery's
+injection-moulding 2^(6-2), Example 8.4: A, B and AB, additive). The reason says which model λ
+was profiled on. With fewer than ``MIN_DF`` residual df (e.g. a saturated resolution-III
+fraction) no λ is estimated and the additive scale is kept, saying why.
 
 Decision: log (multiplicative) when the interval includes 0 and excludes 1; additive when it
 includes 1; when it includes neither, the nearer of the two to λ̂, and the reason says that
@@ -37,7 +44,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 from scipy import optimize
-from scipy.special import boxcox, chdtri  # scipy.stats' own, without its import
+from scipy.special import boxcox, stdtrit  # scipy.stats' own, without its import
+
+from ybscale.analysis.effects import contrasts, lenth
 
 AUTO = "auto"
 RANGE_SCREEN = 3.0
@@ -98,9 +107,39 @@ def main_effect_terms(design) -> list[str]:
     return out
 
 
-def profile_terms(design) -> list[str]:
-    """The model the profile likelihood is computed on (see the module docstring)."""
-    return list(design.terms) if design.replications > 1 else main_effect_terms(design)
+def model_on(design, z: pd.Series, alpha: float = 0.05) -> list[str]:
+    """The main effects plus the interaction columns Lenth finds active (at ME) in `z`."""
+    main = main_effect_terms(design)
+    effect = contrasts(design, z)
+    me = lenth(effect.to_numpy(), alpha)["me"]
+    return main + [t for t in design.terms if t not in main and abs(effect[t]) > me]
+
+
+def profile_terms(design, y: pd.Series | None = None, alpha: float = 0.05) -> list[str]:
+    """The model the profile likelihood is computed on (see the module docstring): every term
+    when replicated; else the model of the scale (additive or log) that `y` fits best."""
+    if design.replications > 1:
+        return list(design.terms)
+    if y is None:
+        return main_effect_terms(design)
+    return candidate_models(design, y, alpha)[0][1]
+
+
+def candidate_models(design, y: pd.Series, alpha: float = 0.05) -> list[tuple[str, list[str]]]:
+    """[(scale, model)] best first by AIC-penalised Box–Cox likelihood: each scale's model
+    (model_on) at its λ (1: additive, 0: log); only the additive one when y is not positive or
+    a model leaves fewer than MIN_DF residual df."""
+    y = y.astype(float)
+    out = []
+    scales = (("additive", 1.0, y), ("multiplicative", 0.0, np.log(y)))
+    for scale, lam, z in scales if bool((y > 0).all()) else scales[:1]:
+        terms = model_on(design, z, alpha)
+        if len(y) - 1 - len(terms) < MIN_DF:
+            continue
+        resid = residual_maker(_x(design, y.index, terms))
+        out.append((profile_loglik(lam, y.to_numpy(), resid) - len(terms), scale, terms))
+    out.sort(key=lambda c: -c[0])
+    return [(scale, terms) for _, scale, terms in out] or [("additive", main_effect_terms(design))]
 
 
 def residual_maker(x: np.ndarray) -> np.ndarray:
@@ -117,16 +156,19 @@ def profile_loglik(lam: float, y: np.ndarray, resid: np.ndarray) -> float:
 
 
 def box_cox(y, x, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """(λ̂, low, high): maximum of the profile likelihood and its likelihood-ratio interval."""
+    """(λ̂, low, high): maximum of the profile likelihood and Montgomery's interval (SS*)."""
     y = np.asarray(y, dtype=float)
-    x = residual_maker(np.asarray(x, dtype=float))
+    x = np.asarray(x, dtype=float)
+    nu = len(y) - int(np.linalg.matrix_rank(x))
+    x = residual_maker(x)
     best = optimize.minimize_scalar(
         lambda lam: -profile_loglik(lam, y, x),
         bounds=(-LAMBDA_BOUND, LAMBDA_BOUND),
         method="bounded",
     )
     lam = float(best.x)
-    cut = -float(best.fun) - chdtri(1, 1.0 - confidence) / 2.0  # the chi2(1) quantile, halved
+    t = float(stdtrit(nu, 0.5 + confidence / 2.0))  # the t quantile, as scipy.stats.t.ppf
+    cut = -float(best.fun) - len(y) / 2.0 * math.log(1.0 + t * t / nu)
 
     def above(v: float) -> float:
         return profile_loglik(v, y, x) - cut
@@ -184,17 +226,28 @@ def residual_checks(z: pd.Series, x: np.ndarray) -> tuple[float, float]:
     return normal, equal
 
 
-def choose(design, y: pd.Series, model: str = AUTO, checks: bool = True) -> ScaleChoice:
+def model_words(design, terms) -> str:
+    """How the reasons name the profiled model: ``the main effects + AB, AD``."""
+    if design.replications > 1:
+        return "every term (pure error)"
+    extra = [t for t in terms if t not in main_effect_terms(design)]
+    return "the main effects" + (f" + {', '.join(extra)}" if extra else " only")
+
+
+def choose(
+    design, y: pd.Series, model: str = AUTO, checks: bool = True, alpha: float = 0.05
+) -> ScaleChoice:
     """The scale to analyse `y` (one response per run id) on: `model` when forced, else
-    chosen by the Box–Cox profile likelihood and the ymax/ymin screen; `checks` adds the
-    residual diagnostics on the chosen scale."""
+    chosen by the Box–Cox profile likelihood (on the model of profile_terms) and the ymax/ymin
+    screen; `checks` adds the residual diagnostics on the chosen scale."""
     y = y.astype(float)
     positive = bool((y > 0).all())
     ratio = float(y.max() / y.min()) if positive else math.nan
-    terms = tuple(profile_terms(design))
+    terms = tuple(profile_terms(design, y, alpha))
     x = _x(design, y.index, terms)
     df_resid = len(y) - 1 - len(terms)
     lam = low = high = math.nan
+    on = f"; λ profiled on {model_words(design, terms)}"
     if model != AUTO:
         chosen, how, reason = model, "forced", f"{model} set in analysis.model"
     elif not positive:
@@ -208,7 +261,7 @@ def choose(design, y: pd.Series, model: str = AUTO, checks: bool = True) -> Scal
     else:
         lam, low, high = box_cox(y.to_numpy(), x)
         chosen, reason = decide(lam, low, high, ratio)
-        how = AUTO
+        reason, how = reason + on, AUTO
     if positive and df_resid >= MIN_DF and math.isnan(lam):
         lam, low, high = box_cox(y.to_numpy(), x)
     found = (math.nan, math.nan)

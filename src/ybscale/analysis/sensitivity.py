@@ -75,7 +75,7 @@ def scale_text(effects: pd.DataFrame, describe: Callable[[pd.Series], str]) -> l
             "(Levene)"
         )
     if checks:
-        text += " On this scale, main-effects model: " + "; ".join(checks) + "."
+        text += " On this scale, the model λ was profiled on: " + "; ".join(checks) + "."
     return [text]
 
 

@@ -31,16 +31,19 @@ def build(
     design: Design,
     backend: str | None = None,
     clusters: Mapping[str, str] | None = None,
-    order: str = "random",
+    order: str | None = "random",
     seed: int = 0,
 ) -> dict:
     """The record of `design` as `backend` runs it: rows on `clusters` (run -> label; default
-    each its own), measured in the order drawn from `order` and `seed`."""
+    each its own), measured in the order drawn from `order` and `seed` (None: no run order, a
+    table analysed by hand)."""
     clusters = dict(clusters or {})
     record = design_dict(design)
     record["clusters"] = {run: clusters.get(run, run) for run in design.run_ids}
     if backend is not None:
         record["strata"] = strata.describe(design, clusters, backend)
+    if order is None:
+        return record
     units = [
         (run, (i % design.n_rows) + 1, i // design.n_rows + 1)
         for i, run in enumerate(design.run_ids)
