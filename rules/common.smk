@@ -12,12 +12,14 @@ from ybscale.backends import backend_class
 from ybscale.backends.base import claim_workflow
 from ybscale.backends.lifecycle import (
     clean_up_after_error,
+    forced,
     recover_after_kill,
     release_left,
     slot_chain,
     stage_priorities,
 )
 from ybscale.design.order import run_priorities
+from ybscale.measure import attempt
 from ybscale.measure.protocol import code_digest, file_digest
 from ybscale.param_records import compare_params_without_importing_pandas
 
@@ -90,14 +92,52 @@ def cluster_of_run(run):
     return CLUSTER_OF[STUDY.row(run).run]
 
 
+def measuring_params(run):
+    """What a row's measurement depends on: the measure rule's params (by content: a row
+    re-runs when its knobs, its script, the measuring code or the measurement settings change,
+    never because a checkout touched a file)."""
+    return {
+        "row": row_of(run),
+        "script": file_digest(STUDY.row(run).script_path),
+        "code": MEASURE_CODE,
+        "measurement": SETTINGS["measurement"],
+        "backend": BACKEND.measuring_settings(SETTINGS),  # never prices or the analysis
+    }
+
+
+def measured_as(run):
+    """The fingerprint of the row's measuring params, which its attempt records."""
+    return attempt.fingerprint(measuring_params(run))
+
+
+def endpoints_of(run):
+    return f"{CLUSTERS}/{cluster_of_run(run)}/endpoints.json"
+
+
 def cluster_endpoints(wildcards):
-    """How the row reaches its cluster (brought up by cluster_up)."""
-    return f"{CLUSTERS}/{cluster_of_run(wildcards.run)}/endpoints.json"
+    """How the row reaches its cluster (brought up by cluster_up), when the row is to be
+    measured: a row measured as it stands now and published needs none, unless it is forced.
+    So a cluster brought up again for one row of several (one row forced, a failed row
+    re-run) measures that row alone, not its neighbours (Snakemake re-runs every job that
+    takes an output of a job it re-runs)."""
+    run = wildcards.run
+    dag = workflow.dag_settings
+    if attempt.is_current(f"results/runs/{run}", measured_as(run)) and not forced(
+        run,
+        cluster_of_run(run),
+        dag.targets,
+        dag.forcerun,
+        dag.forcetargets,
+        dag.forceall,
+    ):
+        return []
+    return endpoints_of(run)
 
 
 def cluster_released(wildcards):
-    """The row's cluster, released: its measurements are published after."""
-    return f"{CLUSTERS}/{cluster_of_run(wildcards.run)}/released.json"
+    """The row's cluster, released: its measurements are published after (an order: ancient,
+    so a release for another row of the cluster does not publish this one again)."""
+    return ancient(f"{CLUSTERS}/{cluster_of_run(wildcards.run)}/released.json")
 
 
 def previous_released(wildcards):

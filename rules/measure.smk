@@ -17,17 +17,20 @@ rule measure:
         # generator (one row per cluster at a time, by a lock), so they take no slot here
         bench=1 if BACKEND.loads_here else 0,
     params:
-        # by content: a row re-runs when its knobs, its script, the measuring code or the
-        # measurement settings change, never because a checkout touched a file
+        # what the measurement depends on, by content (measuring_params), and its fingerprint,
+        # which the attempt records (a measured row needs no cluster: cluster_endpoints)
         row=lambda wildcards: json.dumps(row_of(wildcards.run)),
-        script=lambda wildcards: file_digest(STUDY.row(wildcards.run).script_path),
+        script=lambda wildcards: measuring_params(wildcards.run)["script"],
         code=MEASURE_CODE,
         measurement=json.dumps(SETTINGS["measurement"]),
-        backend=BACKEND.measuring_settings(SETTINGS),  # never prices or the analysis
+        backend=BACKEND.measuring_settings(SETTINGS),
+        fingerprint=lambda wildcards: measured_as(wildcards.run),
+        endpoints=lambda wildcards: endpoints_of(wildcards.run),
     shell:
         "python -m ybscale.backends.lifecycle measure --run {wildcards.run} --row {params.row:q}"
         " --measurement {params.measurement:q} --settings {input.settings}"
-        " --endpoints {input.cluster} --status {output.status} --staged {output.staged}"
+        " --endpoints {params.endpoints} --status {output.status} --staged {output.staged}"
+        " --fingerprint {params.fingerprint}"
         " --log {log}"
 
 

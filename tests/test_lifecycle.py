@@ -156,3 +156,42 @@ def test_the_jobs_a_dead_workflow_left_running_here_are_stopped(tmp_path, monkey
         for proc in (orphan, live, other):
             proc.kill()
             proc.wait()
+
+
+def test_a_row_measured_as_it_stands_needs_no_cluster(tmp_path):
+    """attempt.is_current: an ok attempt with the same fingerprint and every measurement
+    published; another fingerprint, a failed attempt or a missing file is not current."""
+    from ybscale.measure import attempt
+
+    folder = tmp_path / "run05"
+    folder.mkdir()
+    params = {"row": {"run": "run05"}, "code": "c1", "measurement": {"seconds": 1}}
+    now = attempt.fingerprint(params)
+    assert now == attempt.fingerprint(dict(reversed(params.items())))  # order-free
+    assert not attempt.is_current(folder, now)  # nothing measured yet
+    attempt.write_status(folder / "status.json", "run05", "log", measured_as=now)
+    for name in attempt.PUBLISHED:
+        (folder / name).write_text("x")
+    assert attempt.is_current(folder, now)
+    assert not attempt.is_current(folder, attempt.fingerprint({**params, "code": "c2"}))
+    (folder / "per_second.csv").unlink()
+    assert not attempt.is_current(folder, now)  # a measurement to publish again
+    (folder / "per_second.csv").write_text("x")
+    attempt.write_status(folder / "status.json", "run05", "log", RuntimeError("no"), now)
+    assert not attempt.is_current(folder, now)
+
+
+def test_forced_rows_are_those_snakemake_was_told_to_run_again():
+    from ybscale.backends.lifecycle import forced
+
+    def f(targets=(), forcerun=(), forcetargets=False, forceall=False, run="run05", label="c1"):
+        return forced(run, label, targets, forcerun, forcetargets, forceall)
+
+    row = ["results/runs/run05/throughput.csv"]
+    assert f(row, forcetargets=True) and f(["./results/runs/run05/status.json"], forcetargets=True)
+    assert not f(row)  # a target without -f is not forced
+    assert not f(["results/runs/run01/throughput.csv"], forcetargets=True)  # a neighbour
+    assert not f(["results/runs/run050/throughput.csv"], forcetargets=True)
+    assert f(["results/clusters/c1/released.json"], forcetargets=True)  # its cluster
+    assert f(forcerun=["measure"]) and f(forceall=True) and not f(forcerun=["ceiling"])
+    assert f(forcerun=["results/runs/run05/throughput.csv"])

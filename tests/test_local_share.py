@@ -168,6 +168,38 @@ def test_a_study_shares_one_real_cluster_per_combination_and_judges_a_split_plot
     )
     assert "The 8 rows ran on 2 clusters (local.cluster_per: combination)" in findings
 
+    # re-measuring one row by its path on a shared cluster (issue 36): one bring-up, that row
+    # alone measured and published, its cluster released, and then only the analysis is stale
+    run = by_cluster["nodes2-large-reploff"][1]
+    before = {r: (results / "runs" / r / "throughput.csv").stat().st_mtime_ns for r in applied}
+    out = snakemake(
+        work, "--cores", "4", "-f", f"results/runs/{run}/throughput.csv",
+        configfile="config/test.yaml", timeout=900,
+    )  # fmt: skip
+    assert out.returncode == 0, failed(out)
+    log = out.stdout + out.stderr
+    ran = jobs_of(log)
+    assert log.count("rule cluster_up:") == 1 and log.count("rule measure:") == 1, ran
+    assert ran["measure"] == {run} and ran["publish"] == {run}, ran
+    assert ran["cluster_up"] == {""} and ran["cluster_down"] == {""}, ran  # one cluster, once
+    after = {r: (results / "runs" / r / "throughput.csv").stat().st_mtime_ns for r in applied}
+    assert [r for r in applied if after[r] != before[r]] == [run]
+    assert servers_under(data_root) == []
+    stale = jobs_of(snakemake(work, "-n", configfile="config/test.yaml").stdout)
+    assert not stale.keys() & {"cluster_up", "measure", "publish", "cluster_down"}, stale
+    assert stale["ceiling"] == {run}  # the new measurement is analysed, nothing re-measured
+
+
+def jobs_of(log: str) -> dict[str, set[str]]:
+    """rule -> the runs of its jobs (\"\" for a job without a run) in a Snakemake log."""
+    jobs: dict[str, set[str]] = {}
+    for block in re.split(r"\n(?=rule |localrule )", log):
+        head = re.match(r"(?:local)?rule (\w+):", block)
+        if head:
+            found = re.search(r"wildcards: run=(run\d+)", block)
+            jobs.setdefault(head.group(1), set()).add(found.group(1) if found else "")
+    return jobs
+
 
 def test_the_default_keeps_a_fresh_cluster_per_row_in_the_findings():
     """One stratum, and the findings say why: every row on a fresh cluster."""

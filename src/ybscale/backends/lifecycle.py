@@ -190,6 +190,20 @@ def unlock_if_dead(state: Path) -> bool:
     return True
 
 
+LIFECYCLE_RULES = frozenset({"cluster_up", "measure", "cluster_down", "publish"})
+
+
+def forced(run: str, label: str, targets, forcerun, forcetargets: bool, forceall: bool) -> bool:
+    """Whether Snakemake was told to run `run`'s lifecycle again (its settings: `-F`; `-f`
+    with a target in the row's or its cluster's folder; `--forcerun` naming a lifecycle rule,
+    or a file there): then the row is measured, current or not."""
+    if forceall or LIFECYCLE_RULES & set(forcerun):
+        return True
+    paths = [*forcerun, *(targets if forcetargets else ())]
+    folders = (f"results/runs/{run}/", f"results/clusters/{label}/")
+    return any(os.path.normpath(p).startswith(folders) for p in map(str, paths))
+
+
 def measuring_order(run_priority: Mapping[str, int], cluster_of: Mapping[str, str]) -> list:
     """The clusters in the order their rows are measured (by their first row's priority)."""
     first: dict[str, int] = {}
@@ -222,7 +236,7 @@ def stage_priorities(run_priority: Mapping[str, int], cluster_of: Mapping[str, s
 
 def measure_job(
     settings: Mapping, run: str, row: Row, measurement: Mapping, endpoints: Path,
-    status: str, staged: Path, log_path: str,
+    status: str, staged: Path, log_path: str, measured_as: str = "",
 ) -> None:  # fmt: skip
     """The measuring rule's job, an attempt: it exits 0 whether the row was measured or
     failed, and records which in its status (`attempt.write_status`), so the row's cluster is
@@ -246,10 +260,10 @@ def measure_job(
         except Exception as exc:  # any failure of the row is its result; a bug's too
             progress(f"FAILED: {exc}")
             traceback.print_exc(file=log)
-            attempt.write_status(status, run, log_path, exc)
+            attempt.write_status(status, run, log_path, exc, measured_as)
             staged.mkdir(parents=True, exist_ok=True)  # what the row left: its server logs
         else:
-            attempt.write_status(status, run, log_path)
+            attempt.write_status(status, run, log_path, measured_as=measured_as)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,12 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_argument("--status", required=True)
     sub.add_argument("--staged", required=True, type=Path)
     sub.add_argument("--log", required=True)
+    sub.add_argument("--fingerprint", default="", help="what it measures (attempt.fingerprint)")
     args = parser.parse_args(argv)
     settings = read_file(args.settings)
     if args.stage == "measure":
         measure_job(settings, args.run, Row.from_dict(json.loads(args.row)),
                     freeze(json.loads(args.measurement)), args.endpoints, args.status,
-                    args.staged, args.log)  # fmt: skip
+                    args.staged, args.log, args.fingerprint)  # fmt: skip
     elif args.stage == "up":
         up_job(settings, args.cluster, json.loads(args.definition), args.out, args.log)
     else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
@@ -28,16 +29,48 @@ class RowFailed(RuntimeError):
     """The row's attempt failed; the message names the row, its error and its log."""
 
 
-def write_status(path: Path | str, run: str, log: Path | str, error: BaseException | None = None):
-    """Record the attempt's result: ok, or failed with the error's type and message."""
+def fingerprint(params: object) -> str:
+    """What a row's measurement depends on (the measuring rule's params: row, script, code,
+    measurement and backend settings) as one digest, which the attempt records."""
+    text = json.dumps(params, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def write_status(
+    path: Path | str,
+    run: str,
+    log: Path | str,
+    error: BaseException | None = None,
+    measured_as: str = "",
+):
+    """Record the attempt's result: ok, or failed with the error's type and message, and the
+    fingerprint of what it measured (`measured_as`)."""
     status = {
         "run": run,
         "status": "ok" if error is None else "failed",
         "error": "" if error is None else f"{type(error).__name__}: {error}",
         "log": str(log),
         "finished": dt.datetime.now(dt.UTC).isoformat(),
+        "fingerprint": measured_as,
     }
     Path(path).write_text(json.dumps(status, indent=2) + "\n")
+
+
+def is_current(folder: Path | str, measured_as: str) -> bool:
+    """Whether the row in `folder` (results/runs/<run>) stands measured as `measured_as`: its
+    attempt ok with that fingerprint and every measurement published. Such a row needs no
+    cluster: the rules give its measuring job none, so a cluster brought up again for another
+    row (one row forced, a failed row re-run) does not measure it again."""
+    folder = Path(folder)
+    try:
+        status = json.loads((folder / "status.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        status.get("status") == "ok"
+        and status.get("fingerprint") == measured_as
+        and all((folder / name).is_file() for name in PUBLISHED)
+    )
 
 
 def publish(run: str, status_path: Path, staged: Path, outdir: Path) -> list[Path]:
