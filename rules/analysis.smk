@@ -92,7 +92,7 @@ rule effect_charts:
 
 
 rule findings:
-    """The findings page (the report's first page) and the design page, from the results."""
+    """The findings page (the report's first page), from the results."""
     input:
         design=DESIGN_RECORD,
         effects=rules.analyze.output.effects,
@@ -108,7 +108,6 @@ rule findings:
             category="0. Findings",
         ),
         findings_page="results/report/findings.rst",
-        design_page="results/report/design.rst",
     log:
         "results/logs/findings.log",
     conda:
@@ -121,8 +120,23 @@ rule findings:
         "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
         " --ceilings {input.ceilings} --outliers {input.outliers} --anova {input.anova}"
         " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
-        " --rst {output.findings_page} --design-rst {output.design_page} {params.runs}"
-        " > {log} 2>&1"
+        " --rst {output.findings_page} {params.runs} > {log} 2>&1"
+
+
+rule design_page:
+    """The report's design page: factors, aliases, each column's error stratum, the clusters."""
+    input:
+        design=DESIGN_RECORD,
+        effects=rules.analyze.output.effects,
+    output:
+        "results/report/design.rst",
+    log:
+        "results/logs/design_page.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.report.design_report --design {input.design}"
+        " --effects {input.effects} --out {output} > {log} 2>&1"
 
 
 rule throughput_chart:
@@ -165,6 +179,7 @@ rule effects:
         charts=rules.effect_charts.output,
         throughput=rules.throughput_chart.output,
         findings=rules.findings.output,
+        design_page=rules.design_page.output,
     output:
         effects=report(
             "results/effects.csv",

@@ -193,10 +193,15 @@ def tiny_snakemake(work: Path, *args, check: bool = True, timeout: float = 600, 
 
 def planned(work: Path, *args, env=None) -> dict[str, set[str]]:
     """rule -> run ids of the jobs a dry run on the tiny config would execute."""
-    out = tiny_snakemake(work, "-n", *args, env=env).stdout
+    return jobs_in(tiny_snakemake(work, "-n", *args, env=env).stdout)
+
+
+def jobs_in(log: str) -> dict[str, set[str]]:
+    """rule -> the run ids of its jobs ("" for a job without a run) in Snakemake's output, of a
+    dry run (the jobs it would run) or of a real one (those it ran)."""
     jobs: dict[str, set[str]] = {}
-    for block in re.split(r"\n(?=rule )", out):
-        head = re.match(r"rule (\w+):", block)
+    for block in re.split(r"\n(?=(?:local)?rule )", log):
+        head = re.match(r"(?:local)?rule (\w+):", block)
         if head:
             run = re.search(r"wildcards: run=(run\d+)", block)
             jobs.setdefault(head.group(1), set()).add(run.group(1) if run else "")

@@ -90,3 +90,24 @@ def test_only_the_design_rule_reads_the_design_file():
         "--clusters"
         not in text.replace('"--clusters {params.clusters}', "", 1).split("rule design:")[0]
     )
+
+
+def test_the_design_page_is_written_from_the_record_and_the_effects(tmp_path):
+    """The design_page rule's job: each column's stratum from the effects, the clusters from
+    the record (the findings job no longer writes it)."""
+    from ybscale.report import design_report
+
+    design = design_from_dict(HALF, "half.yaml")
+    clusters = {run: f"c{(int(run[3:]) - 1) % 8 // 2}" for run in design.run_ids}
+    path = write(tmp_path, clusters)
+    effects = tmp_path / "effects.csv"
+    pd.DataFrame({"term": ["A", "B"], "stratum": ["whole-plot", "sub-plot"]}).to_csv(effects)
+    page = tmp_path / "design.rst"
+    assert design_report.main(["--design", str(path), "--effects", str(effects),
+                               "--out", str(page)]) == 0  # fmt: skip
+    text = page.read_text()
+    assert "whole-plot" in text and "sub-plot" in text
+    assert all(label in text for label in set(clusters.values()))
+    rules = (REPO / "rules" / "analysis.smk").read_text()
+    findings_rule = rules.split("rule findings:")[1].split("\nrule ")[0]
+    assert "design.rst" not in findings_rule

@@ -241,3 +241,42 @@ def test_findings_without_an_active_effect_say_so_first(study):
     first = text.split("\n", 2)[2].lstrip().split("\n\n")[0]
     assert first.startswith("**No effect stands out from the noise**: none of the 15 columns")
     assert "| effect |" not in text
+
+
+@pytest.mark.parametrize("blocked", [True, False])
+def test_the_noise_says_whether_replicates_were_blocks(tmp_path, blocked):
+    """A replicated 2^3: the findings say the replicates were blocks only when the analysis
+    took blocks out of the error (a block per replicate), else that they are pure replication."""
+    from ybscale.design.factorial import design_from_dict
+
+    design = design_from_dict(
+        {
+            "factors": {
+                "A": {"name": "nodes", "levels": [3, 5]},
+                "B": {"name": "workload", "levels": ["read", "write"]},
+                "C": {"name": "node_size", "levels": ["small", "large"]},
+            },
+            "replications": 2,
+        }
+    )
+    signs = design.sign_table()
+    rng = np.random.default_rng(7)
+    y = 20_000 + 3_000 * signs["A"] + 500 * signs["replicate"] + rng.normal(0, 200, len(signs))
+    results = tmp_path / "results"
+    results.mkdir()
+    ceilings = signs[list(design.letters)].assign(response=y).reset_index()
+    ceilings.to_csv(results / "ceilings.csv", index=False)
+    blocks = signs["replicate"] if blocked else None
+    analyze(design, ceilings, "response", results, blocks=blocks)
+    for run in design.run_ids:
+        (results / "runs" / run).mkdir(parents=True)
+        pd.DataFrame(
+            {"clients": [1], "tps": [1.0], "tps_spread_pct": [1.0], "repetitions": [1]}
+        ).to_csv(results / "runs" / run / "throughput.csv", index=False)
+        (results / "runs" / run / "measurement.json").write_text("{}")
+    text = write_findings(
+        design, StudyFiles.under(results, design.run_ids), results / "findings.md"
+    )
+    said = " ".join(text.split())
+    assert ("The replicates were blocks" in said) is blocked
+    assert ("The replicates are pure replication" in said) is not blocked

@@ -10,7 +10,15 @@ import re
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, failed, servers_under, shipped_config, snakemake, tiny_workflow
+from conftest import (
+    REPO,
+    failed,
+    jobs_in,
+    servers_under,
+    shipped_config,
+    snakemake,
+    tiny_workflow,
+)
 
 from ybscale import study
 from ybscale.backends.base import alive
@@ -178,27 +186,16 @@ def test_a_study_shares_one_real_cluster_per_combination_and_judges_a_split_plot
     )  # fmt: skip
     assert out.returncode == 0, failed(out)
     log = out.stdout + out.stderr
-    ran = jobs_of(log)
+    ran = jobs_in(log)
     assert log.count("rule cluster_up:") == 1 and log.count("rule measure:") == 1, ran
     assert ran["measure"] == {run} and ran["publish"] == {run}, ran
     assert ran["cluster_up"] == {""} and ran["cluster_down"] == {""}, ran  # one cluster, once
     after = {r: (results / "runs" / r / "throughput.csv").stat().st_mtime_ns for r in applied}
     assert [r for r in applied if after[r] != before[r]] == [run]
     assert servers_under(data_root) == []
-    stale = jobs_of(snakemake(work, "-n", configfile="config/test.yaml").stdout)
+    stale = jobs_in(snakemake(work, "-n", configfile="config/test.yaml").stdout)
     assert not stale.keys() & {"cluster_up", "measure", "publish", "cluster_down"}, stale
     assert stale["ceiling"] == {run}  # the new measurement is analysed, nothing re-measured
-
-
-def jobs_of(log: str) -> dict[str, set[str]]:
-    """rule -> the runs of its jobs (\"\" for a job without a run) in a Snakemake log."""
-    jobs: dict[str, set[str]] = {}
-    for block in re.split(r"\n(?=rule |localrule )", log):
-        head = re.match(r"(?:local)?rule (\w+):", block)
-        if head:
-            found = re.search(r"wildcards: run=(run\d+)", block)
-            jobs.setdefault(head.group(1), set()).add(found.group(1) if found else "")
-    return jobs
 
 
 def test_the_default_keeps_a_fresh_cluster_per_row_in_the_findings():

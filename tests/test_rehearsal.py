@@ -26,6 +26,7 @@ from conftest import (
     authorized_keys,
     copy_workflow,
     failed,
+    jobs_in,
     ram_root,
     servers_under,
     settings_with,
@@ -274,6 +275,19 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path)
     for folder in remote:  # each row's script went to the load generator, its logs came back
         assert [p.name for p in (folder / "scripts").iterdir()], folder
         shutil.rmtree(folder)
+
+    # one forced row on its shared cluster (issue 36): one bring-up, that row alone measured,
+    # the stack destroyed, and the next plain run has only the analysis left
+    out = run_snakemake(work, "-f", "results/runs/run03/throughput.csv",
+                        configfile="config/loopback.yaml", env=env, timeout=600)  # fmt: skip
+    assert out.returncode == 0, failed(out)
+    log = out.stdout + out.stderr
+    ran = jobs_in(log)
+    assert ran["measure"] == {"run03"} and log.count("rule cluster_up:") == 1, ran
+    assert stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True) == []
+    stale = jobs_in(run_snakemake(work, "-n", configfile="config/loopback.yaml", env=env).stdout)
+    assert not stale.keys() & {"cluster_up", "measure", "publish", "cluster_down"}, stale
+    remote_folders(work, ["run03"])  # the forced row's work folder on the load generator
 
 
 @pytest.mark.slow

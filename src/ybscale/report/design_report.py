@@ -7,8 +7,11 @@ fixed text about one particular design.
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from ybscale.design.factorial import Design
 
@@ -132,3 +135,30 @@ def _cluster_lines(design: Design, clusters: Mapping[str, str]) -> list[str]:
         "",
         *(f"* ``{name}``: {', '.join(runs)}" for name, runs in groups.items()),
     ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ybscale.report.design_report --design RECORD --effects E --out PAGE``: the
+    design page (the design_page rule), each column's stratum from the effects, the clusters
+    from the design record."""
+    import pandas as pd
+
+    from ybscale.design.factorial import load_design
+    from ybscale.design.record import clusters_of
+    from ybscale.design.strata import strata_of_effects
+
+    parser = argparse.ArgumentParser(prog="python -m ybscale.report.design_report")
+    parser.add_argument("--design", required=True, type=Path, help="the design record")
+    parser.add_argument("--effects", required=True, type=Path, help="effects.csv (its strata)")
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args(argv)
+    design = load_design(args.design)
+    strata = strata_of_effects(pd.read_csv(args.effects))
+    page = design_rst(design, strata, clusters_of(args.design))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(page, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,6 +28,7 @@ import pandas as pd
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis import power, sensitivity
 from ybscale.analysis.study_files import StudyFiles
+from ybscale.analysis.terms import BLOCK_TERM
 from ybscale.design import followup, strata
 from ybscale.design.factorial import Design, load_design
 from ybscale.design.record import clusters_of
@@ -327,9 +328,16 @@ def noise_section(study: Study) -> list[str]:
             f"{unit})."
         )
     else:
+        blocked = BLOCK_TERM in set(study.effects["term"].astype(str))
         noise = (
             f"**Noise.** Standard error of an effect from the replicate (pure) error: "
-            f"{number(se, model)}{unit}."
+            f"{number(se, model)}{unit}. "
+            + (
+                "The replicates were blocks (the run order kept each replicate's rows together), "
+                "so the variation between them is taken out of that error (the `block` line)."
+                if blocked
+                else "The replicates are pure replication (not blocked: completely randomized)."
+            )
         )
     spreads = [
         c.loc[c["repetitions"] > 1, "tps_spread_pct"] for c in study.curves.values() if len(c)
