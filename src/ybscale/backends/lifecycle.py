@@ -36,7 +36,7 @@ from ybscale.backends.base import (
 )
 from ybscale.design.row import Row
 from ybscale.files import write_json
-from ybscale.measure import attempt, bench
+from ybscale.measure import attempt
 
 ENDPOINTS = "endpoints.json"
 RELEASED = "released.json"
@@ -243,6 +243,8 @@ def measure_job(
     released either way; the `publish` rule then publishes the staged measurements or fails
     with the row's error. An interruption is not a result: it exits non-zero and records
     nothing. Progress goes to the terminal and the log."""
+    from ybscale.measure import bench  # numpy and the measuring code: not at parse time
+
     interrupt_on_signals()
     with open(log_path, "w") as log:
 
