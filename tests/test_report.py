@@ -195,9 +195,9 @@ def test_next_foldover_reuses_the_measured_rows(tiny_study, tmp_path):
 
 
 def readme_commands() -> list[str]:
-    """The README's "Then, in this order" block, one command per line, comments dropped."""
+    """The README's "in this order:" block, one command per line, comments dropped."""
     text = (REPO / "README.md").read_text()
-    block = text.split("Then, in this order", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    block = text.split("in this order:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
 
 
