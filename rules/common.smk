@@ -1,5 +1,6 @@
 # Shared state and input functions: the study (settings, design, resolved rows) and what each
 # row needs. Every level is checked here, at parse time, before any cluster starts.
+import functools
 import json
 import os
 import shlex
@@ -92,6 +93,7 @@ def cluster_of_run(run):
     return CLUSTER_OF[STUDY.row(run).run]
 
 
+@functools.cache  # several params and the input function ask it per job: digest a script once
 def measuring_params(run):
     """What a row's measurement depends on: the measure rule's params (by content: a row
     re-runs when its knobs, its script, the measuring code or the measurement settings change,

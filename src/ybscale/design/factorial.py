@@ -240,6 +240,15 @@ class Design:
         return " = ".join(["I", *self.defining_relation()])
 
     @property
+    def headline(self) -> str:
+        """``2^(6-2) design, 16 runs, I = ..., resolution 3``: what the design commands print."""
+        k, p = len(self.factors), len(self.generators)
+        return (
+            f"2^({k}-{p}) design, {self.n_runs} runs, {self.defining_relation_string()}, "
+            f"resolution {self.resolution}"
+        )
+
+    @property
     def resolution(self) -> int | float:
         """Length of the shortest defining word; ``math.inf`` for a full factorial."""
         words = self._defining_words()
@@ -520,9 +529,13 @@ def design_dict(design: Design) -> dict:
 
 
 def write_design_outputs(
-    design: Design, out_dir: str | Path | None = None, **paths: str | Path
+    design: Design,
+    out_dir: str | Path | None = None,
+    content: dict | None = None,
+    **paths: str | Path,
 ) -> dict[str, Path]:
-    """Write the sign table, alias table and design summary: to the paths given as
+    """Write the sign table, alias table and design summary (`content`, by default
+    `design_dict`; the design rule's is the study's record): to the paths given as
     ``sign_table=``, ``aliases=``, ``summary=``, else as sign_table.csv, aliases.csv and
     design.json in ``out_dir``."""
     import pandas as pd
@@ -541,7 +554,7 @@ def write_design_outputs(
     )
     aliases.to_csv(paths["aliases"], index=False)
     with open(paths["summary"], "w", encoding="utf-8") as fh:
-        json.dump(design_dict(design), fh, indent=2)
+        json.dump(content or design_dict(design), fh, indent=2)
         fh.write("\n")
     return paths
 
@@ -569,7 +582,8 @@ def main(argv: list[str] | None = None) -> int:
     except DesignError as exc:
         print(exc, file=sys.stderr)
         return 1
-    if args.clusters is not None:
+    content = None
+    if args.clusters is not None:  # the error strata of the rows as the backend runs them
         from ybscale.design.strata import describe, parse_clusters
 
         try:
@@ -577,16 +591,9 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"ybscale design: {exc}", file=sys.stderr)
             return 2
-    paths = write_design_outputs(design, args.out_dir, **named)
-    if args.clusters is not None:  # the error strata of the rows as the backend runs them
-        summary = json.loads(paths["summary"].read_text(encoding="utf-8"))
-        summary["strata"] = describe(design, clusters, args.backend)
-        paths["summary"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    k, p = len(design.factors), len(design.generators)
-    print(
-        f"2^({k}-{p}) design, {design.n_runs} runs, {design.defining_relation_string()}, "
-        f"resolution {design.resolution}"
-    )
+        content = {**design_dict(design), "strata": describe(design, clusters, args.backend)}
+    write_design_outputs(design, args.out_dir, content, **named)
+    print(design.headline)
     return 0
 
 

@@ -112,14 +112,19 @@ def planned_order(
     return pd.DataFrame(_positions(units, order, seed, clusters), columns=PLANNED_COLUMNS)
 
 
-def run_priorities(design, order: str, seed: int, clusters=None) -> dict[str, int]:
-    """Snakemake priority per run, the first planned run highest: the order `planned_order`
-    gives, without pandas (the Snakefile needs it at parse time)."""
+def planned_lines(design, order: str, seed: int, clusters=None) -> list[tuple]:
+    """The order `planned_order` gives, as (position, run, row, replicate, block) tuples,
+    without pandas (the Snakefile needs it at parse time; the design record holds it)."""
     units = [
         (run, (i % design.n_rows) + 1, i // design.n_rows + 1)
         for i, run in enumerate(design.run_ids)
     ]
-    plan = _positions(units, order, seed, clusters)
+    return _positions(units, order, seed, clusters)
+
+
+def run_priorities(design, order: str, seed: int, clusters=None) -> dict[str, int]:
+    """Snakemake priority per run, the first planned run highest (`planned_lines`)."""
+    plan = planned_lines(design, order, seed, clusters)
     return {run: len(plan) - pos + 1 for pos, run, *_ in plan}
 
 

@@ -44,11 +44,7 @@ def build(
         record["strata"] = strata.describe(design, clusters, backend)
     if order is None:
         return record
-    units = [
-        (run, (i % design.n_rows) + 1, i // design.n_rows + 1)
-        for i, run in enumerate(design.run_ids)
-    ]
-    planned = orders._positions(units, order, seed, clusters)
+    planned = orders.planned_lines(design, order, seed, clusters)
     record["run_order"] = {
         "order": order,
         "seed": int(seed),
@@ -110,17 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     except DesignError as exc:
         print(exc, file=sys.stderr)
         return 1
-    paths = write_design_outputs(
-        design, sign_table=args.sign_table, aliases=args.aliases, summary=args.record
+    built = build(design, args.backend, strata.parse_clusters(args.clusters), args.order, args.seed)
+    write_design_outputs(
+        design, None, built, sign_table=args.sign_table, aliases=args.aliases, summary=args.record
     )
-    clusters = strata.parse_clusters(args.clusters)
-    built = build(design, args.backend, clusters, args.order, args.seed)
-    paths["summary"].write_text(json.dumps(built, indent=2) + "\n", encoding="utf-8")
-    k, p = len(design.factors), len(design.generators)
-    print(
-        f"2^({k}-{p}) design, {design.n_runs} runs, {design.defining_relation_string()}, "
-        f"resolution {design.resolution}; record {args.record}"
-    )
+    print(f"{design.headline}; record {args.record}")
     return 0
 
 
