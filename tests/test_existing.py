@@ -20,6 +20,7 @@ from ybscale.backends import yb_catalogue, ysql
 from ybscale.backends.base import BackendError, Endpoint, PgbenchCommand
 from ybscale.backends.existing import backend as existing
 from ybscale.backends.yb_catalogue import stubs
+from ybscale.measure.generators import ClockOffset
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = {
@@ -128,8 +129,13 @@ class FakeRunner:
         self.version = "PostgreSQL 11.2-YB-2024.2.1.0-b0"
         self.sql: list[tuple[str, str, dict]] = []
 
+    where = "a fake load generator"
+
     def facts(self, pgbench):
         return {"cores": 48, "pgbench_version": "pgbench (PostgreSQL) 16.4"}
+
+    def clock_offset(self):
+        return ClockOffset(0.25, 0.001, 5)
 
     def psql(self, endpoint, sql, env, timeout):
         self.sql.append((endpoint.host, sql, dict(env)))

@@ -88,7 +88,10 @@ def schema(name: str) -> dict:
 
 
 def fill_defaults(schema_: Mapping, data: object) -> object:
-    """Fill every property's ``default`` into `data`, recursively (objects are created)."""
+    """Fill every property's ``default`` into `data`, recursively (objects are created; the
+    items of a list by the schema's ``items``)."""
+    if isinstance(data, list) and isinstance(schema_.get("items"), Mapping):
+        return [fill_defaults(schema_["items"], item) for item in data]
     if not isinstance(data, dict):
         return data
     props = schema_.get("properties", {})

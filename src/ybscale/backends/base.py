@@ -111,6 +111,7 @@ class Target:
 
     endpoint: Endpoint
     variables: Mapping[str, int] = field(default_factory=dict)
+    generator: int = 0  # the load generator that drives it (`Cluster.generator_names`)
 
 
 def spawn_local(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen:
@@ -144,9 +145,23 @@ class Cluster(abc.ABC):
         load generator copies them back); nothing when pgbench ran on this machine."""
         return None
 
-    def load_cores(self) -> int:
+    def load_cores(self, generator: int = 0) -> int:
         """Cores of the machine that runs pgbench (pgbench -j); here: this machine's."""
         return os.cpu_count() or 1
+
+    def generator_names(self) -> list[str]:
+        """The load generators' resource names, in the order `Target.generator` counts them:
+        `client` for one (this machine, or one load generator), `client0`... for several."""
+        return ["client"]
+
+    def clock_offsets(self) -> list[float]:
+        """Each load generator's clock minus this machine's, in seconds (pgbench's logs are
+        stamped by its clock); 0 for pgbench on this machine."""
+        return [0.0] * len(self.generator_names())
+
+    def generator_label(self, generator: int) -> str:
+        """A load generator as an error names it (its login where it is remote)."""
+        return self.generator_names()[generator]
 
     def cpu_seconds(self) -> dict[str, float]:
         """CPU seconds used so far by each resource measured (nodes by name, `client`: the

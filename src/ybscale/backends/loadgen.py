@@ -7,15 +7,17 @@ import dataclasses
 import re
 import shlex
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ybscale.backends import ssh
-from ybscale.backends.base import Endpoint, PgbenchCommand
+from ybscale.backends.base import BackendError, Endpoint, PgbenchCommand
 from ybscale.backends.ysql import FACTS_SCRIPT, parse_facts, psql_argv, rename_table
-from ybscale.measure import pgbench
+from ybscale.measure import generators, pgbench
 
+CLOCK_SAMPLES = 5  # exchanges per clock-offset estimate
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
 
 
@@ -82,7 +84,10 @@ class LoadgenRunner:
             prep += f" && rm -f -- {shlex.quote(remote_log)}*"
         pg_env = {k: v for k, v in command.env.items() if PASS_ENV.match(k)}
         # from the login directory: the script and log paths are relative to it, as for scp
-        line = ssh.remote_command(pgbench.argv(there, exe), env=pg_env, timeout=command.timeout)
+        argv = pgbench.argv(there, exe)
+        if command.start_at is not None:  # the agreed start, on this generator's clock
+            argv = generators.at_instant(argv, int(command.start_at * 1e9))
+        line = ssh.remote_command(argv, env=pg_env, timeout=command.timeout)
         return subprocess.Popen(
             ssh.ssh_argv(self.host, prep + " && " + line),
             stdin=subprocess.DEVNULL,
@@ -112,6 +117,24 @@ class LoadgenRunner:
     def proc_stat(self) -> str:
         """The load generator's /proc/stat, through the row's SSH connection."""
         return ssh.check_output(self.host, ["cat", "/proc/stat"], timeout=30)
+
+    @property
+    def where(self) -> str:
+        return f"{self.host.login}:{self.host.port}"
+
+    def clock_offset(self, samples: int = CLOCK_SAMPLES) -> generators.ClockOffset:
+        """The load generator's clock minus this machine's: `date +%s%N` over the row's SSH
+        connection, the exchange with the shortest round trip of `samples`."""
+        exchanges = []
+        for _ in range(samples):
+            sent = time.time()
+            remote = ssh.check_output(self.host, ["date", "+%s%N"], timeout=30)
+            received = time.time()
+            try:
+                exchanges.append((sent, int(remote.strip()) / 1e9, received))
+            except ValueError as exc:
+                raise BackendError(f"{self.where}: clock unreadable: {remote[-200:]!r}") from exc
+        return generators.ClockOffset.estimate(exchanges)
 
     def fetch_glob(self, remote_glob: str, local_dir: Path) -> None:
         local_dir.mkdir(parents=True, exist_ok=True)

@@ -20,12 +20,16 @@ READ_TIMEOUT = 30
 
 
 class MachineCpu:
-    """Busy CPU seconds of the load generator (`client`, its /proc/stat as `client()` reads it)
-    and of each node (`nodes`: name -> how to reach it over SSH). Use as a context manager: the
-    nodes' connections are opened by `open` and closed on exit."""
+    """Busy CPU seconds of the load generator (`client`, its /proc/stat as `client()` reads it;
+    several: name -> reader) and of each node (`nodes`: name -> how to reach it over SSH). Use
+    as a context manager: the nodes' connections are opened by `open` and closed on exit."""
 
-    def __init__(self, client: Callable[[], str], nodes: Mapping[str, ssh.SshHost]):
-        self.client = client
+    def __init__(
+        self,
+        client: Callable[[], str] | Mapping[str, Callable[[], str]],
+        nodes: Mapping[str, ssh.SshHost],
+    ):
+        self.clients = dict(client) if isinstance(client, Mapping) else {"client": client}
         self.nodes = dict(nodes)
         self.reachable: dict[str, ssh.SshHost] | None = None  # set by open()
         self.cpus: dict[str, int] = {}  # each node's CPUs, from its /proc/stat
@@ -60,7 +64,7 @@ class MachineCpu:
             del self.reachable[name]
         self.record = {
             "source": "/proc/stat of each machine (nodes over SSH)",
-            "measured": ["client", *sorted(texts)],
+            "measured": [*self.clients, *sorted(texts)],
             "not_measured": failed,
             "node_cpus": dict(self.cpus),
             "first_nodes_reading_seconds": seconds,
@@ -81,7 +85,7 @@ class MachineCpu:
         texts, failed = {}, {}
         try:
             if client:
-                texts["client"] = self.client()
+                texts |= {name: read() for name, read in self.clients.items()}
             for name, proc in procs.items():
                 try:
                     texts[name] = ssh.finish(nodes[name], READ, proc, READ_TIMEOUT)

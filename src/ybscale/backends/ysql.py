@@ -31,7 +31,9 @@ from ybscale.backends.base import (
 from ybscale.backends.machine_cpu import MachineCpu
 from ybscale.design import workload
 from ybscale.design.row import Row
+from ybscale.measure import generators as gens
 from ybscale.measure import pgbench
+from ybscale.measure.generators import ClockOffset
 
 PSQL_TIMEOUT = 60
 LOAD_TIMEOUT = 1800
@@ -175,6 +177,18 @@ class Runner(Protocol):
         """The load generator's /proc/stat."""
         ...
 
+    def clock_offset(self) -> ClockOffset:
+        """Its clock minus this machine's (`ybscale.measure.generators`)."""
+        ...
+
+    where: str  # the load generator, as a record or an error names it
+
+
+def generator_readers(runners: Sequence[Runner]) -> dict:
+    """Each load generator's /proc/stat reader by its resource name (`MachineCpu`'s clients)."""
+    readers = [lambda runner=runner: runner.proc_stat() for runner in runners]  # read when used
+    return dict(zip(gens.names(len(runners)), readers, strict=True))
+
 
 def parse_facts(out: str) -> dict:
     """{"cores", "pgbench_version"} from `nproc; pgbench --version` output."""
@@ -227,13 +241,20 @@ class YsqlCluster(Cluster):
         health=None,
         settle=None,
         cpu: MachineCpu | None = None,
+        generators: Sequence[Runner] | None = None,
     ):
         if not endpoints:
             raise BackendError("no SQL endpoints")
         self.endpoints = list(endpoints)
         self.row = row
         self.rows = row.dataset_rows
-        self.runner = runner
+        self.runner = runner  # psql, and pgbench unless `generators` names several runners
+        self.generators = list(generators or [runner])
+        if len(self.generators) > len(self.endpoints):
+            raise BackendError(
+                f"{len(self.generators)} load generators for {len(self.endpoints)} nodes: each "
+                "generator drives whole nodes, so at most one generator per node"
+            )
         self.table = table
         self.sharding = sharding
         self.record = dict(record or {})
@@ -242,15 +263,16 @@ class YsqlCluster(Cluster):
         self.sleep = sleep
         self.health = health  # () -> list of problems beyond SQL (gcp: the masters' Raft group)
         self.settle = settle  # () -> dict: waits after a reload (gcp: load balancer idle)
-        # CPU of the load generator and of the nodes the backend can reach (default: the former)
-        self.cpu = cpu or MachineCpu(lambda: runner.proc_stat(), {})
+        # CPU of the load generators and of the nodes the backend can reach (default: the former)
+        self.cpu = cpu or MachineCpu(self.generator_readers(), {})
         self.settled: list[dict] = []
         self.layouts: list[dict] = []
         self.recounted: list[dict] = []  # the layout read again after each measured repetition
         self.inserted: list[dict] = []
         self._loaded = False
         self._version: str | None = None
-        self._facts: dict | None = None
+        self._facts: list[dict] | None = None
+        self._offsets: list[ClockOffset] | None = None
         self._columns: dict[str, tuple[list[str], str]] = {}
 
     @property
@@ -262,47 +284,85 @@ class YsqlCluster(Cluster):
         return f"{endpoint.role} ({endpoint.host}:{endpoint.port})"
 
     def targets(self, workload_kind: str) -> list[Target]:
-        """Every node; with range sharding node i works in range bucket i (its reads and its new
-        keys), so inserts are spread over the tablets; otherwise the full key space."""
+        """Every node, driven by load generator i mod k; with range sharding node i works in
+        range bucket i (its reads and its new keys), so inserts are spread over the tablets;
+        otherwise the full key space."""
+        owners = gens.assign(len(self.endpoints), len(self.generators))
         if self.sharding != "range":
             variables = workload.key_variables(self.rows, 0, 1)
-            return [Target(ep, variables) for ep in self.endpoints]
+            return [Target(ep, variables, g) for ep, g in zip(self.endpoints, owners, strict=True)]
         counts = bucket_rows(self.rows, self.tablets)
         return [
             Target(ep, {"shard": b * BUCKET, "nshards": 1, "shard_rows": counts[b],
-                        "keybase": counts[b]})
-            for ep, b in zip(self.endpoints, (i % self.tablets for i in range(len(self.endpoints))),
-                             strict=True)
+                        "keybase": counts[b]}, g)
+            for ep, b, g in zip(self.endpoints,
+                                (i % self.tablets for i in range(len(self.endpoints))), owners,
+                                strict=True)
         ]  # fmt: skip
 
     def run(self, command) -> subprocess.Popen:
-        return self.runner.popen(command, self.pgbench)
+        """pgbench on the command's load generator; an agreed start moved onto its clock."""
+        if command.start_at is not None:
+            local = command.start_at + self.clock_offsets()[command.generator]
+            command = dataclasses.replace(command, start_at=local)
+        return self.generators[command.generator].popen(command, self.pgbench)
 
     def collect(self, command) -> None:
-        self.runner.collect(command)
+        self.generators[command.generator].collect(command)
+
+    def generator_names(self) -> list[str]:
+        return gens.names(len(self.generators))
+
+    def generator_label(self, generator: int) -> str:
+        return f"{self.generator_names()[generator]} ({self.generators[generator].where})"
+
+    def generator_readers(self) -> dict:
+        return generator_readers(self.generators)
+
+    def clock_offsets(self) -> list[float]:
+        """Each load generator's clock offset, measured once per row (`Runner.clock_offset`)."""
+        if self._offsets is None:
+            self._offsets = [runner.clock_offset() for runner in self.generators]
+        return [offset.offset_s for offset in self._offsets]
+
+    def generators_record(self) -> list[dict]:
+        """What measurement.json says of each load generator: name, where, cores, pgbench
+        version, clock offset (and its uncertainty)."""
+        self.clock_offsets()
+        return [
+            {"name": name, "where": runner.where, **facts, **offset.to_dict()}
+            for name, runner, facts, offset in zip(self.generator_names(), self.generators,
+                                                   self.generator_facts(), self._offsets,
+                                                   strict=True)
+        ]  # fmt: skip
 
     def psql(self, sql: str, endpoint: Endpoint | None = None, env=None, timeout=PSQL_TIMEOUT):
         endpoint = endpoint or self.endpoints[0]
         return self.runner.psql(endpoint, sql, {**password_env(endpoint), **(env or {})}, timeout)
 
-    def load_generator(self) -> dict:
-        """Cores and pgbench version of the machine that runs pgbench (not the controller's):
-        what `-j` and the recorded pgbench version must come from."""
+    def generator_facts(self) -> list[dict]:
+        """Cores and pgbench version of each machine that runs pgbench (not the controller's):
+        what `-j` and the recorded pgbench versions must come from."""
         if self._facts is None:
-            self._facts = self.runner.facts(self.pgbench)
+            self._facts = [runner.facts(self.pgbench) for runner in self.generators]
         return self._facts
 
-    def load_cores(self) -> int:
-        return self.load_generator()["cores"]
+    def load_generator(self) -> dict:
+        """The first load generator's facts (`generator_facts`)."""
+        return self.generator_facts()[0]
+
+    def load_cores(self, generator: int = 0) -> int:
+        return self.generator_facts()[generator]["cores"]
 
     def cpu_seconds(self) -> dict[str, float]:
-        """Busy CPU seconds of the load generator (`client`) and of every node measured (by
-        endpoint name), all read at once from their /proc/stat."""
+        """Busy CPU seconds of the load generators (`client`, or `client0`...) and of every
+        node measured (by endpoint name), all read at once from their /proc/stat."""
         return self.cpu.seconds()
 
     def cpu_capacity(self) -> dict[str, float]:
-        """The load generator's cores and each node's CPUs."""
-        return {"client": float(self.load_cores()), **self.cpu.capacity()}
+        """Each load generator's cores and each node's CPUs."""
+        cores = {name: float(self.load_cores(g)) for g, name in enumerate(self.generator_names())}
+        return {**cores, **self.cpu.capacity()}
 
     def server_version(self) -> str:
         if self._version is None:
@@ -495,6 +555,7 @@ class YsqlCluster(Cluster):
             "isolation_source": sorted(sources),
             "server_version": self.server_version(),
             "load_generator": self.load_generator(),
+            "load_generators": self.generators_record(),
             "table": self.table,
             "sharding": self.sharding,
             "tablet_layout": self.layouts,  # filled by every reset
@@ -527,7 +588,10 @@ class LocalRunner:
         """pgbench here, its scripts on the configured table (copies in the work folder)."""
         scripts = tuple(self._script(Path(s), command.workdir) for s in command.scripts)
         command = dataclasses.replace(command, scripts=scripts)
-        return spawn_local(pgbench.argv(command, exe), command.env, command.workdir)
+        argv = pgbench.argv(command, exe)
+        if command.start_at is not None:
+            argv = gens.at_instant(argv, int(command.start_at * 1e9))
+        return spawn_local(argv, command.env, command.workdir)
 
     def collect(self, command) -> None:
         """Nothing to bring: pgbench wrote its logs here."""
@@ -562,3 +626,8 @@ class LocalRunner:
 
     def proc_stat(self) -> str:
         return Path("/proc/stat").read_text()
+
+    def clock_offset(self) -> ClockOffset:
+        return gens.SAME_CLOCK
+
+    where = "this machine"

@@ -11,6 +11,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import time
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,7 +23,8 @@ from ybscale.design import workload
 from ybscale.design.row import Row
 from ybscale.errors import BackendError
 from ybscale.files import write_csv
-from ybscale.measure import latency, pgbench, precision, utilisation
+from ybscale.measure import generators, latency, pgbench, precision, utilisation
+from ybscale.measure.generators import split
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.measure.per_second import COLUMNS as PER_SECOND_COLUMNS
 from ybscale.measure.per_second import per_second
@@ -65,19 +67,6 @@ class MeasurementError(RuntimeError):
     """A row could not be measured; the message says which row, client count and why."""
 
 
-def split(total: int, parts: int) -> list[int]:
-    """Spread `total` clients (or threads) evenly over `parts` targets, largest shares first."""
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
-
-
-def load_threads(clients: int, targets: int, cores: int) -> list[int]:
-    """pgbench -j of each target's pgbench (0: the target gets no client): the load
-    generator's cores spread over the targets, at least one thread per pgbench started."""
-    shares = split(clients, targets)
-    threads = split(min(clients, cores), targets)
-    return [max(1, t) if share else 0 for share, t in zip(shares, threads, strict=True)]
-
-
 def run_pgbench(
     cluster: Cluster,
     kind: str,
@@ -91,43 +80,56 @@ def run_pgbench(
     variables: Mapping[str, str] | None = None,
     workdir: Path | None = None,
     ended: Callable[[], object] | None = None,
+    starts: list[float] | None = None,
 ) -> pgbench.PgbenchResult:
-    """One pgbench per serving node at the same time; their results merged.
+    """One pgbench per serving node at the same time, each on the load generator that drives
+    the node (`Target.generator`); their results merged.
 
     `seed` makes the key choices repeatable: target i runs with --random-seed=seed+i.
     `variables` are the row's workload variables; each target adds its key space.
     `workdir`: where the runs' files go (default: the log prefix's folder). `ended` is called
-    as soon as every pgbench has finished, before their logs are collected.
+    as soon as every pgbench has finished, before their logs are collected. With several
+    generators every pgbench starts at one agreed instant (`generators.LEAD` s ahead); each
+    one's start on the reference clock is appended to `starts`.
     """
     targets = cluster.targets(kind)
     shares = split(clients, len(targets))
-    threads = load_threads(clients, len(targets), cluster.load_cores())
+    names = cluster.generator_names()
+    cores = [cluster.load_cores(g) for g in range(len(names))]
+    threads = generators.threads(shares, [t.generator for t in targets], cores)
+    offsets = cluster.clock_offsets()
     workdir = workdir or (log_prefix.parent if log_prefix else Path.cwd())
     protocol = MeasuringProtocol.of(settings)  # the harness's timeout and tries
-    timeout = seconds + protocol.timeout
+    start_at = time.time() + generators.LEAD if len(names) > 1 else None
+    timeout = seconds + protocol.timeout + (generators.LEAD if start_at else 0)
     procs = []
-    for i, (target, share) in enumerate(zip(targets, shares, strict=True)):
-        if share == 0:
-            continue
-        prefix = Path(f"{log_prefix}_{target.endpoint.role}") if log_prefix else None
-        command = PgbenchCommand(
-            scripts=(script,),
-            endpoint=target.endpoint,
-            clients=share,
-            threads=threads[i],
-            seconds=seconds,
-            variables={**(variables or {}), **target.variables},
-            env=env,
-            workdir=workdir,
-            timeout=timeout,
-            log_prefix=prefix,
-            max_tries=protocol.max_tries,
-            progress=1,
-            random_seed=seed + i if seed is not None else None,
-        )
-        procs.append((target, prefix, command, cluster.run(command)))
     try:
-        results = [_wait(t, raw, proc, timeout) for t, raw, _, proc in procs]
+        for i, (target, share) in enumerate(zip(targets, shares, strict=True)):
+            if share == 0:
+                continue
+            prefix = Path(f"{log_prefix}_{target.endpoint.role}") if log_prefix else None
+            command = PgbenchCommand(
+                scripts=(script,),
+                endpoint=target.endpoint,
+                clients=share,
+                threads=threads[i],
+                seconds=seconds,
+                variables={**(variables or {}), **target.variables},
+                env=env,
+                workdir=workdir,
+                timeout=timeout,
+                log_prefix=prefix,
+                max_tries=protocol.max_tries,
+                progress=1,
+                random_seed=seed + i if seed is not None else None,
+                generator=target.generator,
+                start_at=start_at,
+            )
+            procs.append((target, prefix, command, cluster.run(command)))
+        waited = [
+            _wait(t, raw, proc, timeout, cluster.generator_label(t.generator))
+            for t, raw, _, proc in procs
+        ]
     finally:
         for *_, proc in procs:
             if proc.poll() is None:
@@ -135,20 +137,29 @@ def run_pgbench(
                 proc.communicate()
     if ended is not None:
         ended()
+    if starts is not None:
+        starts += [
+            at - offsets[t.generator]
+            for (t, *_), (_, at) in zip(procs, waited, strict=True)
+            if at is not None
+        ]
     for _, _, command, _ in procs:
         cluster.collect(command)
-    return pgbench.merge(results)
+    return pgbench.merge([result for result, _ in waited])
 
 
-def _wait(target, raw: Path | None, proc: subprocess.Popen, timeout: float):
-    """Wait for one pgbench, keep its raw output, and parse it (errors name the node)."""
+def _wait(target, raw: Path | None, proc: subprocess.Popen, timeout: float, generator: str):
+    """Wait for one pgbench, keep its raw output, and parse it (errors name the node and the
+    load generator); (its result, when the start barrier let it start, or None)."""
     where = f"{target.endpoint.role} ({target.endpoint.host}:{target.endpoint.port})"
+    where += f" from load generator {generator}"
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise MeasurementError(f"pgbench against {where} did not finish within {timeout}s") from exc
+    started, err = generators.started(err)
     if raw is not None:
         raw.with_suffix(".stdout").write_text(out)
         raw.with_suffix(".stderr").write_text(err)
@@ -157,7 +168,7 @@ def _wait(target, raw: Path | None, proc: subprocess.Popen, timeout: float):
             f"pgbench against {where} exited with {proc.returncode}: {(err or out).strip()[-600:]}"
         )
     try:
-        return pgbench.parse_output(out, err)
+        return pgbench.parse_output(out, err), started
     except pgbench.PgbenchError as exc:
         raise MeasurementError(f"pgbench against {where}: {exc}") from exc
 
@@ -210,19 +221,26 @@ def summarize(
 
 
 def steady_throughput(
-    prefixes: list[Path], seconds: int, skip: int, fallback: float
+    prefixes: list[Path],
+    seconds: int,
+    skip: int,
+    fallback: float,
+    offsets: list[float] | None = None,
 ) -> tuple[float, float, np.ndarray]:
     """(tps, seconds, latencies in µs) of one repetition, its first `skip` s excluded.
 
-    Each per-transaction log is reduced to per-second lines first (`latency.reduce_logs`);
-    the latencies are those of the counted seconds. Falls back to pgbench's own tps (seconds
-    NaN, no latencies) when the run was too short to trim.
+    Each per-transaction log is reduced to per-second lines first (`latency.reduce_logs`, on
+    the reference clock: `offsets` are the clock offsets of the generators that wrote each
+    prefix's logs); the latencies are those of the counted seconds. Falls back to pgbench's
+    own tps (seconds NaN, no latencies) when the run was too short to trim.
     """
-    paths = []  # the load generator's logs are local once pgbench ended (gcp copies them back)
-    for prefix in prefixes:
-        paths += pgbench.aggregate_log_paths(prefix)
+    paths, shifts = [], []  # the generators' logs are local once pgbench ended (copied back)
+    for i, prefix in enumerate(prefixes):
+        found = pgbench.aggregate_log_paths(prefix)
+        paths += found
+        shifts += [offsets[i] if offsets else 0.0] * len(found)
     try:
-        transactions = latency.reduce_logs(paths, seconds)
+        transactions = latency.reduce_logs(paths, seconds, shifts)
         samples = pgbench.parse_aggregate_logs(paths)
     except (pgbench.PgbenchError, ValueError):  # shorter than one whole interval
         return fallback, math.nan, np.array([])
@@ -235,11 +253,17 @@ def steady_throughput(
 
 
 def capacity(cluster: Cluster, kind: str, clients: int) -> dict[str, float]:
-    """CPUs per resource; the load generator's: the cores its pgbench threads can use."""
+    """CPUs per resource; each load generator's: the cores its pgbench threads can use."""
     cap = cluster.cpu_capacity()
-    if "client" in cap:
-        threads = sum(load_threads(clients, len(cluster.targets(kind)), cluster.load_cores()))
-        cap["client"] = float(min(threads, cap["client"]))
+    targets = cluster.targets(kind)
+    owners = [t.generator for t in targets]
+    names = cluster.generator_names()
+    cores = [cluster.load_cores(g) for g in range(len(names))]
+    threads = generators.threads(split(clients, len(targets)), owners, cores)
+    for g, name in enumerate(names):
+        if name in cap:
+            used = sum(t for t, owner in zip(threads, owners, strict=True) if owner == g)
+            cap[name] = float(min(used, cap[name]))
     return cap
 
 
@@ -305,8 +329,10 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         """One repetition: pgbench's run and its steady tps, recorded in `measured` and rep_rows."""
         prefix = pgbench.repetition_prefix(logs, clients, rep)
         seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
-        window = utilisation.Window(cluster.cpu_seconds, skip)
+        several = len(cluster.generator_names()) > 1  # then pgbench starts LEAD s later
+        window = utilisation.Window(cluster.cpu_seconds, skip + generators.LEAD * several)
         stopped = []  # the window ends with pgbench, before its logs are collected and read
+        starts: list[float] = []  # each pgbench's start on the reference clock
         window.start()
         try:
             result = run_pgbench(
@@ -321,10 +347,15 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 seed,
                 variables=variables,
                 ended=lambda: stopped.append(window.stop()),
+                starts=starts,
             )
-            roles = [t.endpoint.role for t in cluster.targets(kind)]
+            targets, offsets = cluster.targets(kind), cluster.clock_offsets()
             steady, span, lat = steady_throughput(
-                [Path(f"{prefix}_{r}") for r in roles], seconds, skip, result.tps
+                [Path(f"{prefix}_{t.endpoint.role}") for t in targets],
+                seconds,
+                skip,
+                result.tps,
+                [offsets[t.generator] for t in targets],
             )
         except (MeasurementError, pgbench.PgbenchError) as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
@@ -346,6 +377,7 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 "tps": steady,
                 "steady_seconds": span,
                 "cpu_window_s": readings[0] if readings else math.nan,
+                "start_skew_ms": 1000 * generators.skew(starts),
                 **latency.percentiles(lat),
                 **{f"util_{name}": u for name, u in util.items()},
                 **utilisation.bottleneck(util, steady, capacity(cluster, kind, clients)),

@@ -128,16 +128,26 @@ def per_second(tx: Transactions, seconds: int, end: float | None = None) -> dict
     return out
 
 
-def reduce_logs(paths: Sequence[Path], seconds: int) -> list[Transactions]:
+def reduce_logs(
+    paths: Sequence[Path], seconds: int, offsets: Sequence[float] | None = None
+) -> list[Transactions]:
     """Rewrite the per-transaction logs of one `seconds`-long repetition (every thread's and
     node's) in place as pgbench's aggregate format, on intervals that end at the repetition's
     last completion (one end for all: a thread that finished a moment before a second's
     boundary would otherwise label its seconds one lower than the others, and the merged
     repetition would span a second more); return each log's transactions with the
-    `interval_start` of their interval."""
+    `interval_start` of their interval.
+
+    `offsets`: each log's clock offset in seconds (the clock of the load generator that wrote
+    it minus the reference clock, `ybscale.measure.generators`; default 0). Its completions are
+    moved onto the reference clock first, so the logs of several generators are reduced on one
+    time base: the rewritten intervals and the returned `done` are the reference clock's."""
     logs = [read_transactions(path) for path in paths]
     if not logs:
         return []
+    if offsets is not None:
+        logs = [replace(tx, done=tx.done - float(offset))
+                for tx, offset in zip(logs, offsets, strict=True)]  # fmt: skip
     end = max(float(tx.done.max()) for tx in logs)
     reduced = []
     for path, tx in zip(paths, logs, strict=True):

@@ -64,6 +64,8 @@ class PgbenchCommand:
     max_tries: int = 10
     progress: int | None = None
     random_seed: int | None = None
+    generator: int = 0  # which of the cluster's load generators runs it
+    start_at: float | None = None  # the agreed start (epoch s; `ybscale.measure.generators`)
 
     def __post_init__(self):
         if self.clients < 1 or self.threads < 1 or self.seconds < 1:

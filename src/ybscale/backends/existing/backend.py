@@ -8,6 +8,7 @@ database and table name nothing else uses.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from ybscale.backends import ssh
 from ybscale.backends.base import Backend, BackendError, Cluster, Endpoint
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
 from ybscale.backends.machine_cpu import MachineCpu
-from ybscale.backends.ysql import LocalRunner, YsqlCluster, password_env
+from ybscale.backends.ysql import LocalRunner, YsqlCluster, generator_readers, password_env
 from ybscale.config_sources import source_of
 from ybscale.design.row import Row
 from ybscale.settings import section
@@ -66,16 +67,48 @@ def node_hosts(login: Mapping | None, endpoints: Sequence[Endpoint]) -> dict[str
     }
 
 
-def load_generator(login: Mapping) -> ssh.SshHost:
-    """The `existing.load_generator` host, with a connection of this process's own."""
+def load_generator(login: Mapping, tag: str = "") -> ssh.SshHost:
+    """The `existing.load_generator` host (or one of `existing.load_generators`), with a
+    connection of this process's own."""
     return ssh.SshHost(
         host=login["host"],
         user=login["user"],
         key=Path(login["key"]).expanduser(),
         known_hosts=Path(login["known_hosts"]).expanduser(),
         port=int(login["port"]),
-        control_path=ssh.control_path(),
+        control_path=ssh.control_path(tag),
     )
+
+
+def logins(settings: Mapping) -> list[Mapping]:
+    """The load generators' SSH logins: `existing.load_generators`, or the one
+    `existing.load_generator`; none when pgbench runs on this machine."""
+    if settings.get("load_generators"):
+        return list(settings["load_generators"])
+    return [settings["load_generator"]] if settings.get("load_generator") else []
+
+
+def generator_errors(settings: Mapping, rows: Sequence[Row]) -> list[str]:
+    """`existing.load_generators` beside `existing.load_generator`, or more generators than
+    the hosts of a combination a row is measured on (each generator drives whole hosts)."""
+    errors = []
+    if settings.get("load_generators") and settings.get("load_generator"):
+        errors.append(
+            f"{source_of('existing.load_generators')}: existing.load_generators and "
+            "existing.load_generator are both set; list every generator in load_generators"
+        )
+    if any(login is None for login in settings.get("load_generators") or []):
+        errors.append(f"{source_of('existing.load_generators')}: an entry is null, not a login")
+    k = len(logins(settings))
+    for combo in sorted({row.combination for row in rows}):
+        entry = settings["combinations"].get(combo)
+        if entry and k > len(entry["hosts"]):
+            errors.append(
+                f"{source_of('existing.load_generators')}: {k} load generators, but "
+                f"existing.combinations.{combo} has {len(entry['hosts'])} host(s): each "
+                "generator drives whole hosts, at most one generator per host"
+            )
+    return errors
 
 
 def check_endpoints(settings: Mapping, rows: Sequence[Row]) -> list[str]:
@@ -146,7 +179,7 @@ class ExistingBackend(Backend):
         return sorted(sizes) or ["small", "large"]
 
     def check_rows(self, rows) -> list[str]:
-        return check_endpoints(self.settings, rows)
+        return check_endpoints(self.settings, rows) + generator_errors(self.settings, rows)
 
     @classmethod
     def definition(cls, settings: Mapping, rows) -> dict:
@@ -162,12 +195,14 @@ class ExistingBackend(Backend):
         if entry is None:
             raise BackendError(f"{source_of('existing.combinations')}.{combo}: no endpoints")
         problems = []
-        with ExistingBackend._runner(self.settings, self.settings["table"], {}) as runner:
-            for endpoint in endpoints_of(entry):  # from where pgbench will run
-                try:
-                    runner.psql(endpoint, "SELECT 1", password_env(endpoint), 30)
-                except BackendError as exc:
-                    problems.append(f"{endpoint.host}:{endpoint.port}: {exc}")
+        with ExistingBackend._runners(self.settings, self.settings["table"], {}) as runners:
+            for runner in runners:  # from every place pgbench will run
+                for endpoint in endpoints_of(entry):
+                    try:
+                        runner.psql(endpoint, "SELECT 1", password_env(endpoint), 30)
+                    except BackendError as exc:
+                        where = f" from {runner.where}" if len(runners) > 1 else ""
+                        problems.append(f"{endpoint.host}:{endpoint.port}{where}: {exc}")
         if problems:
             raise BackendError(
                 f"{source_of('existing.combinations')}.{combo}: not reachable: "
@@ -185,32 +220,38 @@ class ExistingBackend(Backend):
             "load_generator_host": None,
         }
         with (
-            ExistingBackend._runner(self.settings, table, record) as runner,
-            MachineCpu(runner.proc_stat, node_hosts(self.settings["ssh"], nodes)) as cpu,
+            ExistingBackend._runners(self.settings, table, record) as runners,
+            MachineCpu(generator_readers(runners), node_hosts(self.settings["ssh"], nodes)) as cpu,
         ):
             yield YsqlCluster(
                 nodes,
                 row,
-                runner,
+                runners[0],
                 table=table,
                 sharding=self.settings["sharding"],
                 record=record,
                 pgbench=self.settings["pgbench"],
                 cpu=cpu,
+                generators=runners,
             )
 
     @staticmethod
     @contextmanager
-    def _runner(settings: Mapping, table: str, record: dict):
-        """pgbench and psql here, or on `existing.load_generator` over one SSH connection."""
-        login = settings["load_generator"]
-        if not login:
-            yield LocalRunner(table, settings["psql"])
+    def _runners(settings: Mapping, table: str, record: dict):
+        """pgbench and psql here, or on each load generator (`existing.load_generator`, or
+        `existing.load_generators`) over one SSH connection each; psql on the first."""
+        found = logins(settings)
+        if not found:
+            yield [LocalRunner(table, settings["psql"])]
             return
-        host = load_generator(login)
-        record["load_generator_host"] = f"{host.login}:{host.port}"
-        with ssh_session(host):
-            yield LoadgenRunner(host, table)
+        hosts = [load_generator(login, f"lg{i}" if i else "") for i, login in enumerate(found)]
+        record["load_generator_host"] = f"{hosts[0].login}:{hosts[0].port}"
+        if len(hosts) > 1:
+            record["load_generator_hosts"] = [f"{h.login}:{h.port}" for h in hosts]
+        with contextlib.ExitStack() as sessions:
+            for host in hosts:
+                sessions.enter_context(ssh_session(host))
+            yield [LoadgenRunner(host, table) for host in hosts]
 
     def down(self, endpoints: Mapping, folder: Path) -> dict:
         """Nothing to release: the endpoints are yours."""

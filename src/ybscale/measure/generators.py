@@ -1,0 +1,117 @@
+"""Several load generators driving one cluster: their clocks, their start, their share.
+
+A count's clients are split over k load generators, each driving the nodes assigned to it
+(`assign`: node i to generator i mod k, so every node keeps the same share of the clients).
+Their per-transaction logs are stamped by their own clocks, so each generator's clock offset
+(its clock minus this machine's, the reference) is measured over its SSH connection
+(`ClockOffset.estimate`: the exchange with the shortest round trip, Cristian's method, its
+uncertainty half that round trip) and the logs are reduced on the reference clock
+(`ybscale.measure.latency.reduce_logs(..., offsets)`): one time base, one per-second series.
+
+All generators start their pgbench at one agreed instant (`at_instant`: the command waits on
+its own machine until the instant in that machine's clock, prints when it started, then runs
+pgbench), launched `LEAD` seconds ahead; the spread of the starts on the reference clock is the
+measured skew of the barrier (`skew`). One generator runs as it always has: no barrier.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+LEAD = 1.0  # seconds between launching the generators' commands and their agreed start
+MARK = "ybscale-start-ns"  # the line the barrier writes to stderr just before pgbench starts
+_MARK = re.compile(rf"^{MARK} (\d+)\n?", re.M)
+
+
+@dataclass(frozen=True)
+class ClockOffset:
+    """A generator's clock minus the reference clock (seconds) and the bound on its error
+    (half the round trip of the exchange it came from)."""
+
+    offset_s: float
+    uncertainty_s: float
+    samples: int = 1
+
+    @classmethod
+    def estimate(cls, samples: Sequence[tuple[float, float, float]]) -> ClockOffset:
+        """From (sent, remote clock, received) exchanges, all in seconds: the one with the
+        shortest round trip; the remote reading is taken to be at its midpoint."""
+        if not samples:
+            raise ValueError("no clock samples")
+        sent, remote, received = min(samples, key=lambda s: s[2] - s[0])
+        return cls(remote - (sent + received) / 2, (received - sent) / 2, len(samples))
+
+    def to_dict(self) -> dict:
+        return {"clock_offset_s": self.offset_s, "clock_offset_uncertainty_s": self.uncertainty_s,
+                "clock_samples": self.samples}  # fmt: skip
+
+
+SAME_CLOCK = ClockOffset(0.0, 0.0, 0)  # a generator on this machine
+
+
+def names(generators: int) -> list[str]:
+    """The load generators' resource names: `client` for one (as ever), `client0`... else."""
+    return ["client"] if generators == 1 else [f"client{g}" for g in range(generators)]
+
+
+def assign(targets: int, generators: int) -> list[int]:
+    """The generator of each target (node): node i to generator i mod k."""
+    if generators < 1:
+        raise ValueError(f"at least one load generator, got {generators}")
+    return [i % generators for i in range(targets)]
+
+
+def split(total: int, parts: int) -> list[int]:
+    """Spread `total` clients (or threads) evenly over `parts` targets, largest shares first."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def threads(shares: Sequence[int], generator_of: Sequence[int], cores: Sequence[int]) -> list[int]:
+    """pgbench -j of each target's pgbench (0: the target gets no client): each generator's
+    cores spread over the targets it drives, at least one thread per pgbench started."""
+    out = [0] * len(shares)
+    for g, g_cores in enumerate(cores):
+        mine = [i for i, owner in enumerate(generator_of) if owner == g]
+        clients = sum(shares[i] for i in mine)
+        spread = split(min(clients, g_cores), len(mine)) if mine else []
+        for i, t in zip(mine, spread, strict=True):
+            out[i] = max(1, t) if shares[i] else 0
+    return out
+
+
+def at_instant(argv: Sequence[str], start_ns: int) -> list[str]:
+    """`argv` run at epoch nanosecond `start_ns` of the clock where it runs: a POSIX shell
+    sleeps until then (`date +%s%N`, GNU date), writes `MARK <ns>` to stderr and execs it."""
+    script = (
+        f"t={int(start_ns)}; d=$((t - $(date +%s%N))); "
+        'if [ "$d" -gt 0 ]; then sleep "$((d / 1000000000)).$(printf %09d $((d % 1000000000)))"; '
+        f'fi; echo "{MARK} $(date +%s%N)" >&2; exec "$@"'
+    )
+    return ["sh", "-c", script, "ybscale-barrier", *argv]
+
+
+def shell_at_instant(argv: Sequence[str], start_ns: int) -> str:
+    """`at_instant` as one shell command line (for a remote shell)."""
+    return shlex.join(at_instant(argv, start_ns))
+
+
+def started(stderr: str | None) -> tuple[float | None, str]:
+    """(the epoch second the barrier let pgbench start, by the clock where it ran; the stderr
+    without the barrier's line); None without one."""
+    if not stderr:
+        return None, stderr or ""
+    found = _MARK.search(stderr)
+    if not found:
+        return None, stderr
+    return int(found.group(1)) / 1e9, stderr[: found.start()] + stderr[found.end() :]
+
+
+def skew(starts: Sequence[float]) -> float:
+    """Seconds between the first and the last start on the reference clock (NaN with fewer
+    than two)."""
+    starts = [s for s in starts if s is not None and math.isfinite(s)]
+    return max(starts) - min(starts) if len(starts) >= 2 else math.nan
