@@ -17,7 +17,8 @@ from ybscale.backends.base import BackendError, Endpoint, PgbenchCommand
 from ybscale.backends.ysql import FACTS_SCRIPT, parse_facts, psql_argv, rename_table
 from ybscale.measure import generators, pgbench
 
-CLOCK_SAMPLES = 5  # exchanges per clock-offset estimate
+CLOCK_SAMPLES = 9  # exchanges per clock-offset estimate
+CLOCK_SCRIPT = "while read -r _; do date +%s%N; done"  # one reading per line received
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
 
 
@@ -123,17 +124,32 @@ class LoadgenRunner:
         return f"{self.host.login}:{self.host.port}"
 
     def clock_offset(self, samples: int = CLOCK_SAMPLES) -> generators.ClockOffset:
-        """The load generator's clock minus this machine's: `date +%s%N` over the row's SSH
-        connection, the exchange with the shortest round trip of `samples`."""
+        """The load generator's clock minus this machine's: `date +%s%N` answered line by line
+        in one remote shell (no process start inside a round trip), the exchange with the
+        shortest round trip of `samples`."""
+        proc = ssh.run(self.host, ["sh", "-c", CLOCK_SCRIPT], timeout=60, stdin=subprocess.PIPE)
         exchanges = []
-        for _ in range(samples):
-            sent = time.time()
-            remote = ssh.check_output(self.host, ["date", "+%s%N"], timeout=30)
-            received = time.time()
+        try:
+            for _ in range(samples):
+                sent = time.time()
+                proc.stdin.write("\n")
+                proc.stdin.flush()
+                answer = proc.stdout.readline()
+                received = time.time()
+                if not answer.strip().isdigit():
+                    raise BackendError(f"{self.where}: clock unreadable: {answer[-200:]!r}")
+                exchanges.append((sent, int(answer) / 1e9, received))
+        except OSError as exc:
+            raise BackendError(f"{self.where}: clock unreadable: {exc}") from exc
+        finally:
+            proc.stdin.close()  # the remote loop ends
             try:
-                exchanges.append((sent, int(remote.strip()) / 1e9, received))
-            except ValueError as exc:
-                raise BackendError(f"{self.where}: clock unreadable: {remote[-200:]!r}") from exc
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
         return generators.ClockOffset.estimate(exchanges)
 
     def fetch_glob(self, remote_glob: str, local_dir: Path) -> None:

@@ -497,4 +497,8 @@ def _versions(pgbench_exe: str, applied: Mapping) -> dict:
             pgb = pgbench.version(pgbench_exe)
         except (OSError, subprocess.SubprocessError):
             pgb = "unknown"
-    return {"ybscale": __version__, "pgbench": pgb, "python": platform.python_version()}
+    out = {"ybscale": __version__, "pgbench": pgb, "python": platform.python_version()}
+    several = applied.get("load_generators") or []
+    if len(several) > 1:  # each generator's own pgbench
+        out["pgbench_by_generator"] = {g["name"]: g.get("pgbench_version") for g in several}
+    return out
