@@ -43,6 +43,7 @@ class ClusterArgs:
     labels: dict[str, str] = field(default_factory=dict)
     master_machine_type: str = "n2-standard-2"
     loadgen_machine_type: str = "e2-standard-4"
+    load_generators: int = 1  # load-generator VMs, at most one per tserver
     image: str = "ubuntu-os-cloud/ubuntu-2204-lts"
     disk_size_gb: int = 50
     disk_type: str = "pd-ssd"
@@ -79,7 +80,11 @@ class ClusterArgs:
             raise ValueError(
                 f"max_run_seconds must be 30 s to 120 days, got {self.max_run_seconds}"
             )
-        if len(self.host_ips()) < 1 + self.nodes + self.replication_factor:
+        if not 1 <= self.load_generators <= self.nodes:
+            raise ValueError(
+                f"load_generators must be 1 to nodes ({self.nodes}), got {self.load_generators}"
+            )
+        if len(self.host_ips()) < self.load_generators + self.nodes + self.replication_factor:
             raise ValueError(f"subnet {self.subnet_cidr} is too small for this cluster")
 
     @property
@@ -97,8 +102,12 @@ class ClusterArgs:
     def tserver_ips(self) -> list[str]:
         return self.host_ips()[self.replication_factor : self.replication_factor + self.nodes]
 
+    def loadgen_ips(self) -> list[str]:
+        first = self.replication_factor + self.nodes
+        return self.host_ips()[first : first + self.load_generators]
+
     def loadgen_ip(self) -> str:
-        return self.host_ips()[self.replication_factor + self.nodes]
+        return self.loadgen_ips()[0]
 
     @property
     def ssh_source_ranges(self) -> list[str]:
@@ -172,7 +181,7 @@ class YugabyteCluster(pulumi.ComponentResource):
         self._firewall(name, "ssh", ["22"], args.ssh_source_ranges, [LOADGEN_TAG], description)
         # DB VMs: SSH through IAP (debugging) and from the load generator, through which the
         # pipeline reads each VM's /proc/stat (ybscale.backends.machine_cpu)
-        db_ssh = [IAP_RANGE, f"{args.loadgen_ip()}/32"]
+        db_ssh = [IAP_RANGE, *(f"{ip}/32" for ip in args.loadgen_ips())]
         self._firewall(name, "ssh-db", ["22"], db_ssh, [DB_TAG], description)
 
         url = startup.download_url(args.yugabyte_url, args.yugabyte_version)
@@ -217,31 +226,41 @@ class YugabyteCluster(pulumi.ComponentResource):
             )
             for i, ip in enumerate(args.tserver_ips())
         ]
-        self.loadgen = self._instance(
-            f"{name}-loadgen",
-            args.loadgen_machine_type,
-            args.loadgen_ip(),
-            [LOADGEN_TAG],
-            startup.loadgen_script(
-                args.pg_client_version,
-                yugabyte=(args.yugabyte_version, url, args.yugabyte_sha256),  # for yb-admin
-            ),
-            role="loadgen",
-            public=args.ssh_access == "public",
-        )
+        # the first is `<name>-loadgen` (as with one), the others `<name>-loadgen-<i>`
+        self.loadgens = [
+            self._instance(
+                f"{name}-loadgen" + (f"-{i}" if i else ""),
+                args.loadgen_machine_type,
+                ip,
+                [LOADGEN_TAG],
+                startup.loadgen_script(
+                    args.pg_client_version,
+                    yugabyte=(args.yugabyte_version, url, args.yugabyte_sha256),  # for yb-admin
+                ),
+                role="loadgen",
+                public=args.ssh_access == "public",
+            )
+            for i, ip in enumerate(args.loadgen_ips())
+        ]
+        self.loadgen = self.loadgens[0]
 
         if args.ssh_access == "public":
-            loadgen_host = self.loadgen.network_interfaces.apply(
-                lambda nics: nics[0].access_configs[0].nat_ip
-            )
+            hosts = [
+                vm.network_interfaces.apply(lambda nics: nics[0].access_configs[0].nat_ip)
+                for vm in self.loadgens
+            ]
         else:
-            loadgen_host = pulumi.Output.from_input(args.loadgen_ip())
+            hosts = [pulumi.Output.from_input(ip) for ip in args.loadgen_ips()]
         self.outputs = {
             "tserver_ips": args.tserver_ips(),
             "master_addresses": startup.master_addresses(masters),
-            "loadgen_ip": loadgen_host,
+            "loadgen_ip": hosts[0],
             "loadgen_private_ip": args.loadgen_ip(),
             "loadgen_name": self.loadgen.name,
+            # every load generator, the first included (gcp.load_generators)
+            "loadgen_ips": pulumi.Output.all(*hosts),
+            "loadgen_private_ips": args.loadgen_ips(),
+            "loadgen_names": pulumi.Output.all(*(vm.name for vm in self.loadgens)),
             "ysql_port": startup.YSQL_PORT,
             "zone": args.zone,
             "ssh_access": args.ssh_access,

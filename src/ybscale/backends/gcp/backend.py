@@ -14,6 +14,7 @@ Where those files live is the rules' choice: `files.ClusterFiles` is handed the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -30,10 +31,16 @@ from ybscale.backends.gcp.balancer import load_balancer_idle
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
-from ybscale.backends.gcp.reach import masters_health, node_hosts, ssh_host, tserver_endpoints
+from ybscale.backends.gcp.reach import (
+    generator_hosts,
+    masters_health,
+    node_hosts,
+    tserver_endpoints,
+)
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
 from ybscale.backends.machine_cpu import MachineCpu
-from ybscale.backends.ysql import YsqlCluster
+from ybscale.backends.ysql import YsqlCluster, generator_readers
+from ybscale.config_sources import source_of
 
 
 class GcpBackend(Backend):
@@ -114,10 +121,18 @@ class GcpBackend(Backend):
         release = self.settings["yugabyte"]["version"]
         per_replicate = self.settings["cluster_per_replicate"]
         tservers = {cluster_label(row, per_replicate): row.cluster.nodes for row in rows}
+        k = self.settings["load_generators"]
+        too_many = [
+            f"{source_of('gcp.load_generators')}: {k} load generators, but {label} has "
+            f"{n} tserver(s): each generator drives whole tservers, at most one per tserver"
+            for label, n in sorted(tservers.items())
+            if k != "auto" and k > n
+        ]
         return (
             super().check_rows(rows)
             + yb_catalogue.server_setting_errors(server, release)
             + vm_name_errors(self.settings, tservers)
+            + too_many
         )
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:
@@ -151,7 +166,8 @@ class GcpBackend(Backend):
     @contextmanager
     def measure(self, row, endpoints: Mapping, folder: Path) -> Iterator[Cluster]:
         files = ClusterFiles(folder)
-        host = ssh_host(endpoints, self.settings, files.known_hosts)
+        hosts = generator_hosts(endpoints, self.settings, files.known_hosts)
+        host = hosts[0]  # psql, yb-admin and the tservers' CPU go through the first
         nodes = tserver_endpoints(endpoints)
         record = {
             "backend": "gcp",
@@ -165,21 +181,26 @@ class GcpBackend(Backend):
             "yugabyte_version": endpoints.get("yugabyte_version"),
             "zone": endpoints.get("zone"),
             "load_generator": endpoints.get("loadgen_name"),
+            "load_generators": endpoints.get("loadgen_names") or [endpoints.get("loadgen_name")],
             "min_cpu_platform": endpoints.get("min_cpu_platform"),
             "cpu_platforms": endpoints.get("cpu_platforms"),
         }
         timeout = self.settings["balancer_timeout"]
-        runner = LoadgenRunner(host)
+        runners = [LoadgenRunner(h) for h in hosts]
         tserver_ssh_port = int(endpoints.get("tserver_ssh_port", 22))  # the VMs' sshd
-        with (
-            files.lock(),
-            ssh_session(host),
-            MachineCpu(runner.proc_stat, node_hosts(host, nodes, tserver_ssh_port)) as cpu,
-        ):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(files.lock())
+            for h in hosts:
+                stack.enter_context(ssh_session(h))
+            readers = generator_readers(runners)
+            cpu = stack.enter_context(
+                MachineCpu(readers, node_hosts(host, nodes, tserver_ssh_port))
+            )
             yield YsqlCluster(
                 nodes,
                 row,
-                runner,
+                runners[0],
+                generators=runners,
                 table="kv",
                 sharding=self.settings["table_sharding"],
                 record=record,

@@ -74,6 +74,8 @@ def definition(settings: Mapping, row: Row) -> dict:
         "server": dict(row.server),
         "machine_types": {k: types[k] for k in (row.cluster.node_size, "master", "loadgen")},
         **{key: gcp[key] for key in DEFINES_A_CLUSTER},
+        # only when set: a study measured before gcp.load_generators keeps its clusters
+        **({"load_generators": gcp["load_generators"]} if gcp["load_generators"] != 1 else {}),
     }
 
 

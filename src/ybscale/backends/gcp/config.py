@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -54,3 +56,31 @@ def default_state_url() -> str:
     file://$XDG_STATE_HOME/ybscale/pulumi-state, by default ~/.local/state/ybscale/pulumi-state."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return "file://" + str(Path(base).resolve() / "ybscale" / "pulumi-state")
+
+
+TSERVER_VCPUS_PER_GENERATOR_VCPU = 2  # gcp.load_generators: auto (a planning rule, not a measure)
+
+
+def vcpus(machine_type: str) -> float:
+    """vCPUs of a machine type: n2-standard-4 -> 4, n2-custom-6-23040 -> 6, e2-medium -> 2."""
+    custom = re.search(r"custom-(\d+)-\d+", machine_type)
+    if custom:
+        return int(custom[1])
+    tail = re.search(r"-(\d+)$", machine_type)
+    if tail:
+        return int(tail[1])
+    if machine_type in ("e2-micro", "e2-small", "e2-medium"):
+        return 2  # shared-core: quota counts 2 vCPUs
+    raise ValueError(f"{source_of('gcp.machine_types')}: cannot tell the vCPUs of {machine_type}")
+
+
+def load_generators(settings: Mapping, tservers: int, tserver_type: str) -> int:
+    """Load-generator VMs of a cluster of `tservers` (`settings`: the gcp section):
+    gcp.load_generators, or with `auto` the tservers' vCPUs over
+    TSERVER_VCPUS_PER_GENERATOR_VCPU x the load generator's, rounded up, 1 to `tservers`."""
+    wanted = settings["load_generators"]
+    if wanted != "auto":
+        return int(wanted)
+    loadgen = vcpus(settings["machine_types"]["loadgen"])
+    need = tservers * vcpus(tserver_type) / (TSERVER_VCPUS_PER_GENERATOR_VCPU * loadgen)
+    return max(1, min(tservers, math.ceil(need)))

@@ -8,11 +8,10 @@ printed with it. Quotas are compared with the peak need, per region and project-
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ybscale.backends.gcp.config import gcp_section
+from ybscale.backends.gcp.config import gcp_section, vcpus
 from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.stacks import cluster_machines
 from ybscale.config_sources import source_of
@@ -47,7 +46,8 @@ class ClusterPlan:
     slot: int = 0  # which of the gcp.max_clusters slots it runs in
     start_seconds: float = 0.0  # scheduled bring-up, from the start of the study
     end_seconds: float = 0.0  # scheduled tear-down
-    external_ips: int = NAT_IPS_PER_CLUSTER  # the NAT's, and the load generator's when public
+    external_ips: int = NAT_IPS_PER_CLUSTER  # the NAT's, and the load generators' when public
+    loadgens: int = 1  # load-generator VMs (gcp.load_generators)
 
     @property
     def vms(self) -> int:
@@ -134,19 +134,6 @@ def row_seconds(row: Row, measurement: Mapping) -> float:
     protocol = MeasuringProtocol.of(measurement)
     load = row.dataset_rows / LOAD_ROWS_PER_S
     return protocol.row_seconds(row.read_only, load, PER_COUNT_OVERHEAD_S)
-
-
-def vcpus(machine_type: str) -> float:
-    """vCPUs of a machine type: n2-standard-4 -> 4, n2-custom-6-23040 -> 6, e2-medium -> 2."""
-    custom = re.search(r"custom-(\d+)-\d+", machine_type)
-    if custom:
-        return int(custom[1])
-    tail = re.search(r"-(\d+)$", machine_type)
-    if tail:
-        return int(tail[1])
-    if machine_type in ("e2-micro", "e2-small", "e2-medium"):
-        return 2  # shared-core: quota counts 2 vCPUs
-    raise ValueError(f"{source_of('gcp.machine_types')}: cannot tell the vCPUs of {machine_type}")
 
 
 def cpu_quota(machine_type: str) -> str:
@@ -308,6 +295,7 @@ def plan(
                 runs=own,
                 masters=machines.masters,
                 tservers=machines.tservers,
+                loadgens=machines.loadgens,
                 machine_types=machine_types,
                 measure_seconds=sum(seconds[r] for r in own),
                 hours_min=busy[combo] / 3600,
@@ -316,7 +304,9 @@ def plan(
                 slot=slot,
                 start_seconds=start,
                 end_seconds=end,
-                external_ips=NAT_IPS_PER_CLUSTER + (settings["ssh_access"] == "public"),
+                # the NAT's, and each load generator's with ssh_access: public
+                external_ips=NAT_IPS_PER_CLUSTER
+                + machines.loadgens * (settings["ssh_access"] == "public"),
             )
         )
     quota_table, quota_note = (
@@ -378,12 +368,12 @@ def format_plan(p: Plan) -> str:
     lines = [
         f"Plan: {len(p.clusters)} clusters for {len(p.row_seconds)} rows "
         f"({sum(c.vms for c in p.clusters)} VMs in all)" + _replicate_clusters(p),
-        f"{'cluster':<{width}} {'rows':>4} {'masters':>7} {'tservers':>8} {'VMs':>4}"
-        "  machine types",
+        f"{'cluster':<{width}} {'rows':>4} {'masters':>7} {'tservers':>8} {'loadgens':>8} "
+        f"{'VMs':>4}  machine types",
     ]
     for c in p.clusters:
         types = ", ".join(f"{n}x {mt}" for mt, n in c.machine_types.items())
-        counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {c.vms:>4}"
+        counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {c.loadgens:>8} {c.vms:>4}"
         lines.append(f"{c.cluster:<{width}} {counts}  {types}")
     lines += [
         f"Expected wall time: {_hm(p.wall_seconds)}: at most {p.max_clusters} clusters at a time "

@@ -22,25 +22,36 @@ AUTH_DENIED = "Permission denied (publickey"
 AUTH_GRACE_S = 180
 
 
-def ssh_host(endpoints: Mapping, settings: Mapping, known_hosts: Path) -> ssh.SshHost:
-    """How to reach the load generator: its public IP, or its name through an IAP tunnel."""
+def ssh_host(
+    endpoints: Mapping, settings: Mapping, known_hosts: Path, generator: int = 0
+) -> ssh.SshHost:
+    """How to reach a load generator (the first by default): its public IP, or its name
+    through an IAP tunnel."""
     proxy = None
-    host = endpoints["loadgen_ip"]
+    ips = endpoints.get("loadgen_ips") or [endpoints["loadgen_ip"]]
+    host = ips[generator]
+    ports = endpoints.get("loadgen_ssh_ports") or [endpoints.get("ssh_port", 22)] * len(ips)
     if endpoints.get("ssh_access", settings["ssh_access"]) == "iap":
-        host = endpoints["loadgen_name"]
+        host = (endpoints.get("loadgen_names") or [endpoints["loadgen_name"]])[generator]
         proxy = (
             f"gcloud compute start-iap-tunnel %h %p --listen-on-stdin "
             f"--project={endpoints['project']} --zone={endpoints['zone']} --verbosity=warning"
         )
     return ssh.SshHost(
         host=host,
-        port=int(endpoints.get("ssh_port", 22)),
+        port=int(ports[generator]),
         user=endpoints["ssh_user"],
         key=Path(settings["ssh_key"]),
         known_hosts=known_hosts,
         proxy_command=proxy,
-        control_path=ssh.control_path(),
+        control_path=ssh.control_path(f"lg{generator}" if generator else ""),
     )
+
+
+def generator_hosts(endpoints: Mapping, settings: Mapping, known_hosts: Path) -> list:
+    """Every load generator of the cluster (stack output `loadgen_ips`; one without it)."""
+    count = len(endpoints.get("loadgen_ips") or [endpoints["loadgen_ip"]])
+    return [ssh_host(endpoints, settings, known_hosts, g) for g in range(count)]
 
 
 def tserver_endpoints(endpoints: Mapping) -> list[Endpoint]:
@@ -91,12 +102,13 @@ def wait_ready(
     sleep=time.sleep,
     clock=time.monotonic,
 ) -> None:
-    """Wait until the cluster is ready: the VMs' startup finished, every master in the Raft
-    group, every tserver registered (yb_servers()) and answering YSQL (YsqlCluster.check).
-    `row`: one row of the combination (the cluster it will measure). SSH refusing the key for
-    AUTH_GRACE_S fails at once, naming OS Login as the likely cause, instead of waiting out
-    ready_timeout."""
-    host = ssh_host(endpoints, settings, known_hosts)
+    """Wait until the cluster is ready: the VMs' startup finished (every load generator's),
+    every master in the Raft group, every tserver registered (yb_servers()) and answering
+    YSQL (YsqlCluster.check). `row`: one row of the combination (the cluster it will measure).
+    SSH refusing the key for AUTH_GRACE_S fails at once, naming OS Login as the likely cause,
+    instead of waiting out ready_timeout."""
+    hosts = generator_hosts(endpoints, settings, known_hosts)
+    host = hosts[0]
     cluster = YsqlCluster(
         tserver_endpoints(endpoints), row, LoadgenRunner(host),
         health=masters_health(host, endpoints),
@@ -106,7 +118,8 @@ def wait_ready(
     last, denied_since = "", None
     while clock() < deadline:
         try:
-            ssh.check_output(host, ["test", "-f", ready_file], timeout=60)
+            for each in hosts:  # every load generator's startup finished
+                ssh.check_output(each, ["test", "-f", ready_file], timeout=60)
             cluster.check()
             log(f"{endpoints['stack']}: ready (masters, yb_servers(), YSQL on every tserver)")
             return

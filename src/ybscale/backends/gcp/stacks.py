@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, alive
+from ybscale.backends.gcp.config import load_generators
 from ybscale.config_sources import source_of
 from ybscale.design.row import ClusterShape
 from ybscale.files import write_json
@@ -118,13 +119,15 @@ def shape_of(combo: str) -> ClusterShape:
 @dataclasses.dataclass(frozen=True)
 class ClusterMachines:
     """One cluster's VMs: a tserver per node, a master per copy (the replication factor: 1, or
-    every node with replication on) and one load generator, with their machine types."""
+    every node with replication on) and its load generators (gcp.load_generators), with their
+    machine types."""
 
     tservers: int
     masters: int
     tserver_type: str
     master_type: str
     loadgen_type: str
+    loadgens: int = 1
 
     def counts(self) -> dict[str, int]:
         """Machine type -> how many VMs of it."""
@@ -132,7 +135,7 @@ class ClusterMachines:
         for machine, n in (
             (self.tserver_type, self.tservers),
             (self.master_type, self.masters),
-            (self.loadgen_type, 1),
+            (self.loadgen_type, self.loadgens),
         ):
             out[machine] = out.get(machine, 0) + n
         return out
@@ -151,6 +154,7 @@ def cluster_machines(shape: ClusterShape, settings: Mapping, combo: str) -> Clus
         tserver_type=types[shape.node_size],
         master_type=types["master"],
         loadgen_type=types["loadgen"],
+        loadgens=load_generators(settings, shape.nodes, types[shape.node_size]),
     )
 
 
@@ -182,6 +186,7 @@ def cluster_args(
         ysql_pg_conf=pg_conf,
         master_machine_type=machines.master_type,
         loadgen_machine_type=machines.loadgen_type,
+        load_generators=machines.loadgens,
         zone=settings["zone"],
         image=settings["image"],
         disk_size_gb=settings["disk_size_gb"],
@@ -385,6 +390,7 @@ def vm_names(name: str, args) -> list[str]:
         [f"{name}-master-{i}" for i in range(args.replication_factor)]
         + [f"{name}-tserver-{i}" for i in range(args.nodes)]
         + [f"{name}-loadgen"]
+        + [f"{name}-loadgen-{i}" for i in range(1, args.load_generators)]
     )
 
 

@@ -1,0 +1,109 @@
+"""gcp.load_generators (issue 38): the plan counts and prices every generator VM, the Pulumi
+program creates them (each reaching the tservers' sshd), `auto` sizes them from the cluster's
+vCPUs, and a count the clusters cannot use is refused at dry-run time naming the field."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+from test_infra import RecordingMocks, instances, make_args, settle
+from test_plan import CONFIG, RATES, plan_of
+from ybscale_infra import IAP_RANGE, YugabyteCluster
+
+from ybscale import study
+from ybscale.backends.gcp import plan as plan_mod
+from ybscale.backends.gcp.clusters import definition
+from ybscale.backends.gcp.config import gcp_section, load_generators
+from ybscale.backends.gcp.stacks import cluster_args, vm_names
+from ybscale.design.row import RowError
+from ybscale.settings import SettingsError
+
+
+def with_generators(k) -> dict:
+    return {**CONFIG, "gcp": {**CONFIG["gcp"], "load_generators": k}}
+
+
+def test_three_load_generators_are_three_vms_per_cluster_in_the_plan():
+    one, three = plan_of(CONFIG), plan_of(with_generators(3))
+    assert [c.cluster for c in three.clusters] == [c.cluster for c in one.clusters]
+    for a, b in zip(one.clusters, three.clusters, strict=True):
+        assert b.loadgens == 3 and b.vms == a.vms + 2
+        assert b.machine_types["e2-standard-4"] == 3  # machine_types.loadgen, three of them
+    assert sum(c.vms for c in three.clusters) == 60 + 8 * 2
+    # priced: two more e2-standard-4 per cluster, for as long as the cluster lives
+    extra = sum(2 * RATES["vm_hour"]["e2-standard-4"] * c.hours_min for c in three.clusters)
+    vms = three.costs(worst=False)["VMs"] - one.costs(worst=False)["VMs"]
+    assert vms == pytest.approx(extra)
+    # the quota: E2 vCPUs at the peak, 4 each, three per live cluster (two slots)
+    assert one.peaks["E2_CPUS"][1] == 2 * 4 and three.peaks["E2_CPUS"][1] == 2 * 3 * 4
+    text = plan_mod.format_plan(three)
+    assert "loadgens" in text and "3x e2-standard-4" in text
+
+
+def test_public_load_generators_each_pay_for_an_address():
+    public = {"ssh_access": "public", "ssh_source_cidr": "198.51.100.7/32", "load_generators": 3}
+    p = plan_of({**CONFIG, "gcp": {**CONFIG["gcp"], **public}})
+    assert {c.external_ips for c in p.clusters} == {1 + 3}  # the NAT's and one per generator
+
+
+def test_auto_sizes_the_generators_from_the_clusters_vcpus():
+    settings = gcp_section(with_generators("auto"))  # loadgen e2-standard-4: 4 vCPUs
+    assert load_generators(settings, 3, "n2-standard-2") == 1  # 6 tserver vCPUs / 8
+    assert load_generators(settings, 5, "n2-standard-4") == 3  # 20 / 8, rounded up
+    assert load_generators(settings, 2, "n2-standard-32") == 2  # never more than the tservers
+    by = {c.cluster: c.loadgens for c in plan_of(with_generators("auto")).clusters}
+    assert by["nodes3-small-reploff"] == 1 and by["nodes5-large-replon"] == 3
+
+
+def test_a_bad_count_names_the_field():
+    with pytest.raises(SettingsError, match="gcp.load_generators"):
+        gcp_section(with_generators(0))
+    with pytest.raises(SettingsError, match="gcp.load_generators"):
+        gcp_section(with_generators("many"))
+    with pytest.raises(RowError, match=r"gcp.load_generators: 4 load generators, but "
+                       r"nodes3-small-reploff has 3 tserver\(s\)"):  # fmt: skip
+        study.load(with_generators(4))  # what the Snakefile does at parse time (`-n` too)
+
+
+def test_the_stacks_args_and_definition_carry_the_count():
+    import datetime as dt
+
+    loaded = study.load(with_generators(3))
+    row = loaded.rows[0]
+    args = cluster_args(row.combination, gcp_section(loaded.settings), dt.datetime.now(dt.UTC),
+                        "ssh-ed25519 AAAA k", row.cluster, row.server)  # fmt: skip
+    assert args.load_generators == 3
+    assert vm_names("s", args)[-3:] == ["s-loadgen", "s-loadgen-1", "s-loadgen-2"]
+    assert definition(loaded.settings, row)["load_generators"] == 3
+    # one generator (the default) leaves the definition as it was: no cluster re-runs
+    assert "load_generators" not in definition(study.load(CONFIG).settings, row)
+
+
+@pytest.fixture
+def mocks():
+    m = RecordingMocks()
+    pulumi.runtime.set_mocks(m, project="ybscale", stack="test", preview=False)
+    return m
+
+
+@pulumi.runtime.test
+def test_the_program_creates_every_generator_and_lets_each_reach_the_tservers(mocks):
+    cluster = YugabyteCluster("ybscale-c", make_args(nodes=3, load_generators=2))
+
+    def check(outputs):
+        loadgens = instances(mocks, "loadgen")
+        assert sorted(vm["name"] for vm in loadgens) == ["ybscale-c-loadgen", "ybscale-c-loadgen-1"]
+        ips = [vm["networkInterfaces"][0]["networkIp"] for vm in loadgens]
+        assert sorted(outputs["loadgen_private_ips"]) == sorted(ips)
+        assert len(outputs["loadgen_ips"]) == len(outputs["loadgen_names"]) == 2
+        assert outputs["loadgen_ip"] == outputs["loadgen_ips"][0]  # the first, as with one
+        rules = {r["name"]: r for _, r in mocks.of_type("Firewall")}
+        want = [IAP_RANGE, *(f"{ip}/32" for ip in outputs["loadgen_private_ips"])]
+        assert rules["ybscale-c-fw-ssh-db"]["sourceRanges"] == want
+
+    return settle(cluster, check)
+
+
+def test_the_program_refuses_more_generators_than_tservers():
+    with pytest.raises(ValueError, match="load_generators must be 1 to nodes"):
+        make_args(nodes=2, load_generators=3)
