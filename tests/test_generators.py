@@ -98,3 +98,21 @@ def test_the_barrier_starts_a_command_at_the_agreed_instant_and_says_when(tmp_pa
     assert start <= when < start + 0.2  # the same clock: started at the instant
     assert generators.started("no mark\n") == (None, "no mark\n")
     assert math.isnan(generators.skew([when]))
+
+
+def test_the_findings_name_the_generators_when_they_are_the_bottleneck():
+    import pandas as pd
+
+    from ybscale.report.bottlenecks import generator_text
+
+    rows = pd.DataFrame(
+        {
+            "run": ["run01", "run02", "run03"],
+            "bottleneck": ["client1", "tserver0", "client"],
+            "bottleneck_utilisation": [0.99, 0.97, 0.98],
+        }
+    )
+    text = generator_text(rows)
+    assert text.startswith("2 of 3 rows are client-bound")
+    assert "run01 client1, run03 client" in text and "gcp.load_generators" in text
+    assert generator_text(rows.iloc[[1]]).startswith("0 of 1 rows are client-bound")

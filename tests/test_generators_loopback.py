@@ -8,13 +8,25 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import (
+    INTERRUPTIBLE,
+    REPO,
     _free_port,
     authorized_keys,
+    copy_workflow,
+    failed,
     ram_root,
     row_from_levels,
     servers_under,
@@ -23,12 +35,21 @@ from conftest import (
     start_sshd,
     stop_sshd,
 )
+from conftest import snakemake as run_snakemake
 from loopback import loopback_site
-from test_rehearsal import descendants, settled, sshd_listener
+from test_rehearsal import (
+    ctrl_c_when,
+    descendants,
+    processes_with_env,
+    settled,
+    sshd_listener,
+)
 
 from ybscale.backends.existing import ExistingBackend
 from ybscale.measure import bench
+from ybscale.measure.bench import MeasurementError
 
+RUNNING = "pgbench -n -M prepared"  # a measuring pgbench's command line (not its version's)
 SKEW_BOUND_MS = 250  # the barrier's start skew on this (shared, 2-core) machine, at most
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("generators-loopback")]
 
@@ -116,3 +137,125 @@ def test_two_generators_measure_the_cluster_on_one_time_base(sshd, site, second,
     first = per_second[per_second["repetition"] == 1]
     assert list(first["second"]) == [0, 1, 2]  # one 3-s series, not two unaligned ones
     assert settled(lambda: no_session_left(sshd, second)) == []
+
+
+ROW = {"nodes": 2, "node_size": "small", "replication": "off", "workload": "read",
+       "operation_size": 1}  # fmt: skip
+
+
+def test_a_generator_that_fails_fails_the_row_naming_it(sshd, site, tmp_path):
+    """The second generator's machine goes away while pgbench runs there (its sshd and its
+    sessions killed): the row fails with an error naming that generator, and nothing is left
+    on the first."""
+    root, site_file = site
+    port = _free_port()
+    third = start_sshd(authorized_keys(sshd).parent, ["127.0.0.3"], port, "generator3-sshd")
+    try:
+        generators = logins(sshd, (third.pid, port), tmp_path / "known_hosts")
+        generators[1]["host"] = "127.0.0.3"
+        settings = existing_settings(site_file, generators, seconds=6, repetitions=1,
+                                     max_repetitions=1)  # fmt: skip
+        row = row_from_levels(ROW, 2000)
+
+        def lose_the_machine():  # once pgbench runs on it
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if any(RUNNING in p for p in descendants(third.pid)):
+                    break
+                time.sleep(0.1)
+            pids = [int(p.split(":")[0]) for p in descendants(third.pid)]
+            stop_sshd(third)
+            for pid in pids:  # its sessions and what they ran: processes this test started
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+        killer = threading.Thread(target=lose_the_machine)
+        with ExistingBackend(settings).cluster(row, tmp_path) as cluster:
+            cluster.clock_offsets()  # measured before the machine goes
+            killer.start()
+            with pytest.raises(MeasurementError) as caught:
+                bench.measure(row, cluster, settings["measurement"], tmp_path / "run01",
+                              progress=lambda _: None)  # fmt: skip
+        killer.join()
+        message = str(caught.value)
+        assert "run01, 4 clients, repetition 1" in message, message
+        assert f"from load generator client1 ({sshd.user}@127.0.0.3:{port})" in message, message
+    finally:
+        stop_sshd(third)
+    assert settled(lambda: descendants(sshd_listener(sshd))) == []
+
+
+def study_of(tmp_path: Path, sshd, second, site_file: Path, k: int, **measurement) -> Path:
+    """A copy of the workflow measuring a 2^2 design (workload x isolation) on the 2-node
+    stand-in cluster from the first `k` generators: its folder (config/generators.yaml)."""
+    where = json.loads(site_file.read_text())
+    work = copy_workflow(tmp_path / "study")
+    design = {"factors": {
+        "A": {"name": "workload", "levels": ["read", "write"]},
+        "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+    }}  # fmt: skip
+    (work / "config" / "generators-design.yaml").write_text(yaml.safe_dump(design))
+    study = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
+    study |= {"design": "config/generators-design.yaml", "backend": "existing"}
+    study["defaults"] |= {"cluster": {"nodes": 2, "node_size": "small", "replication": "off"}}
+    study["measurement"] |= {"clients": [2, 4], "max_clients": 4, "seconds": 2, **measurement}
+    entry = {"hosts": where["tservers"]["2"], "port": where["ysql_port"], "password_env": None}
+    generators = logins(sshd, second, tmp_path / "known_hosts")[:k]
+    study["existing"] = {"combinations": {"nodes2-small-reploff": entry},
+                         "load_generators": generators}  # fmt: skip
+    (work / "config" / "generators.yaml").write_text(yaml.safe_dump(study))
+    return work
+
+
+def test_a_study_with_two_generators_runs_through_the_analysis(sshd, site, second, tmp_path):
+    """k = 2 end to end: every row measured from both generators (each one's CPU, pgbench and
+    clock offset recorded, the barrier's skew bounded), the analysis and findings written,
+    and no session left on either generator."""
+    root, site_file = site
+    work = study_of(tmp_path, sshd, second, site_file, 2)
+    out = run_snakemake(work, "results/effects.csv", configfile="config/generators.yaml",
+                        timeout=900)  # fmt: skip
+    assert out.returncode == 0, failed(out)
+    for run in ("run01", "run02", "run03", "run04"):
+        folder = work / "results" / "runs" / run
+        meta = json.loads((folder / "measurement.json").read_text())
+        assert [g["name"] for g in meta["applied"]["load_generators"]] == ["client0", "client1"]
+        reps = pd.read_csv(folder / "repetitions.csv")
+        assert reps["start_skew_ms"].between(0, SKEW_BOUND_MS).all(), (run, reps)
+        line = pd.read_csv(folder / "throughput.csv")
+        assert (line["util_client0"] > 0).all() and (line["util_client1"] > 0).all()
+    ceilings = pd.read_csv(work / "results" / "ceilings.csv")
+    assert len(ceilings) == 4 and (ceilings["empirical_tps"] > 0).all()
+    findings = (work / "results" / "findings.md").read_text()
+    assert "rows are client-bound" in findings
+    assert settled(lambda: no_session_left(sshd, second)) == []
+    assert len(servers_under(root)) == 1  # the stand-in only
+
+
+def test_ctrl_c_with_two_generators_leaves_nothing_on_either(sshd, site, second, tmp_path):
+    """Ctrl-C (SIGINT to Snakemake's process group) while pgbench runs on both generators:
+    the run stops, and nothing it started is left here or on either generator."""
+    root, site_file = site
+    work = study_of(tmp_path, sshd, second, site_file, 2, seconds=8)
+    mark = uuid.uuid4().hex
+    env = {**os.environ, "YBSCALE_GENERATORS_RUN": mark}
+    output = tmp_path / "snakemake.out"
+    with output.open("w") as log:
+        proc = subprocess.Popen(
+            [*INTERRUPTIBLE, sys.executable, "-m", "snakemake", "results/effects.csv", "--cores",
+             "2", "--configfile", "config/generators.yaml"],
+            cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+        def running_on_both() -> bool:
+            running = [descendants(sshd_listener(sshd)), descendants(second[0])]
+            return all(any(RUNNING in p for p in each) for each in running)
+
+        ctrl_c_when(proc, running_on_both, output)
+    text = output.read_text()
+    assert proc.returncode != 0, text[-3000:]
+    assert settled(lambda: processes_with_env("YBSCALE_GENERATORS_RUN", mark)) == []
+    assert settled(lambda: no_session_left(sshd, second)) == [], text[-3000:]
+    assert len(servers_under(root)) == 1  # the stand-in only

@@ -357,10 +357,10 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
                 result.tps,
                 [offsets[t.generator] for t in targets],
             )
-        except (MeasurementError, pgbench.PgbenchError) as exc:
+        except (MeasurementError, pgbench.PgbenchError, BackendError) as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         finally:
-            readings = stopped[0] if stopped else window.stop()
+            readings = stopped[0] if stopped else window.stop(raising=False)
         try:  # the layout it ran on (YugabyteDB: no tablet split while it ran)
             cluster.verify_layout(f"after {clients} clients, repetition {rep}")
         except BackendError as exc:

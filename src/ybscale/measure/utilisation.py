@@ -77,21 +77,28 @@ class Window:
         self.reading = reading
         self.skip = skip
         self.first: tuple[float, Mapping[str, float]] | None = None
+        self.error: Exception | None = None  # what the first reading raised, in its thread
         self._timer: threading.Timer | None = None
 
     def _take(self) -> None:
-        self.first = (time.monotonic(), dict(self.reading()))
+        try:
+            self.first = (time.monotonic(), dict(self.reading()))
+        except Exception as exc:  # a machine unreadable (a load generator gone): said at stop
+            self.error = exc
 
     def start(self) -> None:
         self._timer = threading.Timer(self.skip, self._take)
         self._timer.daemon = True
         self._timer.start()
 
-    def stop(self) -> tuple[float, Mapping[str, float], Mapping[str, float]] | None:
-        """(seconds, first reading, last reading); None when the run ended before the first."""
+    def stop(self, raising: bool = True) -> tuple[float, Mapping, Mapping] | None:
+        """(seconds, first reading, last reading); None when the run ended before the first.
+        The first reading's error is raised here (unless not `raising`: the run already failed)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer.join()
+        if self.error is not None and raising:
+            raise self.error
         if self.first is None:
             return None
         end, last = time.monotonic(), dict(self.reading())

@@ -8,6 +8,7 @@ its CPU milliseconds per transaction (Jain ch. 33, operational laws).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 import numpy as np
@@ -16,6 +17,25 @@ import pandas as pd
 from ybscale.design.factorial import Design
 
 HOST_SATURATED = 0.95  # the machine's busy share above which the host, not a quota, limited
+GENERATOR = re.compile(r"^client\d*$")  # a load generator: `client`, or `client0`... of several
+
+
+def generator_bound(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose bottleneck at the ceiling is a load generator."""
+    return rows[rows["bottleneck"].astype(str).str.fullmatch(GENERATOR.pattern)]
+
+
+def generator_text(rows: pd.DataFrame) -> str:
+    """How many rows are client-bound, naming each one's generator (empty-handed: none)."""
+    bound = generator_bound(rows)
+    if bound.empty:
+        return f"0 of {len(rows)} rows are client-bound (no load generator is the busiest)."
+    named = ", ".join(f"{r.run} {r.bottleneck}" for r in bound.itertuples())
+    return (
+        f"{len(bound)} of {len(rows)} rows are client-bound: a load generator is the busiest "
+        f"({named}); there the study measured its client, not the cluster: more load "
+        "generators (existing.load_generators, gcp.load_generators) split the clients."
+    )
 
 
 def _spread(rows: pd.DataFrame) -> str:
@@ -41,12 +61,10 @@ def bottleneck_text(design: Design, ceilings: pd.DataFrame, active: list[str]) -
     each = ", ".join(
         f"{r.run} {r.bottleneck} {100 * r.bottleneck_utilisation:.0f} %" for r in rows.itertuples()
     )
-    client = int((rows["bottleneck"] == "client").sum())
     lines = [
         "**What saturates.** At each row's ceiling, the resource with the largest service "
         "demand D = U/X (U: its CPU time over the counted seconds per CPU it may use; "
-        f"operational laws, Jain ch. 33) and its utilisation: {each}. {client} of {len(rows)} "
-        "rows are client-bound (the load generator is the busiest)."
+        f"operational laws, Jain ch. 33) and its utilisation: {each}. " + generator_text(rows)
     ]
     if "host_utilisation" in rows:
         busy = rows.loc[rows["host_utilisation"] >= HOST_SATURATED, "run"].astype(str).tolist()
