@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -368,10 +369,16 @@ def _wait_port(port: int, proc: subprocess.Popen, seconds: float = 10, host="127
 
 
 def start_sshd(
-    folder: Path, addresses: list[str], port: int, name: str = "sshd"
+    folder: Path,
+    addresses: list[str],
+    port: int,
+    name: str = "sshd",
+    extra: str = "",
+    prefix: Sequence[str] = (),
 ) -> subprocess.Popen:
     """An sshd on every one of `addresses` at `port`, configured in `folder`/`name`_config with
-    the host key and authorized_keys of `folder`; returned once it listens (RuntimeError if it
+    the host key and authorized_keys of `folder` (and the config lines `extra`), started after
+    the command `prefix` (e.g. a CPU group's); returned once it listens (RuntimeError if it
     cannot run). Stop it with `stop_sshd`."""
     cfg = folder / f"{name}_config"
     # SHLVL: bash run by sshd reads ~/.bashrc unless it is a nested shell; the stand-in VM runs
@@ -383,12 +390,12 @@ def start_sshd(
         f"PidFile {folder / (name + '.pid')}\n"
         "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\n"
-        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\nSetEnv SHLVL=1\n"
+        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\nSetEnv SHLVL=1\n" + extra
     )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
     proc = subprocess.Popen(
-        [str(SSHD), "-D", "-e", "-f", str(cfg), "-p", str(port)],
+        [*prefix, str(SSHD), "-D", "-e", "-f", str(cfg), "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -114,11 +114,79 @@ def _masters_server() -> ThreadingHTTPServer:
     raise RuntimeError("no loopback address has port 7000 free")
 
 
+# A stand-in machine of at most one CPU: a CPU group with a CFS quota of q CPU (the sshd of a
+# load generator and everything its sessions start, or a cluster's server), shown over SSH as
+# one CPU running at q of this machine's speed: `nproc` says 1 and `cat /proc/stat` counts the
+# group's CPU time over q as busy time (its one `cpu0`), so its utilisation is the share of its
+# quota it used and its CPU time per transaction that of a CPU q times as fast. Other commands
+# run as they would. The quota is read at every reading: a test may change it.
+MACHINE_SCRIPT = """#!/bin/sh
+PATH={stubs}:$PATH; export PATH
+case "$SSH_ORIGINAL_COMMAND" in *"cat /proc/stat")  # under its `timeout` guard too
+  {usage}
+  {quota}
+  ticks=$((ns * period / quota / 10000000))
+  printf 'cpu  %d 0 0 0 0 0 0 0 0 0\ncpu0 %d 0 0 0 0 0 0 0 0 0\n' "$ticks" "$ticks"
+  exit 0;;
+esac
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+"""
+
+
+def machine_group(limits, name: str, cpus: float) -> tuple[list[str], dict]:
+    """A stand-in machine's CPU group (`CpuLimits`, cgroup v1 or v2): the command prefix that
+    starts a process in it, and where its CPU time and quota are read."""
+    prefix, record = limits.prefix(name, cpus)
+    if record["mechanism"] not in ("cgroup1", "cgroup2"):
+        raise RuntimeError(f"no CPU group here ({record['mechanism']}): no stand-in machine")
+    return prefix, {"usage": limits.to_dict()["usage"][name], "group": record["path"],
+                    "mechanism": record["mechanism"]}  # fmt: skip
+
+
+def set_machine_cpus(group: dict, cpus: float) -> None:
+    """A stand-in machine's quota changed to `cpus` (its readings follow)."""
+    path = Path(group["group"])
+    if group["mechanism"] == "cgroup2":
+        period = int((path / "cpu.max").read_text().split()[1])
+        (path / "cpu.max").write_text(f"{max(1000, int(cpus * period))} {period}\n")
+    else:
+        period = int((path / "cpu.cfs_period_us").read_text())
+        (path / "cpu.cfs_quota_us").write_text(f"{max(1000, int(cpus * period))}\n")
+
+
+def machine_sshd(folder: Path, addresses: list[str], port: int, name: str, group: dict,
+                 prefix=()) -> subprocess.Popen:  # fmt: skip
+    """An sshd (conftest.start_sshd, the keys of `folder`) answering as the stand-in machine
+    whose CPU group `group` describes (`MACHINE_SCRIPT`), itself started after `prefix`."""
+    from conftest import start_sshd
+
+    stubs = folder / f"{name}-bin"
+    stubs.mkdir(exist_ok=True)
+    (stubs / "nproc").write_text("#!/bin/sh\necho 1\n")
+    (stubs / "nproc").chmod(0o755)
+    path = Path(group["group"])
+    if group["mechanism"] == "cgroup2":
+        usage = f"ns=$(( $(awk '/^usage_usec/ {{print $2}}' {group['usage']}) * 1000 ))"
+        quota = f"read quota period < {path / 'cpu.max'}"
+    else:
+        usage = f"ns=$(cat {group['usage']})"
+        quota = (f"quota=$(cat {path / 'cpu.cfs_quota_us'}); "
+                 f"period=$(cat {path / 'cpu.cfs_period_us'})")  # fmt: skip
+    script = folder / f"{name}-machine"
+    script.write_text(MACHINE_SCRIPT.format(stubs=stubs, usage=usage, quota=quota))
+    script.chmod(0o755)
+    return start_sshd(folder, addresses, port, name, f"ForceCommand {script}\n", prefix)
+
+
 @contextmanager
-def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES):
+def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
+                  cluster_cpus: float | None = None):  # fmt: skip
     """Start the stand-in tservers for each node count in `node_counts` (the study's
     clusters), the master endpoint and the ready marker; write the site file; yield its path.
-    Everything started is stopped on exit. `root`: a data root of the test's own (RAM)."""
+    Everything started is stopped on exit. `root`: a data root of the test's own (RAM).
+    `cluster_cpus`: each cluster's server is a stand-in machine of that many CPUs (at most 1,
+    `machine_group`), and its tservers' sshd answers for it (`machine_sshd`): its CPU, not the
+    whole machine's, is what the rows read for every tserver (the stand-in of one VM)."""
     from conftest import authorized_keys, start_sshd, stop_sshd
 
     from ybscale.backends.base import Endpoint
@@ -137,6 +205,13 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
     home.mkdir()
     local._chown(home)
     with ExitStack() as stack:
+        groups_cpu = None
+        if cluster_cpus is not None:
+            from ybscale.backends.local.cpu import CpuLimits
+
+            groups_cpu = CpuLimits(f"loopback-{os.getpid()}-{random.randrange(10**6)}")
+            stack.callback(groups_cpu.cleanup)  # after every server stopped (callbacks: LIFO)
+        machines = {}
         masters = _masters_server()
         threading.Thread(target=masters.serve_forever, daemon=True).start()
         stack.callback(masters.server_close)
@@ -150,7 +225,10 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
                 hba.write("host all all 127.0.0.0/8 trust\n")
             node.configure("32MB", {"listen_addresses": "'" + ", ".join(ips) + "'"})
             stack.callback(node.stop)
-            node.start([])
+            prefix = []
+            if groups_cpu is not None:
+                prefix, machines[nodes] = machine_group(groups_cpu, f"cluster{nodes}", cluster_cpus)
+            node.start(prefix)
             admin = Endpoint(ips[0], port, "postgres", "postgres")
             runner.psql(admin, "CREATE ROLE yugabyte SUPERUSER LOGIN;\n"
                         "CREATE DATABASE yugabyte OWNER yugabyte;\n", {}, 60)  # fmt: skip
@@ -161,8 +239,14 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES)
         # every tserver address, with the load generator's authorized keys (one study key)
         every_ip = [ip for ips in groups.values() for ip in ips]
         ssh_port = _port_free_on(every_ip)  # after the servers: not their port
-        sshd_proc = start_sshd(authorized_keys(sshd).parent, every_ip, ssh_port, "tservers-sshd")
-        stack.callback(stop_sshd, sshd_proc)
+        keys = authorized_keys(sshd).parent
+        if machines:  # one stand-in machine per cluster: its tservers' sshd answers for it
+            for nodes, ips in groups.items():
+                proc = machine_sshd(keys, ips, ssh_port, f"tservers{nodes}-sshd", machines[nodes])
+                stack.callback(stop_sshd, proc)
+        else:
+            sshd_proc = start_sshd(keys, every_ip, ssh_port, "tservers-sshd")
+            stack.callback(stop_sshd, sshd_proc)
         ready = root / "ready"
         ready.write_text("startup finished\n")
         # yb-admin as the load generator runs it after each reload: it logs its arguments and

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
@@ -36,7 +37,7 @@ from conftest import (
     stop_sshd,
 )
 from conftest import snakemake as run_snakemake
-from loopback import loopback_site
+from loopback import loopback_site, machine_group, machine_sshd, set_machine_cpus
 from test_rehearsal import (
     ctrl_c_when,
     descendants,
@@ -83,14 +84,14 @@ def logins(sshd, second, known_hosts: Path) -> list[dict]:
     ]
 
 
-def existing_settings(site_file: Path, generators: list[dict], **measurement) -> dict:
+def existing_settings(site_file: Path, generators: list[dict], ssh=None, **measurement) -> dict:
     where = json.loads(site_file.read_text())
     entry = {"hosts": where["tservers"]["2"], "port": where["ysql_port"], "password_env": None}
     combos = {"nodes2-small-reploff": entry}
     m = {**shipped_config()["measurement"], "clients": [4], "repetitions": 2,
          "max_repetitions": 2, "sweep": "grid", "seconds": 3, "warmup": 0, "timeout": 60,
          **measurement}  # fmt: skip
-    section = {"combinations": combos, "load_generators": generators}
+    section = {"combinations": combos, "load_generators": generators, "ssh": ssh}
     return settings_with(backend="existing", existing=section, measurement=m)
 
 
@@ -187,24 +188,31 @@ def test_a_generator_that_fails_fails_the_row_naming_it(sshd, site, tmp_path):
     assert settled(lambda: descendants(sshd_listener(sshd))) == []
 
 
-def study_of(tmp_path: Path, sshd, second, site_file: Path, k: int, **measurement) -> Path:
-    """A copy of the workflow measuring a 2^2 design (workload x isolation) on the 2-node
-    stand-in cluster from the first `k` generators: its folder (config/generators.yaml)."""
+WORKLOAD_BY_ISOLATION = {"factors": {
+    "A": {"name": "workload", "levels": ["read", "write"]},
+    "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+}}  # fmt: skip
+READS = {"factors": {  # every row reads: a generator's and a server's CPU per transaction alike
+    "A": {"name": "operation_size", "levels": [1, 2]},
+    "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+}}  # fmt: skip
+
+
+def study_of(tmp_path: Path, site_file: Path, generators: list[dict], ssh=None,
+             design: dict = WORKLOAD_BY_ISOLATION, **measurement) -> Path:  # fmt: skip
+    """A copy of the workflow measuring a 2^2 `design` on the 2-node stand-in cluster from
+    `generators` (SSH logins; `ssh`: existing.ssh, to read the tservers' CPU): its folder
+    (config/generators.yaml)."""
     where = json.loads(site_file.read_text())
-    work = copy_workflow(tmp_path / "study")
-    design = {"factors": {
-        "A": {"name": "workload", "levels": ["read", "write"]},
-        "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
-    }}  # fmt: skip
+    work = copy_workflow(tmp_path)
     (work / "config" / "generators-design.yaml").write_text(yaml.safe_dump(design))
     study = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
     study |= {"design": "config/generators-design.yaml", "backend": "existing"}
     study["defaults"] |= {"cluster": {"nodes": 2, "node_size": "small", "replication": "off"}}
     study["measurement"] |= {"clients": [2, 4], "max_clients": 4, "seconds": 2, **measurement}
     entry = {"hosts": where["tservers"]["2"], "port": where["ysql_port"], "password_env": None}
-    generators = logins(sshd, second, tmp_path / "known_hosts")[:k]
     study["existing"] = {"combinations": {"nodes2-small-reploff": entry},
-                         "load_generators": generators}  # fmt: skip
+                         "load_generators": generators, "ssh": ssh}  # fmt: skip
     (work / "config" / "generators.yaml").write_text(yaml.safe_dump(study))
     return work
 
@@ -214,7 +222,7 @@ def test_a_study_with_two_generators_runs_through_the_analysis(sshd, site, secon
     clock offset recorded, the barrier's skew bounded), the analysis and findings written,
     and no session left on either generator."""
     root, site_file = site
-    work = study_of(tmp_path, sshd, second, site_file, 2)
+    work = study_of(tmp_path / "study", site_file, logins(sshd, second, tmp_path / "known"))
     out = run_snakemake(work, "results/effects.csv", configfile="config/generators.yaml",
                         timeout=900)  # fmt: skip
     assert out.returncode == 0, failed(out)
@@ -238,7 +246,8 @@ def test_ctrl_c_with_two_generators_leaves_nothing_on_either(sshd, site, second,
     """Ctrl-C (SIGINT to Snakemake's process group) while pgbench runs on both generators:
     the run stops, and nothing it started is left here or on either generator."""
     root, site_file = site
-    work = study_of(tmp_path, sshd, second, site_file, 2, seconds=8)
+    generators = logins(sshd, second, tmp_path / "known")
+    work = study_of(tmp_path / "study", site_file, generators, seconds=8)
     mark = uuid.uuid4().hex
     env = {**os.environ, "YBSCALE_GENERATORS_RUN": mark}
     output = tmp_path / "snakemake.out"
@@ -259,3 +268,89 @@ def test_ctrl_c_with_two_generators_leaves_nothing_on_either(sshd, site, second,
     assert settled(lambda: processes_with_env("YBSCALE_GENERATORS_RUN", mark)) == []
     assert settled(lambda: no_session_left(sshd, second)) == [], text[-3000:]
     assert len(servers_under(root)) == 1  # the stand-in only
+
+
+# ------------------------------------------------------------- a capped generator
+# Stand-in machines of one CPU or less (`loopback.machine_group`): the cluster's server (1 CPU,
+# both tservers' figure, as endpoints on one host share it), generator A (1 CPU) and generator
+# B, capped below what driving the whole cluster takes, above what half of it takes.
+CAP_SHARE = 0.7  # B's quota: this share of the generator CPU the cluster's saturation takes
+
+
+@pytest.fixture(scope="module")
+def capped(sshd):
+    """(data root, site file, generators A and B as (login, CPU group)) on stand-in machines."""
+    from ybscale.backends.local.cpu import CpuLimits
+
+    with ram_root() as root:
+        settings = settings_with(local={"data_root": str(root), "cpu_mechanism": "none"})
+        with (
+            loopback_site(root, sshd, [2], settings, cluster_cpus=1.0) as site_file,
+            ExitStack() as stack,
+        ):
+            limits = CpuLimits(f"generators-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+            stack.callback(limits.cleanup)  # last: after both sshd stopped
+            machines = []
+            for i, ip in enumerate(["127.0.0.2", "127.0.0.3"]):
+                prefix, group = machine_group(limits, f"generator{i}", 1.0)
+                port = _free_port()
+                keys = authorized_keys(sshd).parent
+                proc = machine_sshd(keys, [ip], port, f"generator{i}-machine", group, prefix)
+                stack.callback(stop_sshd, proc)
+                login = {"host": ip, "port": port, "user": sshd.user, "key": str(sshd.key)}
+                machines.append((login, group))
+            yield root, site_file, machines
+        assert servers_under(root) == []
+
+
+def node_login(sshd, site_file: Path, known_hosts: Path) -> dict:
+    """existing.ssh: every tserver's CPU read from the cluster's stand-in machine."""
+    port = json.loads(site_file.read_text())["tserver_ssh_port"]
+    return {"user": sshd.user, "key": str(sshd.key), "port": port,
+            "known_hosts": str(known_hosts)}  # fmt: skip
+
+
+def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
+    sshd, capped, tmp_path
+):
+    """Calibrated on the machine: CPU per transaction of a generator (A alone) and of the
+    cluster's server give B a quota of 70 % of what saturating the cluster takes from one
+    generator. The study from B alone (k = 1) is client-bound, the findings naming it; the
+    same study from A and B (k = 2, B driving half the clients) finds the cluster the
+    bottleneck, and measures more."""
+    root, site_file, ((a, _), (b, b_group)) = capped
+    known = tmp_path / "known_hosts"
+    a, b = ({**login, "known_hosts": str(known)} for login in (a, b))
+    nodes = node_login(sshd, site_file, known)
+    # calibration: A alone, unrestricted relative to the cluster
+    settings = existing_settings(site_file, [a], nodes, repetitions=1, max_repetitions=1)
+    row = row_from_levels(ROW, 2000)
+    with ExistingBackend(settings).cluster(row, tmp_path) as cluster:
+        out = tmp_path / "calibration"
+        bench.measure(row, cluster, settings["measurement"], out, progress=lambda _: None)
+    line = pd.read_csv(out / "throughput.csv").iloc[0]
+    generator_ms = 1000 * line["util_client"] / line["tps"]  # 1 CPU: U x 1 / X
+    server_ms = 1000 * line["util_node0"] / line["tps"]
+    assert 0 < generator_ms < server_ms, line.to_dict()  # pgbench is the lighter side
+    set_machine_cpus(b_group, CAP_SHARE * generator_ms / server_ms)
+    results = {}
+    for k, generators in ((1, [b]), (2, [a, b])):
+        work = study_of(tmp_path / f"k{k}", site_file, generators, nodes, READS, clients=[4],
+                        max_clients=4, seconds=3)  # fmt: skip
+        done = run_snakemake(work, "results/effects.csv", configfile="config/generators.yaml",
+                             timeout=900)  # fmt: skip
+        assert done.returncode == 0, failed(done)
+        results[k] = (
+            pd.read_csv(work / "results" / "ceilings.csv"),
+            (work / "results" / "findings.md").read_text(),
+        )
+    one, findings_one = results[1]
+    two, findings_two = results[2]
+    assert set(one["bottleneck"]) == {"client"}, one[["run", "bottleneck"]]
+    assert "4 of 4 rows are client-bound" in findings_one and "run01 client" in findings_one
+    assert set(two["bottleneck"]) <= {"node0", "node1"}, two[["run", "bottleneck"]]
+    assert "0 of 4 rows are client-bound" in findings_two
+    assert two["empirical_tps"].mean() > one["empirical_tps"].mean()
+    print(f"generator {generator_ms:.4f} ms/tx, server {server_ms:.4f} ms/tx; "
+          f"k=1 {one['empirical_tps'].round().tolist()} {one['bottleneck'].tolist()}; "
+          f"k=2 {two['empirical_tps'].round().tolist()} {two['bottleneck'].tolist()}")  # fmt: skip
