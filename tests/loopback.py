@@ -53,11 +53,21 @@ def program():
         pulumi.ComponentResource(
             "ybscale:loopback:TServer", f"tserver-{i}", opts=pulumi.ResourceOptions(parent=cluster)
         )
+    # the load generators: the site's sshd on 127.0.0.1, then those a test added to the site
+    # file (`generators`: [address, port] each), as many as gcp.load_generators asks
+    generators = [["127.0.0.1", site["ssh_port"]], *site.get("generators", [])]
+    generators = generators[: args.load_generators]
+    if len(generators) < args.load_generators:
+        raise ValueError(f"the loopback site has {len(generators)} load generators")
     outputs = {
         "tserver_ips": ips,
         "master_addresses": f"{site['master_ip']}:7100",
         "loadgen_ip": "127.0.0.1",
         "loadgen_name": "loopback-loadgen",
+        "loadgen_ips": [address for address, _ in generators],
+        "loadgen_names": ["loopback-loadgen"]
+        + [f"loopback-loadgen-{i}" for i in range(1, len(generators))],
+        "loadgen_ssh_ports": [port for _, port in generators],
         "ysql_port": site["ysql_port"],
         "ssh_port": site["ssh_port"],
         "tserver_ssh_port": site["tserver_ssh_port"],

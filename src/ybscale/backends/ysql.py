@@ -588,10 +588,7 @@ class LocalRunner:
         """pgbench here, its scripts on the configured table (copies in the work folder)."""
         scripts = tuple(self._script(Path(s), command.workdir) for s in command.scripts)
         command = dataclasses.replace(command, scripts=scripts)
-        argv = pgbench.argv(command, exe)
-        if command.start_at is not None:
-            argv = gens.at_instant(argv, int(command.start_at * 1e9))
-        return spawn_local(argv, command.env, command.workdir)
+        return spawn_local(pgbench.argv(command, exe), command.env, command.workdir)
 
     def collect(self, command) -> None:
         """Nothing to bring: pgbench wrote its logs here."""

@@ -18,6 +18,7 @@ COMMON_MODULES = (
     "measure/adaptive.py",
     "measure/measuring.py",
     "measure/latency.py",
+    "measure/generators.py",
     "measure/utilisation.py",
     "design/workload.py",
     "measure/per_second.py",

@@ -181,7 +181,8 @@ class GcpBackend(Backend):
             "yugabyte_version": endpoints.get("yugabyte_version"),
             "zone": endpoints.get("zone"),
             "load_generator": endpoints.get("loadgen_name"),
-            "load_generators": endpoints.get("loadgen_names") or [endpoints.get("loadgen_name")],
+            "load_generator_names": endpoints.get("loadgen_names")
+            or [endpoints.get("loadgen_name")],
             "min_cpu_platform": endpoints.get("min_cpu_platform"),
             "cpu_platforms": endpoints.get("cpu_platforms"),
         }

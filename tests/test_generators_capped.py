@@ -1,0 +1,120 @@
+"""A capped load generator on loopback (issue 38): on stand-in machines of one CPU or less
+(`loopback.machine_group`), a study driven from a capped generator alone is client-bound and the
+findings name it; the same study from it and a second generator finds the cluster the
+bottleneck."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import (
+    _free_port,
+    authorized_keys,
+    failed,
+    ram_root,
+    row_from_levels,
+    servers_under,
+    settings_with,
+    stop_sshd,
+)
+from conftest import snakemake as run_snakemake
+from loopback import loopback_site, machine_group, machine_sshd, set_machine_cpus
+from test_generators_loopback import READS, ROW, existing_settings, study_of
+
+from ybscale.backends.existing import ExistingBackend
+from ybscale.measure import bench
+
+pytestmark = pytest.mark.slow
+
+
+# ------------------------------------------------------------- a capped generator
+# Stand-in machines of one CPU or less (`loopback.machine_group`): the cluster's server (1 CPU,
+# both tservers' figure, as endpoints on one host share it), generator A (1 CPU) and generator
+# B, capped below what driving the whole cluster takes, above what half of it takes.
+CAP_SHARE = 0.7  # B's quota: this share of the generator CPU the cluster's saturation takes
+
+
+@pytest.fixture(scope="module")
+def capped(sshd):
+    """(data root, site file, generators A and B as (login, CPU group)) on stand-in machines."""
+    from ybscale.backends.local.cpu import CpuLimits
+
+    with ram_root() as root:
+        settings = settings_with(local={"data_root": str(root), "cpu_mechanism": "none"})
+        with (
+            loopback_site(root, sshd, [2], settings, cluster_cpus=1.0) as site_file,
+            ExitStack() as stack,
+        ):
+            limits = CpuLimits(f"generators-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+            stack.callback(limits.cleanup)  # last: after both sshd stopped
+            machines = []
+            for i, ip in enumerate(["127.0.0.2", "127.0.0.3"]):
+                prefix, group = machine_group(limits, f"generator{i}", 1.0)
+                port = _free_port()
+                keys = authorized_keys(sshd).parent
+                proc = machine_sshd(keys, [ip], port, f"generator{i}-machine", group, prefix)
+                stack.callback(stop_sshd, proc)
+                login = {"host": ip, "port": port, "user": sshd.user, "key": str(sshd.key)}
+                machines.append((login, group))
+            yield root, site_file, machines
+        assert servers_under(root) == []
+
+
+def node_login(sshd, site_file: Path, known_hosts: Path) -> dict:
+    """existing.ssh: every tserver's CPU read from the cluster's stand-in machine."""
+    port = json.loads(site_file.read_text())["tserver_ssh_port"]
+    return {"user": sshd.user, "key": str(sshd.key), "port": port,
+            "known_hosts": str(known_hosts)}  # fmt: skip
+
+
+@pytest.mark.exclusive  # asserts on what saturated: nothing else may run beside it
+def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
+    sshd, capped, tmp_path
+):
+    """Calibrated on the machine: CPU per transaction of a generator (A alone) and of the
+    cluster's server give B a quota of 70 % of what saturating the cluster takes from one
+    generator. The study from B alone (k = 1) is client-bound, the findings naming it; the
+    same study from A and B (k = 2, B driving half the clients) finds the cluster the
+    bottleneck, and measures more."""
+    root, site_file, ((a, _), (b, b_group)) = capped
+    known = tmp_path / "known_hosts"
+    a, b = ({**login, "known_hosts": str(known)} for login in (a, b))
+    nodes = node_login(sshd, site_file, known)
+    # calibration: A alone, unrestricted relative to the cluster
+    settings = existing_settings(site_file, [a], nodes, repetitions=1, max_repetitions=1)
+    row = row_from_levels(ROW, 2000)
+    with ExistingBackend(settings).cluster(row, tmp_path) as cluster:
+        out = tmp_path / "calibration"
+        bench.measure(row, cluster, settings["measurement"], out, progress=lambda _: None)
+    line = pd.read_csv(out / "throughput.csv").iloc[0]
+    generator_ms = 1000 * line["util_client"] / line["tps"]  # 1 CPU: U x 1 / X
+    server_ms = 1000 * line["util_node0"] / line["tps"]
+    assert 0 < generator_ms < server_ms, line.to_dict()  # pgbench is the lighter side
+    set_machine_cpus(b_group, CAP_SHARE * generator_ms / server_ms)
+    results = {}
+    for k, generators in ((1, [b]), (2, [a, b])):
+        work = study_of(tmp_path / f"k{k}", site_file, generators, nodes, READS, clients=[4],
+                        max_clients=4, seconds=3)  # fmt: skip
+        done = run_snakemake(work, "results/effects.csv", configfile="config/generators.yaml",
+                             timeout=900)  # fmt: skip
+        assert done.returncode == 0, failed(done)
+        results[k] = (
+            pd.read_csv(work / "results" / "ceilings.csv"),
+            (work / "results" / "findings.md").read_text(),
+        )
+    one, findings_one = results[1]
+    two, findings_two = results[2]
+    assert set(one["bottleneck"]) == {"client"}, one[["run", "bottleneck"]]
+    assert "4 of 4 rows are client-bound" in findings_one and "run01 client" in findings_one
+    assert set(two["bottleneck"]) <= {"node0", "node1"}, two[["run", "bottleneck"]]
+    assert "0 of 4 rows are client-bound" in findings_two
+    assert two["empirical_tps"].mean() > one["empirical_tps"].mean()
+    print(f"generator {generator_ms:.4f} ms/tx, server {server_ms:.4f} ms/tx; "
+          f"k=1 {one['empirical_tps'].round().tolist()} {one['bottleneck'].tolist()}; "
+          f"k=2 {two['empirical_tps'].round().tolist()} {two['bottleneck'].tolist()}")  # fmt: skip
