@@ -17,8 +17,8 @@ have_pg || packages+=(postgresql-15)
 python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
 [ -x /usr/sbin/sshd ] || packages+=(openssh-server)
 command -v ssh-keygen >/dev/null || packages+=(openssh-client)
-command -v shellcheck >/dev/null || packages+=(shellcheck)  # tests/test_infra.py: startup scripts
-command -v systemd-analyze >/dev/null || packages+=(systemd)  # tests/test_infra.py: unit files
+command -v shellcheck >/dev/null || packages+=(shellcheck)  # tests/backends/test_infra.py: startup scripts
+command -v systemd-analyze >/dev/null || packages+=(systemd)  # tests/backends/test_infra.py: unit files
 command -v chromium >/dev/null || packages+=(chromium)  # report rendering test (headless)
 if [ ${#packages[@]} -gt 0 ]; then
   echo "setup: installing ${packages[*]}" >&2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Pulumi CLI (a Go program) from the Go module proxy when it is not cached yet, and
 # prints the binary's path. The engine is needed by the Automation-API lifecycle tests
-# (tests/test_stacks.py); it is cached outside the clone so a fresh clone reuses it.
+# (tests/backends/test_stacks.py); it is cached outside the clone so a fresh clone reuses it.
 # A plain `go install ...@version` is refused (it asks the proxy for the version list), so the
 # exact module is downloaded, copied out of the read-only module cache, its `replace => ../sdk`
 # line dropped, and built with the version string the Python Automation API checks.

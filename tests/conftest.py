@@ -289,30 +289,31 @@ def tiny_study_copy(tiny_study, tmp_path, data_root) -> Path:
 
 
 def row_from_levels(levels: dict, dataset_rows: int, run: str = "run01", **extra):
-    """A resolved Row from seed-style levels (nodes, workload, isolation, ...), for tests."""
-    from ybscale.design import knobs, workload
-    from ybscale.design.row import ClusterShape, Row
+    """A resolved Row from seed-style levels (nodes, workload, isolation, ...), for tests: the
+    levels (by the seed's shorthands) and `extra` server/session settings as the defaults of a
+    one-factor design, resolved by `resolve_rows` as a study's rows are; the Row's run and
+    level labels are then the ones asked for."""
+    import dataclasses
 
-    shape = ClusterShape(
-        nodes=int(levels["nodes"]),
-        node_size=str(levels["node_size"]),
-        replication=knobs.on_off(levels["replication"]),
-    )
-    script = str(levels["workload"])
-    path = REPO / "workloads" / f"{script}.sql"
-    isolation = knobs.isolation_text(levels.get("isolation", "read committed"))
-    return Row(
-        run=run,
-        cluster=shape,
-        server=dict(extra.get("server", {})),
-        session={knobs.ISOLATION: isolation, **extra.get("session", {})},
-        script=script,
-        script_path=str(path),
-        variables={"rows": str(levels.get("operation_size", 1))},
-        dataset_rows=dataset_rows,
-        read_only=workload.read_only(path.read_text()),
-        levels=dict(levels),
-    )
+    from ybscale.design import knobs
+    from ybscale.design.factorial import design_from_dict
+    from ybscale.design.row import resolve_rows
+
+    defaults: dict = {"dataset": {"rows": dataset_rows}, "session": {}, "server": {}}
+    values = {"isolation": "read committed", "operation_size": 1, **levels}
+    for name, value in values.items():
+        kind, knob = knobs.SHORTHANDS[name].split(".")
+        defaults.setdefault(kind, {})[knob] = value
+    for kind in ("server", "session"):
+        defaults[kind].update(extra.get(kind, {}))
+    # one factor, on a knob every row has: its low level is the default, so run01 is `levels`
+    isolation = defaults["session"]["default_transaction_isolation"]
+    other = "serializable" if "read committed" in str(isolation) else "read committed"
+    factor = {"name": "isolation", "levels": [isolation, other]}
+    design = design_from_dict({"factors": {"A": factor}})
+    config = {"defaults": defaults, "workloads": str(REPO / "workloads")}
+    (row, _) = resolve_rows(design, config)
+    return dataclasses.replace(row, run=run, levels=dict(levels))
 
 
 def shipped_config() -> dict:

@@ -1,4 +1,4 @@
-// Measures Snakemake's report as a reader sees it (tests/test_report_layout.py injects it into a
+// Measures Snakemake's report as a reader sees it (tests/report/test_report_layout.py injects it into a
 // copy of report.html): the landing page at scroll position 0 and scrolled to its end, then every
 // result that opens inside the report (images, HTML pages), each opened as its button opens it
 // (app.setView) and measured at the start and at the end of its scroll range. Writes the boxes

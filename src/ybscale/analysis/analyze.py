@@ -28,7 +28,7 @@ from ybscale.analysis.multiplicity import RULES, keep_family
 from ybscale.analysis.responses import ResponsesError, read_responses
 from ybscale.analysis.scale import AUTO, choose
 from ybscale.analysis.sensitivity import with_other_scale
-from ybscale.analysis.strata import judge, mixed, mixed_applies
+from ybscale.analysis.strata import judge, mixed, mixed_applies, stratum_errors
 from ybscale.design.factorial import DesignError, load_design
 from ybscale.design.order import executed_positions
 from ybscale.design.record import build as build_record
@@ -160,6 +160,7 @@ def analyze(
     effects = with_other_scale(judged(model), judged, scale, y)
     order = executed_positions(run_order) if run_order else None
     result = fit_anova(design, y, alpha, model, blocks, order, multiplicity, clusters)
+    effects = stratum_errors(effects, result.table)
     tables = {
         "effects": effects,
         "anova": result.table,

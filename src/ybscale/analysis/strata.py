@@ -1,37 +1,19 @@
 """Each error stratum's statistics (see `ybscale.design.strata` for the partition): Lenth with
-critical values simulated for the stratum's number of columns (Ye & Hamada 2000), and
-statsmodels MixedLM with the cluster as a random effect when replicates ran on clusters of their
-own."""
+critical values for the stratum's number of columns (Ye & Hamada 2000; tabulated to 0.1 % in
+`ybscale.analysis.lenth_critical`), and statsmodels MixedLM with the cluster as a random effect
+when replicates ran on clusters of their own."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import lru_cache
 
+from ybscale.analysis.lenth_critical import critical as lenth_critical
 from ybscale.design.strata import MIN_COLUMNS, SINGLE, SUB, WHOLE
-
-SIMULATIONS = 200_000
-SEED = 20000  # Ye & Hamada (2000)
-
-
-@lru_cache(maxsize=64)
-def lenth_critical(m: int, alpha: float = 0.05) -> tuple[float, float]:
-    """(individual, simultaneous) critical values of |effect|/PSE for m null effects, by
-    simulation (Ye & Hamada 2000), seeded: the same numbers on every machine."""
-    import numpy as np
-
-    rng = np.random.default_rng(SEED + m)
-    c = np.abs(rng.standard_normal((SIMULATIONS // m + 1, m)))
-    s0 = 1.5 * np.median(c, axis=1, keepdims=True)
-    kept = np.where(c < 2.5 * s0, c, np.nan)
-    pse = 1.5 * np.nanmedian(kept, axis=1, keepdims=True)
-    t = c / pse
-    return float(np.quantile(t, 1 - alpha)), float(np.quantile(t.max(axis=1), 1 - alpha))
 
 
 def stratum_lenth(effects, alpha: float = 0.05) -> dict:
-    """Lenth on one stratum's effects with its simulated critical values: pse, me, sme and the
+    """Lenth on one stratum's effects with its tabulated critical values: pse, me, sme and the
     boolean arrays active (|effect| > me) and active_sme."""
     import numpy as np
 
@@ -88,6 +70,41 @@ def judge(table, strata: Mapping[str, str], alpha: float = 0.05):
         out.loc[mask, "active"] = found["active"]
         out.loc[mask, "active_sme"] = found["active_sme"]
         out.loc[mask, "method"] = "lenth"
+    return out
+
+
+def stratum_errors(effects, anova):
+    """A split plot's effects table with the ANOVA's error lines, one ``error`` line per stratum
+    (its sum of squares and share of the total, ``stratum`` whole or sub), in place of the
+    unstratified fit's ``error`` and ``block`` lines: every line belongs to a stratum. Other
+    tables are returned as they are."""
+    import pandas as pd
+
+    from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM, RESIDUAL, WHOLE_ERROR
+
+    if "stratum" not in anova or WHOLE not in set(anova["stratum"]):
+        return effects
+    kept = effects[~effects["term"].astype(str).isin([ERROR_TERM, BLOCK_TERM])]
+    sst = effects.attrs.get("sst", math.nan)
+    lines = []
+    for _, line in anova[anova["term"].isin([WHOLE_ERROR, RESIDUAL])].iterrows():
+        row = dict.fromkeys(effects.columns, math.nan)
+        ss = float(line["sum_sq"])
+        row.update(
+            term=ERROR_TERM,
+            alias="",
+            sum_sq=ss,
+            variation_pct=100 * ss / sst if sst > 0 else math.nan,
+            active=False,
+            active_sme=False,
+            below_noise=False,
+            method="t",
+            model=effects["model"].iloc[0] if len(effects) else "",
+            stratum=line["stratum"],
+        )
+        lines.append(row)
+    out = pd.concat([kept, pd.DataFrame(lines, columns=effects.columns)], ignore_index=True)
+    out.attrs = dict(effects.attrs)
     return out
 
 

@@ -1,0 +1,372 @@
+"""The local backend on real PostgreSQL servers: topology, isolation, CPU limits, clean-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import row_from_levels, servers_under, settings_with
+
+from ybscale.backends.base import OWNER_ENV, BackendError, alive
+from ybscale.backends.local import cluster as local
+from ybscale.backends.local import cpu
+from ybscale.backends.local.cluster import LocalBackend
+
+LEVELS = {
+    "operation_size": 1,
+    "workload": "write",
+    "isolation": "repeatable read",
+    "node_size": "small",
+}
+
+
+def backend(data_root, **local):
+    return LocalBackend(settings_with(local={"data_root": str(data_root), **local}))
+
+
+def test_replicated_cluster_has_a_quorum_and_reads_back_isolation(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 3, "replication": "on"}
+    with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
+        assert len(servers_under(data_root)) == 3
+        cluster.check()
+        primary = cluster.nodes[0]
+        names = primary.psql("SHOW synchronous_standby_names")
+        assert names == "ANY 1 (node2, node3)"
+        states = primary.psql("SELECT string_agg(sync_state, ',') FROM pg_stat_replication")
+        assert states == "quorum,quorum"
+        applied = cluster.applied()
+        assert set(applied["isolation_in_effect"].values()) == {"repeatable read"}
+        # writes go to the primary only, reads to every node, all over the whole key space
+        assert [t.endpoint.port for t in cluster.targets("write")] == [primary.port]
+        assert len(cluster.targets("read")) == 3
+        primary.psql("INSERT INTO kv VALUES (999999, 'x')")
+        cluster.wait_replayed()
+        assert cluster.nodes[2].psql("SELECT count(*) FROM kv") == "1001"
+        cluster.reset("write")  # back to the starting state, on every node
+        assert cluster.nodes[1].psql("SELECT count(*) FROM kv") == "1000"
+    assert servers_under(data_root) == []
+    assert not list(data_root.glob("ybscale-*/node*"))
+
+
+def test_sharded_cluster_holds_each_key_once(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 3, "replication": "off", "isolation": "read committed"}
+    with backend(data_root).cluster(row_from_levels(levels, 3000), tmp_path) as cluster:
+        counts = []
+        for i, node in enumerate(cluster.nodes):
+            assert node.psql(f"SELECT count(*) FROM kv WHERE k % 3 <> {i}") == "0"
+            counts.append(int(node.psql("SELECT count(*) FROM kv")))
+        assert counts == [1000, 1000, 1000]
+        targets = cluster.targets("read")
+        assert [t.variables["shard"] for t in targets] == [0, 1, 2]
+        assert {t.variables["nshards"] for t in targets} == {3}
+        assert cluster.applied()["isolation_in_effect"]["node2"] == "read committed"
+        for node in cluster.nodes:
+            node.psql("INSERT INTO kv SELECT g, 'x' FROM generate_series(100000, 100099) g")
+        cluster.reset("write")  # every shard back to its starting state (reloaded at once)
+        for i, node in enumerate(cluster.nodes):
+            assert node.psql(f"SELECT count(*) FROM kv WHERE k % 3 <> {i}") == "0"
+            assert node.psql("SELECT count(*) FROM kv") == "1000"
+    assert servers_under(data_root) == []
+
+
+def test_node_size_sets_different_cpu_limits(data_root, tmp_path):
+    records = {}
+    for size in ("small", "large"):
+        levels = {**LEVELS, "nodes": 3, "replication": "off", "node_size": size}
+        with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
+            records[size] = cluster.applied()["cpu"]["node1"]
+    assert records["small"]["mechanism"] == records["large"]["mechanism"]
+    if records["small"]["mechanism"] == "none":
+        pytest.fail(f"no CPU limit mechanism works on this machine: {records}")
+    assert records["small"]["cpus"] < records["large"]["cpus"]
+
+
+def test_servers_are_stopped_when_the_body_fails(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 5, "replication": "on"}
+    with pytest.raises(RuntimeError, match="boom"):
+        with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path):
+            assert len(servers_under(data_root)) == 5
+            raise RuntimeError("boom")
+    assert servers_under(data_root) == []
+    assert (tmp_path / "node1.log").exists()  # server logs are kept with the row
+
+
+def test_clean_up_finishes_when_keeping_the_logs_fails(data_root, tmp_path):
+    """The row's folder vanished under a running cluster: copying the server logs fails, and
+    the servers, their data and their CPU groups are still all removed."""
+    levels = {**LEVELS, "nodes": 3, "replication": "off"}
+    workdir = tmp_path / "row"
+    workdir.mkdir()
+    with pytest.raises(FileNotFoundError):
+        with backend(data_root).cluster(row_from_levels(levels, 1000), workdir) as cluster:
+            groups = [Path(c["path"]) for c in cluster.applied()["cpu"].values() if "path" in c]
+            shutil.rmtree(workdir)
+    assert groups, "no CPU group was created: nothing to check"
+    assert servers_under(data_root) == []
+    assert not list(data_root.glob("ybscale-*/node*"))
+    assert [g for g in groups if g.exists()] == []
+
+
+def test_a_cluster_makes_its_missing_row_folder_and_keeps_its_logs_there(data_root, tmp_path):
+    """A row folder that does not exist yet is made; before, the clean-up's log copy failed."""
+    workdir = tmp_path / "not" / "yet"
+    levels = {**LEVELS, "nodes": 1, "replication": "off"}
+    with backend(data_root).cluster(row_from_levels(levels, 1000), workdir):
+        pass
+    assert (workdir / "node1.log").read_text()
+
+
+@pytest.mark.exclusive  # another cluster's start reaps dead processes' CPU groups too
+def test_cpu_groups_of_a_dead_process_are_reaped():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    limits = cpu.CpuLimits(group=f"{dead.pid}-0123abcd", mechanism="auto")
+    _, record = limits.prefix("node1", 0.25)  # made, never cleaned up: as after a kill -9
+    if "path" not in record:
+        pytest.fail(f"no cgroup mechanism works on this machine: {record}")
+    group = Path(record["path"]).parent
+    assert group.exists() and not alive(dead.pid)
+    assert str(group) in cpu.reap_orphan_groups(alive)
+    assert not group.exists()
+
+
+def test_server_ports_stay_out_of_the_range_client_connections_draw_from():
+    low = int(local.EPHEMERAL_RANGE.read_text().split()[0])
+    taken: list[int] = []
+    for _ in range(50):
+        taken.append(local.free_port(exclude=taken))
+    assert len(set(taken)) == len(taken)
+    if low - local.PORTS_FROM > 1000:
+        assert all(local.PORTS_FROM <= port < low for port in taken)
+
+
+def test_a_server_that_cannot_start_is_reported_with_its_logs_reason(
+    data_root, tmp_path, monkeypatch
+):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        monkeypatch.setattr(local, "free_port", lambda exclude=(): held.getsockname()[1])
+        levels = {**LEVELS, "nodes": 1, "replication": "off"}
+        with pytest.raises(BackendError, match="start node1 failed") as failed:
+            with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path):
+                pass
+    assert "Address already in use" in str(failed.value)
+    assert servers_under(data_root) == []
+
+
+def _quota(record: dict) -> str:
+    path = Path(record["path"])
+    if record["mechanism"] == "cgroup2":
+        return (path / "cpu.max").read_text().split()[0]
+    return (path / "cpu.cfs_quota_us").read_text().strip()
+
+
+def test_the_quota_is_lifted_only_while_data_loads_and_comes_back_after_a_failure():
+    limits = cpu.CpuLimits(group=f"{os.getpid()}-4567abcd", mechanism="auto")
+    try:
+        _, record = limits.prefix("node1", 0.25)
+        if "path" not in record:
+            pytest.fail(f"no cgroup mechanism works on this machine: {record}")
+        assert _quota(record) == str(record["quota_us"])
+        with pytest.raises(RuntimeError, match="load failed"):
+            with limits.lifted():
+                assert _quota(record) in ("max", "-1")
+                raise RuntimeError("load failed")
+        assert _quota(record) == str(record["quota_us"])
+    finally:
+        limits.cleanup()
+
+
+def test_a_reset_leaves_the_nodes_at_their_quota(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 3, "replication": "off"}
+    with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
+        records = [r for r in cluster.applied()["cpu"].values() if "path" in r]
+        if not records:
+            pytest.fail("no cgroup mechanism works on this machine")
+        cluster.reset("write")
+        assert [_quota(r) for r in records] == [str(r["quota_us"]) for r in records]
+
+
+KILLED_RUN = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from conftest import row_from_levels, settings_with
+from ybscale.backends.local import LocalBackend
+levels = {levels!r}
+backend = LocalBackend(settings_with(local={{"data_root": {root!r}}}))
+with backend.cluster(row_from_levels(levels, 1000), Path({work!r})):
+    print("up", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.exclusive  # looks at every server's shared memory and CPU group
+def test_the_leftovers_of_a_killed_run_are_reaped_by_the_next(data_root, tmp_path):
+    """kill -9 of the measuring process leaves its servers running; the next cluster on the same
+    data root stops them (and their shared memory goes), removes their data and CPU groups."""
+    levels = {**LEVELS, "nodes": 2, "replication": "off"}
+    before = set(Path("/dev/shm").glob("PostgreSQL.*"))
+    code = KILLED_RUN.format(
+        tests=str(Path(__file__).resolve().parents[1]),
+        levels=levels,
+        root=str(data_root),
+        work=str(tmp_path),
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        (home,) = data_root.glob("ybscale-*/owner.json")
+        group = f"{proc.pid}-"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(servers_under(data_root)) == 2  # orphans, still serving
+    groups = [g for g in Path("/sys/fs/cgroup").rglob(f"ybscale/{group}*")]
+    assert groups, "the killed run made no CPU group: nothing to check"
+    with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
+        assert str(home.parent) in cluster.applied()["reaped_orphans"]
+        assert len(servers_under(data_root)) == 2  # only the new cluster's
+    assert servers_under(data_root) == []
+    assert not home.parent.exists()
+    assert [g for g in groups if g.exists()] == []
+    assert set(Path("/dev/shm").glob("PostgreSQL.*")) <= before
+
+
+def test_a_dead_node_fails_the_check(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 3, "replication": "off"}
+    with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
+        cluster.nodes[1].stop()
+        with pytest.raises(BackendError, match="node2"):
+            cluster.check()
+    assert servers_under(data_root) == []
+
+
+def test_unknown_server_user_is_a_clear_error(data_root, tmp_path, monkeypatch):
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    levels = {**LEVELS, "nodes": 3, "replication": "off"}
+    with pytest.raises(BackendError, match="local.user"):
+        with backend(data_root, user="no-such-user-here").cluster(
+            row_from_levels(levels, 1000), tmp_path
+        ):
+            pass
+
+
+def test_server_and_session_settings_are_read_back_and_a_drift_fails(data_root, tmp_path):
+    levels = {**LEVELS, "nodes": 2, "replication": "off"}
+    row = row_from_levels(
+        levels, 1000, server={"work_mem": "4MB"}, session={"enable_seqscan": "off"}
+    )
+    with backend(data_root).cluster(row, tmp_path) as cluster:
+        applied = cluster.applied()
+        effect = applied["settings_in_effect"]
+        assert effect["server"] == {"node1": {"work_mem": "4MB"}, "node2": {"work_mem": "4MB"}}
+        assert effect["session"]["node2"]["enable_seqscan"] == "off"
+        assert effect["session"]["node1"]["default_transaction_isolation"] == "repeatable read"
+        # a node whose configuration drifted from the row is caught, and named
+        cluster.nodes[1].psql("ALTER SYSTEM SET work_mem = '1MB';\nSELECT pg_reload_conf();")
+        with pytest.raises(BackendError, match="node2: server settings in effect"):
+            cluster.applied()
+    assert servers_under(data_root) == []
+
+
+BRING_UP = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from conftest import settings_with
+from ybscale.backends.local import LocalBackend
+backend = LocalBackend(settings_with(local={{"data_root": {root!r}}}))
+definition = {{"shape": {{"nodes": 2, "node_size": "small", "replication": False}}, "server": {{}}}}
+print(json.dumps(backend.up("run01", definition, Path({folder!r}))), flush=True)
+"""
+
+
+def test_a_cluster_brought_up_by_one_process_is_measured_and_released_by_others(
+    data_root, tmp_path
+):
+    """The pipeline's lifecycle: `up` in one job (the servers outlive it, owned by the
+    workflow: here this process), `measure` and `down` in others, from the endpoints alone. A
+    bring-up in between reaps nothing of it (its owner lives); `down` stops every server and
+    removes its data and CPU groups."""
+    code = BRING_UP.format(tests=str(Path(__file__).resolve().parents[1]), root=str(data_root),
+                           folder=str(tmp_path))  # fmt: skip
+    env = {**os.environ, OWNER_ENV: str(os.getpid())}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    endpoints = json.loads(done.stdout)
+    assert len(servers_under(data_root)) == 2  # the bring-up's process has exited
+    mechanism, quotas = endpoints["limits"]["mechanism"], endpoints["limits"]["quotas"]
+    assert quotas, "no CPU quota was set: nothing to check"
+    for path, (quota, _) in quotas.items():  # lifted while the servers started, set again
+        assert _quota({"path": path, "mechanism": mechanism}) == str(quota), path
+    (home,) = data_root.glob("ybscale-*/owner.json")
+    assert json.loads(home.read_text())["pid"] == os.getpid()
+    levels = {**LEVELS, "nodes": 1, "replication": "off"}
+    with backend(data_root).cluster(row_from_levels(levels, 100, run="run02"), tmp_path / "b"):
+        assert len(servers_under(data_root)) == 3  # the first cluster was not reaped
+    row = row_from_levels({**LEVELS, "nodes": 2, "replication": "off"}, 1000)
+    with backend(data_root).measure(row, endpoints, tmp_path) as cluster:
+        assert [n.port for n in cluster.nodes] == [n["port"] for n in endpoints["nodes"]]
+        assert sum(int(n.psql("SELECT count(*) FROM kv")) for n in cluster.nodes) == 1000
+        groups = [Path(c["path"]) for c in cluster.applied()["cpu"].values() if "path" in c]
+    assert len(servers_under(data_root)) == 2  # measuring leaves the cluster up
+    backend(data_root).down(endpoints, tmp_path)
+    assert servers_under(data_root) == []
+    assert not home.parent.exists()
+    assert (tmp_path / "node2.log").read_text()  # the server logs are kept in its folder
+    assert groups and [g for g in groups if g.exists()] == []
+
+
+def postmasters(root) -> list[str]:
+    """The servers under `root` (not the processes that merely name it)."""
+    return [line for line in servers_under(root) if "/bin/postgres " in line]
+
+
+def test_the_workflows_clean_up_stops_what_it_owns_and_only_that(data_root, tmp_path):
+    """`on_error` (the Snakefile's onerror:, also after Ctrl-C) stops the servers owned by this
+    workflow, e.g. a bring-up cut short before it wrote its endpoints; another live owner's
+    stay, and are reaped once that owner died."""
+    code = BRING_UP.format(tests=str(Path(__file__).resolve().parents[1]), root=str(data_root),
+                           folder=str(tmp_path))  # fmt: skip
+    env = {**os.environ, OWNER_ENV: str(os.getpid())}  # this process is the workflow
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    other = subprocess.Popen(  # another workflow, alive, owning a cluster of its own
+        [sys.executable, "-c", code + "import time; time.sleep(600)\n"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert json.loads(other.stdout.readline())["home"]
+        assert len(postmasters(data_root)) == 4
+        settings = settings_with(local={"data_root": str(data_root)})
+        LocalBackend.on_error(settings, ["run01"], tmp_path)
+        assert len(postmasters(data_root)) == 2  # the other owner's cluster is still up
+        (left,) = data_root.glob("ybscale-*/owner.json")
+        assert json.loads(left.read_text())["pid"] == other.pid
+    finally:
+        other.kill()
+        other.wait()
+    assert str(left.parent) in local.reap_orphans(data_root)  # its owner died: an orphan
+    assert servers_under(data_root) == []
+
+
+def test_a_relative_data_root_is_in_the_workflows_folder_where_its_link_points(
+    tmp_path, monkeypatch
+):
+    """`local.data_root: pgdata` is the jobs' (the workflow's) folder's pgdata, resolved: a
+    server's socket path is short and its data directory absolute."""
+    (tmp_path / "ram").mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "pgdata").symlink_to(tmp_path / "ram", target_is_directory=True)
+    monkeypatch.chdir(tmp_path / "work")
+    root, _ = local.choose_data_root("pgdata", tmp_path / "fallback")
+    assert root == tmp_path.resolve() / "ram"

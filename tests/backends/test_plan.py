@@ -1,0 +1,451 @@
+"""`ybscale plan` on the seed design: clusters, VMs, VM-hours, cost and wall time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from designs import seed_design_path, seed_study
+
+from ybscale import plan as plan_verb
+from ybscale import study
+from ybscale.backends.gcp import plan as plan_mod
+from ybscale.backends.gcp import reap
+from ybscale.measure import measuring
+
+ROOT = Path(__file__).resolve().parents[2]
+MEASUREMENT = {
+    "clients": [1, 2, 4, 8],
+    "repetitions": 2,
+    "max_repetitions": 2,
+    "sweep": "grid",
+    "seconds": 10,
+    "warmup": 5,
+}
+RATES = {
+    "vm_hour": {"n2-standard-2": 0.1, "n2-standard-4": 0.2, "e2-standard-4": 0.15},
+    "disk_gb_month": {"pd-ssd": 0.146},
+    "nat_vm_hour": 0.001,
+    "nat_gb": 0.05,
+    "ip_hour": 0.004,
+    "egress_gb": 0.1,
+}
+CONFIG = {
+    "design": str(seed_design_path()),
+    "backend": "gcp",
+    "workloads": str(ROOT / "workloads"),
+    "measurement": MEASUREMENT,
+    "defaults": {"dataset": {"rows": 20000}},
+    "gcp": {"provisioning_minutes": 12, "prices": {"us-central1": RATES}},
+}
+
+
+def plan_of(config, combos=None, **kwargs):
+    loaded = study.load(config)
+    return plan_mod.plan(loaded.rows, loaded.settings, combos, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return study.load(CONFIG)
+
+
+def test_seed_design_needs_eight_clusters(seed):
+    p = plan_of(CONFIG)
+    assert len(p.clusters) == 8 and all(len(c.runs) == 2 for c in p.clusters)
+    by = {c.cluster: c for c in p.clusters}
+    small = by["nodes3-small-reploff"]
+    assert (small.masters, small.tservers, small.vms) == (1, 3, 5)
+    assert small.machine_types == {"n2-standard-2": 4, "e2-standard-4": 1}
+    big = by["nodes5-large-replon"]
+    assert (big.masters, big.tservers, big.vms) == (5, 5, 11)
+    assert big.machine_types == {"n2-standard-4": 5, "n2-standard-2": 5, "e2-standard-4": 1}
+    assert sum(c.vms for c in p.clusters) == 60
+
+
+def test_times_and_cost(seed):
+    p = plan_of(CONFIG)
+    # per client count: 5 warm-up + 2 x 10 s + 15 s overhead = 40 s; 4 counts = 160 s;
+    # loading 20000 rows takes 1 s: once for read rows, before every repetition for write rows
+    read = seed.rows[0].run
+    assert seed.rows[0].script == "read"
+    assert p.row_seconds[read] == 161
+    assert set(p.row_seconds.values()) == {161, 168}
+    # every cluster: 12 min provisioning + its two rows (both read or both write: they differ
+    # in isolation only); two slots of four, clusters in the measuring order (random): a slot
+    # ends when its clusters' work does
+    busy = {c.cluster: 12 * 60 + c.measure_seconds for c in p.clusters}
+    ends = {}
+    for c in p.clusters:
+        ends[c.slot] = ends.get(c.slot, 0) + busy[c.cluster]
+        assert c.end_seconds == ends[c.slot]
+    assert p.wall_seconds == max(ends.values())
+    assert {c.measure_seconds for c in p.clusters} == {2 * 161, 2 * 168}
+    for c in p.clusters:
+        assert c.hours_min == pytest.approx(0.2 + c.measure_seconds / 3600)
+        assert c.hours_max == 8  # max_run_duration = ttl_hours deletes every VM
+    vms = sum(
+        n * RATES["vm_hour"][mt] * c.hours_max
+        for c in p.clusters
+        for mt, n in c.machine_types.items()
+    )
+    # 50 GB boot disk per VM at 0.146 / 730 per GB-hour; NAT per VM-hour; 1 GB per VM through
+    # NAT; 0.01 GB per row back to you
+    disks = sum(c.vms * 50 * 0.146 / 730 * c.hours_max for c in p.clusters)
+    nat = sum(c.vms * 0.001 * c.hours_max for c in p.clusters)
+    nat_ip = 8 * 0.004 * 8  # one NAT address per cluster (ssh_access iap: no other), 8 h each
+    costs = p.costs()
+    assert costs["VMs"] == pytest.approx(vms) and costs["disks"] == pytest.approx(disks)
+    assert costs["Cloud NAT"] == pytest.approx(nat)
+    assert costs["external IPs"] == pytest.approx(nat_ip)
+    assert costs["NAT data"] == pytest.approx(60 * 1.0 * 0.05)
+    assert costs["egress"] == pytest.approx(16 * 0.01 * 0.1)
+    assert p.cost() == pytest.approx(vms + disks + nat + nat_ip + 3.0 + 0.016)
+    assert p.vm_hours(False) < p.vm_hours()
+    text = plan_mod.format_plan(p)
+    assert (
+        "8 clusters for 16 rows" in text and "ESTIMATE" in text and "gcp.prices.us-central1" in text
+    )
+    planned = sum(c.vms * 50 * 0.146 / 730 * c.hours_min for c in p.clusters)
+    assert f"disks {planned:.2f}" in text and "Not included: sustained/committed-use" in text
+    assert "nodes5-large-replon" in text and "WARNING" not in text
+
+
+def test_missing_price_is_flagged(seed):
+    rates = {**RATES, "vm_hour": {"n2-standard-2": 0.1}, "disk_gb_month": {}}
+    del rates["ip_hour"]
+    config = {**CONFIG, "gcp": {"prices": {"us-central1": rates}}}
+    p = plan_of(config)
+    assert p.missing_prices == ["e2-standard-4", "external IP (ip_hour)", "n2-standard-4", "pd-ssd"]
+    text = plan_mod.format_plan(p)
+    assert (
+        "WARNING: no price for e2-standard-4, external IP (ip_hour), n2-standard-4, pd-ssd in "
+        "gcp.prices.us-central1" in text
+    )
+
+
+def test_a_public_load_generator_pays_for_its_address_too(seed):
+    gcp = {**CONFIG["gcp"], "ssh_access": "public", "ssh_source_cidr": "203.0.113.7/32"}
+    p = plan_of({**CONFIG, "gcp": gcp})
+    assert {c.external_ips for c in p.clusters} == {2}  # the NAT's and the load generator's
+    assert p.costs()["external IPs"] == pytest.approx(8 * 2 * 0.004 * 8)
+
+
+def test_a_cluster_planned_near_its_ttl_is_warned(seed):
+    """Issue 20, item 9: max_run_duration deletes a cluster's VMs at ttl_hours, measured or not.
+    A cluster is planned for 12 min provisioning + its two rows (161 or 168 s each)."""
+    text = plan_mod.format_plan(plan_of(CONFIG))  # ttl_hours 8: about 4 % of it
+    assert "WARNING" not in text
+    longest = max(plan_of(CONFIG).clusters, key=lambda c: c.hours_min)
+    assert longest.hours_min == (12 * 60 + 168 + 168) / 3600  # two write rows
+    ttl = longest.hours_min / 0.85
+    p = plan_of({**CONFIG, "gcp": {**CONFIG["gcp"], "ttl_hours": ttl}})
+    near = p.near_ttl()
+    assert longest.cluster in [c.cluster for c in near]
+    assert all(c.hours_min > 0.8 * ttl for c in near)
+    assert all(c.hours_min <= 0.8 * ttl for c in p.clusters if c not in near)
+    assert (
+        f"WARNING: {longest.cluster} is planned for 0.3 h, 85% of gcp.ttl_hours {ttl:g}: "
+        f"max_run_duration deletes its VMs at {ttl:g} h" in plan_mod.format_plan(p)
+    )
+    below = {**CONFIG, "gcp": {**CONFIG["gcp"], "ttl_hours": longest.hours_min / 0.75}}
+    assert plan_of(below).near_ttl() == []
+
+
+def test_a_changed_zone_never_keeps_another_regions_prices(seed):
+    """Issue 9, 11: prices are per region; a region without prices is an error, not a default."""
+    gcp = {**CONFIG["gcp"], "region": "europe-west4", "zone": "europe-west4-a"}
+    config = {**CONFIG, "gcp": gcp}
+    with pytest.raises(ValueError, match="gcp.prices.europe-west4: no prices for region europe-"):
+        plan_of(config)
+    config["gcp"]["zone"] = "us-central1-a"
+    with pytest.raises(ValueError, match="gcp.zone: us-central1-a is not in gcp.region europe-"):
+        plan_of(config)
+
+
+def test_one_combination(seed):
+    p = plan_of(CONFIG, ["nodes3-small-reploff"])
+    assert [c.cluster for c in p.clusters] == ["nodes3-small-reploff"]
+    assert len(p.row_seconds) == 2
+
+
+def replicated(tmp_path, per_replicate=None):
+    """The seed config on the seed design with 2 replications (and gcp.cluster_per_replicate)."""
+    design = seed_study()
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump({**design, "replications": 2}))
+    gcp = dict(CONFIG["gcp"])
+    if per_replicate is not None:
+        gcp["cluster_per_replicate"] = per_replicate
+    return {**CONFIG, "design": str(path), "gcp": gcp}
+
+
+def test_each_replicate_gets_clusters_of_its_own_unless_told_to_reuse(seed, tmp_path):
+    """Issue 19, item 4: replicate 2 of a combination runs on <combination>-r2 by default, so
+    the plan counts 16 clusters (and their cost); cluster_per_replicate false keeps 8."""
+    loaded = study.load(replicated(tmp_path))
+    fresh = plan_mod.plan(loaded.rows, loaded.settings)
+    assert len(fresh.clusters) == 16 and all(len(c.runs) == 2 for c in fresh.clusters)
+    by = {c.cluster: c for c in fresh.clusters}
+    rows = {r.run: r for r in loaded.rows}
+    assert {rows[r].replicate for r in by["nodes3-small-reploff-r2"].runs} == {2}
+    assert {rows[r].replicate for r in by["nodes3-small-reploff"].runs} == {1}
+    reused = plan_of(replicated(tmp_path, per_replicate=False))
+    assert len(reused.clusters) == 8 and all(len(c.runs) == 4 for c in reused.clusters)
+    assert fresh.cost(False) > reused.cost(False)  # 8 more provisionings and NAT addresses
+    assert fresh.costs()["external IPs"] == pytest.approx(2 * reused.costs()["external IPs"])
+    text = plan_mod.format_plan(fresh)
+    assert "Plan: 16 clusters for 32 rows" in text
+    assert "replicates on clusters of its own (gcp.cluster_per_replicate: true)" in text
+    assert "nodes5-large-replon-r2" in text
+    assert "share its cluster (gcp.cluster_per_replicate: false)" in plan_mod.format_plan(reused)
+    chain = plan_mod.previous_in_slot(loaded.rows, loaded.settings)
+    assert len(chain) == 16 and sum(before is None for before in chain.values()) == 2
+
+
+def test_cluster_per_replicate_is_validated(tmp_path):
+    with pytest.raises(ValueError, match="cluster_per_replicate: 'no' is not of type 'boolean'"):
+        study.load(replicated(tmp_path, per_replicate="no"))
+
+
+def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(CONFIG))
+    assert plan_verb.main(["--config", str(cfg)]) == 0
+    out = capsys.readouterr().out
+    assert "Plan: 8 clusters for 16 rows (60 VMs in all)" in out
+    assert "C nodes -> cluster.nodes: 3 | 5" in out
+    assert "E (= BC) replication -> cluster.replication: off | on" in out
+    cfg.write_text(yaml.safe_dump({**CONFIG, "gcp": {"zone": 3}, "design": "x"}))
+    assert plan_verb.main(["--config", str(cfg)]) == 1
+    assert f"{cfg}: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err
+
+
+def test_reap_main_dry_run(tmp_path, capsys, monkeypatch):
+    from test_stacks import FakeAuto
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({"gcp": {"project": "p"}}))
+    assert reap.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 0
+    assert "would destroy 0 expired stack(s)" in capsys.readouterr().out
+    cfg.write_text(yaml.safe_dump({"gcp": {"project": "p", "zone": "europe-west1-b"}}))
+    assert reap.main(["--config", str(cfg), "--dry-run"], auto=FakeAuto()) == 1
+    assert f"{cfg}: gcp.zone: europe-west1-b is not in gcp.region" in capsys.readouterr().err
+
+
+def test_state_lives_outside_results_and_the_plan_says_where(seed, tmp_path, monkeypatch):
+    """`rm -rf results` must not forget running clusters (issue 9, 7)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    text = plan_mod.format_plan(plan_of(CONFIG))
+    url = f"file://{tmp_path}/state/ybscale/pulumi-state"
+    assert f"Pulumi state: {url} (outside results/" in text
+    monkeypatch.delenv("XDG_STATE_HOME")
+    from ybscale.backends.gcp.backend import validate_section
+
+    default = validate_section({})["state_url"]
+    assert default == f"file://{Path.home().resolve()}/.local/state/ybscale/pulumi-state"
+    assert "results" not in default
+
+
+def test_at_most_max_clusters_live_and_the_chain_that_enforces_it(seed):
+    """Issue 9, 8: a slot brings its next cluster up only after destroying the previous one."""
+    p = plan_of(CONFIG)
+    assert p.max_clusters == 2 and {c.slot for c in p.clusters} == {0, 1}
+    for t in sorted({c.start_seconds for c in p.clusters}):
+        assert sum(c.start_seconds <= t < c.end_seconds for c in p.clusters) <= 2
+    prev = plan_mod.previous_in_slot(seed.rows, seed.settings)
+    firsts = [combo for combo, before in prev.items() if before is None]
+    assert len(firsts) == 2 and len(prev) == 8
+    by = {c.cluster: c for c in p.clusters}
+    for combo, before in prev.items():
+        if before is not None:
+            assert by[before].end_seconds == by[combo].start_seconds
+            assert by[before].slot == by[combo].slot
+    one = plan_of({**CONFIG, "gcp": {**CONFIG["gcp"], "max_clusters": 1}})
+    assert one.wall_seconds == 8 * (12 * 60 + 161 + 168)
+
+
+def test_peak_needs_per_quota(seed):
+    p = plan_of(CONFIG)
+    # the two largest live together at some point: check against a brute force over time
+    worst = {}
+    for t in {c.start_seconds for c in p.clusters}:
+        live = [c for c in p.clusters if c.start_seconds <= t < c.end_seconds]
+        n2 = sum(
+            4 * c.machine_types.get("n2-standard-4", 0)
+            + 2 * c.machine_types.get("n2-standard-2", 0)
+            for c in live
+        )
+        worst["N2_CPUS"] = max(worst.get("N2_CPUS", 0), n2)
+        worst["SSD_TOTAL_GB"] = max(worst.get("SSD_TOTAL_GB", 0), sum(c.disk_gb for c in live))
+    assert p.peaks["N2_CPUS"] == ("N2 vCPUs", worst["N2_CPUS"])
+    assert p.peaks["SSD_TOTAL_GB"] == ("pd-ssd GB", worst["SSD_TOTAL_GB"])
+    assert "CPUS" not in p.peaks and p.peaks["E2_CPUS"] == ("E2 vCPUs", 8)  # no N1 by default
+    assert plan_mod.cpu_quota("n1-standard-2") == "CPUS"
+    assert plan_mod.vcpus("n2-custom-6-23040") == 6 and plan_mod.vcpus("e2-medium") == 2
+
+
+# The answers of `gcloud compute regions describe REGION --format=json` and `gcloud compute
+# project-info describe --format=json`: a Region resource (compute.regions.get,
+# https://cloud.google.com/compute/docs/reference/rest/v1/regions/get) and a Project resource
+# (compute.projects.get, https://cloud.google.com/compute/docs/reference/rest/v1/projects/get),
+# each with "quotas": [{"metric", "limit", "usage", "owner"}] (Quota,
+# https://cloud.google.com/compute/docs/reference/rest/v1/Quota); limits and usages are JSON
+# numbers (floats in gcloud's output). CPUS_ALL_REGIONS and NETWORKS are project-wide metrics.
+REGION_ANSWER = {
+    "kind": "compute#region",
+    "name": "us-central1",
+    "status": "UP",
+    "zones": ["https://www.googleapis.com/compute/v1/projects/my-proj/zones/us-central1-a"],
+    "quotas": [
+        {"metric": "CPUS", "limit": 24.0, "usage": 0.0},
+        {"metric": "N2_CPUS", "limit": 24.0, "usage": 8.0},
+        {"metric": "E2_CPUS", "limit": 24.0, "usage": 0.0},
+        {"metric": "SSD_TOTAL_GB", "limit": 1000.0, "usage": 0.0},
+        {"metric": "DISKS_TOTAL_GB", "limit": 4096.0, "usage": 10.0},
+    ],
+}
+PROJECT_ANSWER = {
+    "kind": "compute#project",
+    "name": "my-proj",
+    "quotas": [
+        {"metric": "SNAPSHOTS", "limit": 5000.0, "usage": 0.0},
+        {"metric": "NETWORKS", "limit": 5.0, "usage": 1.0},
+        {"metric": "FIREWALLS", "limit": 200.0, "usage": 4.0},
+        {"metric": "CPUS_ALL_REGIONS", "limit": 32.0, "usage": 4.0},
+    ],
+}
+
+
+def gcloud_answering(tmp_path, monkeypatch, region=REGION_ANSWER, project=PROJECT_ANSWER):
+    """A `gcloud` on PATH answering the two describe commands with the documented resources."""
+    import json
+
+    (tmp_path / "region.json").write_text(json.dumps(region))
+    (tmp_path / "project.json").write_text(json.dumps(project))
+    gcloud = tmp_path / "gcloud"
+    gcloud.write_text(
+        "#!/bin/sh\n"
+        f'case "$2" in regions) cat {tmp_path}/region.json ;; '
+        f"project-info) cat {tmp_path}/project.json ;; *) exit 2 ;; esac\n"
+    )
+    gcloud.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    return gcloud
+
+
+def test_plan_shows_regional_and_project_wide_quotas(seed, tmp_path, monkeypatch):
+    """Issue 20, item 5: the project-wide vCPUs (every family, every region) and the SSD total
+    are compared with the plan's peak: 58 vCPUs and 1,100 GB of pd-ssd (two clusters of 11
+    VMs live together: 5 x 4 + 5 x 2 + 4 and 5 x 2 + 5 x 2 + 4 vCPUs, 22 x 50 GB)."""
+    gcloud = gcloud_answering(tmp_path, monkeypatch)
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    p = plan_of(config, quotas=True)
+    assert p.peaks["CPUS_ALL_REGIONS"] == ("vCPUs of every family", 58)
+    assert p.peaks["SSD_TOTAL_GB"] == ("pd-ssd GB", 1100)
+    assert p.peaks["NETWORKS"] == ("VPC networks", 2)
+    text = plan_mod.format_plan(p)
+    need = p.peaks["N2_CPUS"][1]  # depends on which clusters the measuring order puts together
+    assert need > 24 - 8
+    assert f"N2 vCPUs {need:g} (N2_CPUS: limit 24, in use 8) EXCEEDS the free quota" in text
+    assert "pd-ssd GB 1100 (SSD_TOTAL_GB: limit 1000, in use 0) EXCEEDS the free quota" in text
+    assert (
+        "project-wide: vCPUs of every family 58 (CPUS_ALL_REGIONS: limit 32, in use 4) EXCEEDS "
+        "the free quota; VPC networks 2 (NETWORKS: limit 5, in use 1) -- quotas of my-proj in "
+        "us-central1 and project-wide (gcloud)" in text
+    )
+    roomy = {**PROJECT_ANSWER, "quotas": [{"metric": "CPUS_ALL_REGIONS", "limit": 72.0,
+                                           "usage": 14.0}]}  # fmt: skip
+    gcloud_answering(tmp_path, monkeypatch, project=roomy)
+    text = plan_mod.format_plan(plan_of(config, quotas=True))
+    assert "vCPUs of every family 58 (CPUS_ALL_REGIONS: limit 72, in use 14);" in text
+    gcloud.write_text("#!/bin/sh\necho 'not logged in' >&2\nexit 1\n")
+    text = plan_mod.format_plan(plan_of(config, quotas=True))
+    assert "quotas not read (gcloud: not logged in)" in text and "EXCEEDS" not in text
+
+
+def test_plan_counts_external_addresses_against_the_regions_quotas(seed, tmp_path, monkeypatch):
+    """Each live cluster's NAT holds one static external address in use; a public load
+    generator one more, ephemeral: with two clusters live, 2 (iap) or 4 (public) addresses
+    in use against IN_USE_ADDRESSES and 2 static ones against STATIC_ADDRESSES."""
+    addresses = [
+        {"metric": "IN_USE_ADDRESSES", "limit": 8.0, "usage": 5.0},
+        {"metric": "STATIC_ADDRESSES", "limit": 8.0, "usage": 1.0},
+    ]
+    region = {**REGION_ANSWER, "quotas": REGION_ANSWER["quotas"] + addresses}
+    gcloud_answering(tmp_path, monkeypatch, region=region)
+    gcp = {**CONFIG["gcp"], "project": "my-proj"}
+    iap = plan_of({**CONFIG, "gcp": gcp}, quotas=True)
+    assert iap.peaks["IN_USE_ADDRESSES"] == ("external IPv4 addresses in use", 2)
+    assert iap.peaks["STATIC_ADDRESSES"] == ("static external IPv4 addresses", 2)
+    text = plan_mod.format_plan(iap)
+    assert "external IPv4 addresses in use 2 (IN_USE_ADDRESSES: limit 8, in use 5);" in text
+    assert "static external IPv4 addresses 2 (STATIC_ADDRESSES: limit 8, in use 1)" in text
+    public = {**gcp, "ssh_access": "public", "ssh_source_cidr": "203.0.113.7/32"}
+    text = plan_mod.format_plan(plan_of({**CONFIG, "gcp": public}, quotas=True))
+    assert (
+        "external IPv4 addresses in use 4 (IN_USE_ADDRESSES: limit 8, in use 5) EXCEEDS the "
+        "free quota" in text
+    )
+    assert "static external IPv4 addresses 2 (STATIC_ADDRESSES" in text  # ephemeral: not static
+
+
+def test_row_time_is_an_upper_bound_with_max_repetitions_and_sweep_midpoints(seed):
+    grid = plan_of(CONFIG).row_seconds
+    more = {**MEASUREMENT, "max_repetitions": 4}
+    assert plan_of({**CONFIG, "measurement": more}).row_seconds["run01"] == grid["run01"] + 4 * 20
+    adaptive = {**MEASUREMENT, "sweep": "adaptive"}
+    per_count = 5 + 2 * 10 + plan_mod.PER_COUNT_OVERHEAD_S
+    extra = (measuring.ADAPTIVE_EXTRA_COUNTS + 2) * per_count  # the extension: 16, 32 (4 x 8)
+    assert (
+        plan_of({**CONFIG, "measurement": adaptive}).row_seconds["run01"] == grid["run01"] + extra
+    )
+    capped = {**adaptive, "max_clients": 8}  # no extension
+    assert plan_of({**CONFIG, "measurement": capped}).row_seconds["run01"] == grid["run01"] + (
+        measuring.ADAPTIVE_EXTRA_COUNTS * per_count
+    )
+
+
+def test_cluster_up_stops_before_spending_when_a_quota_is_short(seed, tmp_path, monkeypatch):
+    """Issue 36: a new project's N2 quota (24, 8 in use here) is below a 5-node cluster's need
+    (5 x 4 + 5 x 2 vCPUs): cluster_up refuses before any `pulumi up`, naming the quota, the need
+    and what is free; a cluster that fits goes ahead, and gcp.allow_over_quota lets one try."""
+    from ybscale.backends.base import BackendError
+    from ybscale.backends.gcp import capacity, clusters
+
+    gcloud_answering(tmp_path, monkeypatch)
+    brought_up = []
+    monkeypatch.setattr(
+        capacity, "up_with_fallback", lambda _up, combo, *a, **k: brought_up.append(combo)
+    )
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    out = tmp_path / "c" / "endpoints.json"
+    with pytest.raises(BackendError) as refused:
+        clusters.up("nodes5-large-replon", config, out)
+    assert brought_up == []
+    assert (
+        "cluster nodes5-large-replon not brought up: it needs more than the quota leaves free: "
+        "vCPUs of every family: needs 34, 28 free (CPUS_ALL_REGIONS: limit 32, in use 4); "
+        "N2 vCPUs: needs 30, 16 free (N2_CPUS: limit 24, in use 8) (quotas of my-proj in "
+        "us-central1 and project-wide (gcloud))"
+    ) in str(refused.value)
+    assert "set config/config.yaml: gcp.allow_over_quota to true" in str(refused.value)
+    clusters.up("nodes3-small-reploff", config, out)  # 8 + 4 vCPUs: fits
+    allowed = {**config, "gcp": {**config["gcp"], "allow_over_quota": True}}
+    clusters.up("nodes5-large-replon", allowed, out)
+    stand_in = {**config, "gcp": {**config["gcp"], "program": "loopback:program"}}
+    clusters.up("nodes5-large-replon", stand_in, out)  # no VMs: no quota read
+    assert brought_up == ["nodes3-small-reploff", "nodes5-large-replon", "nodes5-large-replon"]
+
+
+def test_the_plan_says_cluster_up_will_stop_when_a_quota_is_short(seed, tmp_path, monkeypatch):
+    gcloud_answering(tmp_path, monkeypatch)
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    assert "STOP: a cluster is not brought up while a quota it needs has less free" in (
+        plan_mod.format_plan(plan_of(config, quotas=True))
+    )
+    assert "STOP" not in plan_mod.format_plan(plan_of(config))  # quotas not read: no claim

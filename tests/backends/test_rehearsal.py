@@ -1,0 +1,467 @@
+"""The gcp path rehearsed on loopback: `snakemake --config backend=gcp` end to end on the real
+Pulumi engine, with the cloud replaced by tests/loopback.py (PostgreSQL stand-ins carrying
+YugabyteDB's catalogue, the load generator an sshd on 127.0.0.1). Everything after `pulumi up`
+is the pipeline's own code: readiness, SSH, pgbench on the load generator, resets, settings read
+back, cluster_down; and Ctrl-C while rows measure. The `existing` backend over SSH on the same
+stand-ins and sshd (the module shares them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import (
+    INTERRUPTIBLE,
+    REPO,
+    authorized_keys,
+    copy_workflow,
+    failed,
+    jobs_in,
+    ram_root,
+    servers_under,
+    settings_with,
+)
+from conftest import snakemake as run_snakemake
+from loopback import SITE_ENV, loopback_site, tserver_ips
+from test_stacks import engine_path
+
+from ybscale.backends.gcp import stacks
+from ybscale.backends.gcp.config import gcp_section
+from ybscale.backends.loadgen import LoadgenRunner
+from ybscale.study import load as load_study
+
+TESTS = (Path(__file__).resolve().parent, Path(__file__).resolve().parents[1])
+DESIGN = {  # 2^3, one cluster factor: two clusters of four rows each
+    "factors": {
+        "A": {"name": "nodes", "levels": [1, 2]},
+        "B": {"name": "workload", "levels": ["read", "write"]},
+        "C": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+    }
+}
+REPLICATED = {  # 2^2 twice: each replicate of a combination on a cluster of its own (4 of 2 rows)
+    "factors": {
+        "A": {"name": "nodes", "levels": [1, 2]},
+        "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+    },
+    "replications": 2,
+}
+
+
+def gcp_settings(state: Path) -> dict:
+    return {
+        "project": "loopback",
+        "owner": "rehearsal",
+        "program": "loopback:program",
+        "ssh_access": "public",
+        "ssh_source_cidr": "127.0.0.1/32",
+        "table_sharding": "none",  # PostgreSQL has no SPLIT clause: no layout to check
+        "ready_timeout": 60,
+        "max_clusters": 2,
+        "state_url": f"file://{state}",
+    }
+
+
+@pytest.fixture(scope="module")
+def engine_env(tmp_path_factory):
+    """This process's environment (for the tests' own look at the stacks) and the studies':
+    the real engine first on PATH, a Pulumi home of the module's own, tests/ importable."""
+    exe = engine_path()
+    if not (exe.is_file() and os.access(exe, os.X_OK)):
+        reason = f"{exe}: no Pulumi engine; build it with `bash .ci/pulumi.sh`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+        env.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+        env.setenv("PULUMI_HOME", str(tmp_path_factory.mktemp("pulumi-home")))
+        env.setenv("PULUMI_SKIP_UPDATE_CHECK", "true")
+        path = [*map(str, TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]
+        yield {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
+@pytest.fixture(scope="module")
+def site(sshd):
+    """(data root, site file) of the loopback site the rehearsals share: the stand-in servers
+    of a 1-node and a 2-node cluster, the master endpoint, yb-admin; all stopped at the end."""
+    with ram_root() as root:
+        settings = settings_with(local={"data_root": str(root), "cpu_mechanism": "none"})
+        with loopback_site(root, sshd, [1, 2], settings) as site_file:
+            yield root, site_file
+        assert servers_under(root) == []
+
+
+def gcp_study(
+    tmp_path: Path, measurement: dict | None = None, design: dict = DESIGN, **settings
+) -> tuple[Path, dict]:
+    """A copy of the workflow measuring `design` with backend gcp on the loopback program: its
+    folder and its config (config/loopback.yaml, with `settings` on top)."""
+    work = copy_workflow(tmp_path / "study")
+    (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(design))
+    study = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
+    study |= {"design": "config/rehearsal.yaml", "backend": "gcp", **settings}
+    study["gcp"] = gcp_settings(tmp_path / "state")
+    study["measurement"] |= measurement or {}
+    (work / "config" / "loopback.yaml").write_text(yaml.safe_dump(study))
+    return work, study
+
+
+def pulumi_processes(root: Path) -> list[str]:
+    return [p for p in servers_under(root) if "pulumi" in p]
+
+
+def processes_with_env(key: str, value: str) -> list[str]:
+    """Live processes whose environment has key=value (what a run started, wherever it went)."""
+    wanted, found = f"{key}={value}".encode(), []
+    for proc in Path("/proc").iterdir():
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if wanted in environ and state != "Z":
+            found.append(f"{proc.name}: {cmdline}")
+    return found
+
+
+def descendants(pid: int) -> list[str]:
+    """Live descendants of `pid` (the load generator's sshd: its sessions and what they run)."""
+    children: dict[int, list[int]] = {}
+    lines = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if state != "Z":
+            children.setdefault(int(ppid), []).append(int(proc.name))
+            lines[int(proc.name)] = cmdline
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(f"{child}: {lines[child]}")
+        todo += children.get(child, [])
+    return found
+
+
+def sshd_listener(sshd) -> int:
+    """The pid of the `sshd` fixture's server (its title names its config file; so may a
+    session's re-executed sshd, whose parent is the server)."""
+    config = f"-f {authorized_keys(sshd).parent / 'sshd_config'} "
+    parents = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError):
+            continue
+        if "sshd" in cmdline and config in cmdline:  # "sshd: /usr/sbin/sshd -D -e -f ..."
+            parents[int(proc.name)] = ppid
+    (listener,) = [pid for pid, ppid in parents.items() if ppid not in parents]
+    return listener
+
+
+def ctrl_c_when(proc: subprocess.Popen, ready, output: Path, poll: float = 0.1) -> None:
+    """Once `ready()` (within 600 s, `proc` still running: else the test fails with its
+    `output`), SIGINT to `proc`'s process group, as Ctrl-C in its terminal; waits for it to end
+    (killed if it has not ended in time)."""
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None and not ready():
+            time.sleep(poll)
+        assert proc.poll() is None, output.read_text()[-3000:]
+        assert ready(), "not ready within 600 s: " + output.read_text()[-3000:]
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+        proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def settled(check, timeout: float = 60) -> list[str]:
+    """`check()` once it is empty, or what it still lists after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while (left := check()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+# The rehearsals split in two halves of about equal length, each on one pytest-xdist worker
+# (a worker running both sets the module's site up once): the halves run side by side.
+# Half A: the replicated design through the analysis, Ctrl-C; half B: the failing rows (a 2^2
+# design, with and without -k), existing over SSH.
+HALF_A, HALF_B = pytest.mark.xdist_group("rehearsal-a"), pytest.mark.xdist_group("rehearsal-b")
+
+
+def check_published_rows(work: Path, runs: list[str], master: str) -> tuple[dict, set]:
+    """What every published gcp row must show (its measurement.json, throughput.csv, logs):
+    returns combination -> nodes and the cluster labels the rows ran on."""
+    combos, labels = {}, set()
+    for run in runs:
+        folder = work / "results" / "runs" / run
+        meta = json.loads((folder / "measurement.json").read_text())
+        applied = meta["applied"]
+        nodes = meta["row"]["cluster"]["nodes"]
+        combos.setdefault(applied["combination"], nodes)
+        labels.add(applied["cluster"])
+        replicate = meta["row"].get("replicate", 1)  # replicate 2 ran on <combination>-r2
+        assert applied["cluster"] == applied["combination"] + ("-r2" if replicate == 2 else "")
+        assert applied["backend"] == "gcp" and applied["tservers"] == nodes
+        assert "-YB-2024.2" in applied["server_version"]  # the stand-in answers as YugabyteDB
+        assert applied["isolation_source"] == ["yb_get_effective_transaction_isolation_level()"]
+        wanted = meta["row"]["session"]["default_transaction_isolation"]
+        assert set(applied["isolation_in_effect"].values()) == {wanted}
+        for ip in tserver_ips(nodes):  # read back from every stand-in tserver of the cluster
+            assert any(f"({ip}:" in node for node in applied["isolation_in_effect"]), applied
+        assert applied["load_generator"]["pgbench_version"].startswith("pgbench (PostgreSQL)")
+        # after every reload the load generator asked yb-admin whether the balancer was idle
+        assert applied["after_reload"] and all(w["polls"] == 1 for w in applied["after_reload"])
+        assert applied["after_reload"][0]["command"].endswith(
+            f"-master_addresses {master}:7100 get_is_load_balancer_idle"
+        )
+        throughput = pd.read_csv(folder / "throughput.csv")
+        assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
+        # every tserver's CPU read on its VM (the second sshd), through the load generator
+        for i in range(nodes):
+            assert (throughput[f"util_tserver{i}"] > 0).all(), (run, list(throughput.columns))
+        log = (work / "results" / "logs" / "measure" / f"{run}.log").read_text()
+        assert "not measured" not in log, log
+        # pgbench ran on the load generator: its per-transaction logs came back over SSH
+        assert list((folder / "pgbench-logs").glob("*")), run
+    return combos, labels
+
+
+def remote_folders(work: Path, runs: list[str]) -> list[Path]:
+    """The load generator's work folder of each row (sshd's user is this one: its home),
+    removed before the run."""
+    remote = [Path.home() / LoadgenRunner(None).remote_dir(work / "results" / "runs" / run /
+              "pgbench-logs") for run in runs]  # fmt: skip
+    for folder in remote:
+        shutil.rmtree(folder, ignore_errors=True)
+    return remote
+
+
+def clusters_were_ready(work: Path) -> int:
+    """How many cluster_up logs say the cluster was ready."""
+    logs = (work / "results" / "logs" / "cluster_up").glob("*.log")
+    text = "\n".join(p.read_text() for p in logs)
+    return text.count(": ready (masters, yb_servers(), YSQL on every tserver)")
+
+
+@pytest.mark.slow
+@HALF_A
+def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path):
+    """A 2^2 design run twice, each replicate on clusters of its own (4 clusters taking turns
+    in 2 slots), through the default target: the measurements and the whole analysis of them.
+    (Rows of a combination taking turns on one cluster: here and in the failing-row runs.)"""
+    root, site_file = site
+    work, study = gcp_study(tmp_path, design=REPLICATED)
+    runs = [f"run{i:02d}" for i in range(1, 9)]
+    remote = remote_folders(work, runs)
+    env = {**engine_env, SITE_ENV: str(site_file)}
+    out = run_snakemake(work, configfile="config/loopback.yaml", env=env, timeout=900)
+    assert out.returncode == 0, failed(out)
+    assert (work / "results" / "findings.md").exists()
+    stand_ins = servers_under(root)
+    master = json.loads(site_file.read_text())["master_ip"]
+    assert len(stand_ins) == 2, stand_ins  # one stand-in server per cluster, nothing else
+    assert clusters_were_ready(work) == 4
+    combos, labels = check_published_rows(work, runs, master)
+    assert sorted(combos.values()) == [1, 2] and len(labels) == 4
+    for label in labels:
+        gone = json.loads((work / "results" / "clusters" / label / "released.json").read_text())
+        assert gone["existed"] is True, gone
+    left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
+    assert left == [], "a stack is left"
+    assert pulumi_processes(tmp_path) == []
+    for folder in remote:  # each row's script went to the load generator, its logs came back
+        assert [p.name for p in (folder / "scripts").iterdir()], folder
+        shutil.rmtree(folder)
+
+    # one forced row on its shared cluster (issue 36): one bring-up, that row alone measured,
+    # the stack destroyed, and the next plain run has only the analysis left
+    out = run_snakemake(work, "-f", "results/runs/run03/throughput.csv",
+                        configfile="config/loopback.yaml", env=env, timeout=600)  # fmt: skip
+    assert out.returncode == 0, failed(out)
+    log = out.stdout + out.stderr
+    ran = jobs_in(log)
+    assert ran["measure"] == {"run03"} and log.count("rule cluster_up:") == 1, ran
+    assert stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True) == []
+    stale = jobs_in(run_snakemake(work, "-n", configfile="config/loopback.yaml", env=env).stdout)
+    assert not stale.keys() & {"cluster_up", "measure", "publish", "cluster_down"}, stale
+    remote_folders(work, ["run03"])  # the forced row's work folder on the load generator
+
+
+@pytest.mark.slow
+@HALF_A
+def test_ctrl_c_while_a_row_measures_destroys_both_stacks(engine_env, sshd, site, tmp_path):
+    """Ctrl-C (SIGINT to the terminal's foreground process group: Snakemake and its jobs) while
+    rows measure on both clusters: onerror destroys both stacks, and nothing the run started
+    is left running, here or on the load generator."""
+    root, site_file = site
+    work, study = gcp_study(tmp_path, {"seconds": 5})  # rows long enough to be caught
+    calls = root / "yb-admin.calls"  # the load generator's yb-admin, after each reload
+    before = len(calls.read_text().splitlines()) if calls.exists() else 0
+    mark = uuid.uuid4().hex
+    env = {**engine_env, SITE_ENV: str(site_file), "YBSCALE_REHEARSAL_RUN": mark}
+    endpoints = [work / "results" / "clusters" / f"nodes{n}-small-reploff" / "endpoints.json"
+                 for n in (1, 2)]  # fmt: skip
+    output = tmp_path / "snakemake.out"
+    with output.open("w") as out:
+        proc = subprocess.Popen(
+            # as from a terminal: Ctrl-C not ignored (INTERRUPTIBLE)
+            [*INTERRUPTIBLE, sys.executable, "-m", "snakemake", "--cores", "2", "--configfile",
+             "config/loopback.yaml"],
+            cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, as a terminal's foreground job
+        )  # fmt: skip
+
+        def measuring() -> bool:
+            started = calls.exists() and len(calls.read_text().splitlines()) > before
+            return started and all(p.exists() for p in endpoints)
+
+        ctrl_c_when(proc, measuring, output, 0.2)  # both clusters up, rows measuring
+    log = output.read_text()
+    assert proc.returncode != 0, log[-3000:]
+    assert "Terminating processes on user request" in log, log[-3000:]
+    left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
+    assert left == [], f"stacks left: {left}\n{log[-3000:]}"
+    assert not any(p.exists() for p in endpoints)  # forgotten: a rerun brings them up again
+    assert settled(lambda: processes_with_env("YBSCALE_REHEARSAL_RUN", mark)) == []
+    assert settled(lambda: descendants(sshd_listener(sshd))) == []  # no session, pgbench, psql
+    assert len(servers_under(root)) == 2  # the stand-ins only
+
+
+@pytest.mark.slow
+@HALF_B
+def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
+    """backend existing end to end: the endpoints are the stand-in tservers, pgbench and psql
+    run on `existing.load_generator` (the sshd on 127.0.0.1) over SSH; nothing is created or
+    destroyed, and no session is left on the load generator. A 2^2 design (nodes 1/2 x both
+    isolation levels: both combinations, each level read back), up to the published
+    measurements: their analysis is the replicated gcp study's (the same runner on a load
+    generator, the same findings code)."""
+    root, site_file = site
+    where = json.loads(site_file.read_text())
+    work = copy_workflow(tmp_path / "study")
+    plain = {"factors": REPLICATED["factors"]}  # nodes x isolation, once
+    (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(plain))
+    study = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
+    study |= {"design": "config/rehearsal.yaml", "backend": "existing"}
+    login = {"host": sshd.host, "port": sshd.port, "user": sshd.user, "key": str(sshd.key),
+             "known_hosts": str(tmp_path / "known_hosts")}  # fmt: skip
+    combos = {
+        f"nodes{n}-small-reploff": {
+            "hosts": ips,
+            "port": where["ysql_port"],
+            "password_env": None,
+        }  # fmt: skip
+        for n, ips in where["tservers"].items()
+    }
+    study["existing"] = {"combinations": combos, "load_generator": login}
+    (work / "config" / "existing.yaml").write_text(yaml.safe_dump(study))
+    runs = [f"run{i:02d}" for i in range(1, 5)]
+    remote = remote_folders(work, runs)
+    targets = [f"results/runs/{run}/measurement.json" for run in runs]
+    out = run_snakemake(work, *targets, configfile="config/existing.yaml", timeout=900)
+    assert out.returncode == 0, failed(out)
+    seen = set()  # (nodes, isolation) of every row: each combination, each level
+    for run in runs:
+        folder = work / "results" / "runs" / run
+        meta = json.loads((folder / "measurement.json").read_text())
+        applied = meta["applied"]
+        nodes = meta["row"]["cluster"]["nodes"]
+        assert applied["backend"] == "existing"
+        assert applied["load_generator_host"] == f"{sshd.user}@127.0.0.1:{sshd.port}"
+        assert "-YB-2024.2" in applied["server_version"]  # the stand-in answers as YugabyteDB
+        wanted = meta["row"]["session"]["default_transaction_isolation"]
+        seen.add((nodes, wanted))
+        assert set(applied["isolation_in_effect"].values()) == {wanted}
+        for ip in tserver_ips(nodes):  # read back from every endpoint of the combination
+            assert any(f"({ip}:" in node for node in applied["isolation_in_effect"]), applied
+        assert applied["load_generator"]["pgbench_version"].startswith("pgbench (PostgreSQL)")
+        throughput = pd.read_csv(folder / "throughput.csv")
+        assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
+        # pgbench ran on the load generator: its per-transaction logs came back over SSH
+        assert list((folder / "pgbench-logs").glob("*")), run
+    for folder in remote:  # each row's script went to the load generator
+        assert [p.name for p in (folder / "scripts").iterdir()], folder
+        shutil.rmtree(folder)
+    assert len(seen) == 4, seen
+    assert settled(lambda: descendants(sshd_listener(sshd))) == []  # every session closed
+    assert len(servers_under(root)) == 2  # the stand-ins only: nothing started, nothing left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "keep_going",
+    [
+        pytest.param(False, id="stop", marks=HALF_B),
+        pytest.param(True, id="keep-going", marks=HALF_B),
+    ],
+)
+def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, keep_going):
+    """A design whose read script fails on the stand-ins: each cluster has a failing row, and
+    each is still destroyed by its cluster_down rule (its released.json), with and without -k;
+    the failing rows' errors name them, nothing is left. A 2^2 design (nodes 1/2 x workload
+    read/write: 2 clusters of 2 rows); with -k its 2 write rows are published with everything
+    a gcp row must show (`check_published_rows`)."""
+    root, site_file = site
+    broken = tmp_path / "broken-workloads"
+    shutil.copytree(REPO / "workloads", broken)
+    (broken / "read.sql").write_text("SELECT * FROM no_such_table WHERE k < :rows;\n")
+    small = {"factors": {k: DESIGN["factors"][k] for k in ("A", "B")}}
+    work, study = gcp_study(tmp_path, design=small, workloads=str(broken))
+    config = {**study, "design": str(work / "config" / "rehearsal.yaml")}
+    rows = {row.run: row for row in load_study(config).rows}
+    remote = remote_folders(work, list(rows))
+    mark = uuid.uuid4().hex
+    env = {**engine_env, SITE_ENV: str(site_file), "YBSCALE_REHEARSAL_RUN": mark}
+    args = ["-k"] if keep_going else []
+    out = run_snakemake(work, *args, configfile="config/loopback.yaml", env=env, timeout=900)
+    log = out.stdout + out.stderr
+    assert out.returncode != 0, log[-3000:]
+    failures = [run for run in rows if f"{run}: the measurement failed" in log]
+    assert failures, log[-3000:]
+    # without -k Snakemake stops at the first failure: each failure it reached had released
+    # its cluster first; with -k every read row fails, one on each cluster
+    assert (len(failures) == 2) if keep_going else (len(failures) >= 1), log[-3000:]
+    for run in failures:
+        assert rows[run].script == "read"
+        assert "no_such_table" in (work / "results/logs/measure" / f"{run}.log").read_text()
+        assert not (work / "results/runs" / run / "throughput.csv").exists()
+        combo = rows[run].combination  # released by its own rule (released.json)
+        gone = work / "results/clusters" / combo / "released.json"
+        assert json.loads(gone.read_text())["existed"] is True, log[-3000:]
+    if keep_going:  # the rows that worked are published all the same, and hold everything
+        worked = sorted(set(rows) - set(failures))
+        master = json.loads(site_file.read_text())["master_ip"]
+        combos, labels = check_published_rows(work, worked, master)
+        assert sorted(combos.values()) == [1, 2] and len(labels) == 2
+        assert clusters_were_ready(work) == 2
+        for run in worked:  # each row's script went to the load generator
+            folder = remote[list(rows).index(run)]
+            assert [p.name for p in (folder / "scripts").iterdir()], folder
+    for folder in remote:
+        shutil.rmtree(folder, ignore_errors=True)
+    left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
+    assert left == [], f"stacks left: {left}"
+    assert pulumi_processes(tmp_path) == []
+    assert settled(lambda: processes_with_env("YBSCALE_REHEARSAL_RUN", mark)) == []
+    assert settled(lambda: descendants(sshd_listener(sshd))) == []

@@ -1,0 +1,285 @@
+"""The vendored YugabyteDB catalogue: what it holds, what the code sets against it, server.* knobs
+on gcp checked at dry run, and the script that rebuilds it from a yugabyte-db checkout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import copy_workflow, failed, shipped_config, snakemake
+from designs import seed_study
+
+from ybscale.backends import yb_catalogue
+from ybscale.backends.yb_catalogue import regenerate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_series_of_a_version_string_or_a_release():
+    assert yb_catalogue.series_of("PostgreSQL 11.2-YB-2024.2.1.0-b0 on x86_64") == "2024.2"
+    assert yb_catalogue.series_of("PostgreSQL 15.12-YB-2026.1.2.0-b0") == "2026.1"
+    assert yb_catalogue.series_of("2024.2.1.0-b185") == "2024.2"
+    assert yb_catalogue.series_of("PostgreSQL 15.18 (Debian 15.18-0+deb12u1)") is None
+    with pytest.raises(yb_catalogue.UnknownSeries, match="supported: 2024.2, 2026.1"):
+        yb_catalogue.load("2.20")
+
+
+def test_the_pinned_release_is_a_supported_series():
+    config = shipped_config()
+    release = config["gcp"]["yugabyte"]["version"]
+    assert yb_catalogue.load(yb_catalogue.series_of(release))["tag"] == release
+
+
+@pytest.mark.parametrize("series", yb_catalogue.SUPPORTED)
+def test_every_flag_the_infra_sets_is_a_flag_of_the_series(series):
+    """yb-tserver exits on an unknown flag: what startup.py passes must be in the catalogue."""
+    from ybscale_infra import startup
+
+    catalogue = yb_catalogue.load(series)
+    tserver = startup.tserver_flags("10.0.0.5", ["10.0.0.2"], "us-central1-a", {}, {"a": "b"})
+    master = startup.master_flags("10.0.0.2", ["10.0.0.2"], 1, "us-central1-a")
+    for argv, server in ((tserver, "yb-tserver"), (master, "yb-master")):
+        names = {arg[2:].split("=")[0] for arg in argv if arg.startswith("--")}
+        assert names == set(catalogue["flags_set_by_ybscale"][server]), server
+    assert set(catalogue["flags_set_by_ybscale"]["yb-tserver"]) <= yb_catalogue.tserver_flags(
+        series
+    )
+    assert set(catalogue["flags_set_by_ybscale"]["yb-master"]) <= yb_catalogue.master_flags(series)
+
+
+def test_server_knobs_split_by_the_flag_list_without_local_postgres(monkeypatch):
+    """Issue 20, item 9: without local PostgreSQL binaries every server.* knob became a flag."""
+    from ybscale.backends import local
+    from ybscale.backends.gcp import stacks
+
+    def no_binaries():
+        raise local.cluster.BackendError("no PostgreSQL binaries here")
+
+    monkeypatch.setattr(local, "find_bindir", no_binaries)
+    monkeypatch.setattr(local.cluster, "find_bindir", no_binaries)
+    server = {"work_mem": "16MB", "yb_bnl_batch_size": "512", "ysql_max_connections": "200"}
+    master, flags, pg_conf = stacks.split_server_settings(server, "2024.2.1.0-b185")
+    assert master == {}
+    assert flags == {"ysql_max_connections": "200"}
+    assert pg_conf == {"work_mem": "16MB", "yb_bnl_batch_size": "512"}
+
+
+# PostgreSQL 11.2 is YSQL's base in 2024.2: settings PostgreSQL added in 13-15 are not in its
+# guc.c (YSQL refuses to start with them in its configuration file); these are, as are
+# YugabyteDB's own yb_* settings
+NEWER_THAN_PG11 = ["enable_memoize", "hash_mem_multiplier", "enable_incremental_sort",
+                   "wal_keep_size", "idle_session_timeout", "compute_query_id"]  # fmt: skip
+IN_2024_2 = ["wal_keep_segments", "yb_enable_expression_pushdown", "work_mem", "yb_bnl_batch_size",
+             "log_min_duration_sample", "yb_enable_base_scans_cost_model"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NEWER_THAN_PG11)
+def test_a_setting_newer_than_the_releases_postgres_is_refused(name):
+    [error] = yb_catalogue.server_setting_errors(
+        {name: {"on": "config/d.yaml: factors.A"}}, "2024.2.1.0-b185"
+    )
+    assert error == (
+        f"config/d.yaml: factors.A: server.{name}: neither a yb-master or yb-tserver flag nor a "
+        "YSQL setting of YugabyteDB 2024.2 (src/ybscale/backends/yb_catalogue/2024.2.json)"
+    )
+
+
+@pytest.mark.parametrize("name", IN_2024_2)
+def test_a_setting_of_the_releases_guc_tables_is_accepted(name):
+    assert yb_catalogue.server_setting_errors({name: {"1": "d.yaml"}}, "2024.2.1.0-b185") == []
+    assert yb_catalogue.split_server_settings({name: "1"}, "2024.2")[2] == {name: "1"}
+
+
+def test_a_read_only_setting_is_refused_as_such():
+    """Internal settings (server_version, ...) and those no configuration file may set
+    (transaction_isolation) exist, but --ysql_pg_conf_csv cannot set them."""
+    errors = yb_catalogue.server_setting_errors(
+        {"server_version": {"1": "d.yaml"}, "transaction_isolation": {"1": "d.yaml"}},
+        "2024.2.1.0-b185",
+    )
+    assert errors == [
+        f"d.yaml: server.{name}: a YSQL setting of YugabyteDB 2024.2 "
+        "(src/ybscale/backends/yb_catalogue/2024.2.json) that no configuration file can set "
+        "(internal or read-only)"
+        for name in ("server_version", "transaction_isolation")
+    ]
+
+
+def test_master_flags_go_to_the_master_and_shared_flags_to_both():
+    master, tserver, pg_conf = yb_catalogue.split_server_settings(
+        {"load_balancer_max_concurrent_moves": "4", "enable_automatic_tablet_splitting": "false",
+         "ysql_max_connections": "200"}, "2024.2")  # fmt: skip
+    assert master == {"load_balancer_max_concurrent_moves": "4",
+                      "enable_automatic_tablet_splitting": "false"}  # fmt: skip
+    assert tserver == {"enable_automatic_tablet_splitting": "false",
+                       "ysql_max_connections": "200"}  # fmt: skip
+    assert pg_conf == {}
+
+
+def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_path):
+    """Issue 20: `server.<typo>` with backend gcp fails `snakemake -n` before any cluster; issue
+    36: so does a PostgreSQL 13-15 setting (2024.2's YSQL is PostgreSQL 11.2), while 2024.2's
+    own name for what it does passes."""
+    work = copy_workflow(tmp_path / "w")
+    design = seed_study()
+    for name, levels, ok in (("shared_bufers", ["128MB", "256MB"], False),
+                             ("enable_memoize", ["on", "off"], False),
+                             ("wal_keep_segments", ["0", "8"], True)):  # fmt: skip
+        design["factors"]["D"] = {"name": "d", "sets": f"server.{name}", "levels": levels}
+        (work / "config" / "typo.yaml").write_text(yaml.safe_dump(design))
+        out = snakemake(work, "-n", "results/effects.csv", "--config", "backend=gcp",
+                        "design=config/typo.yaml", timeout=300)  # fmt: skip
+        if ok:
+            assert out.returncode == 0, failed(out)
+            continue
+        assert out.returncode != 0, failed(out)
+        assert (
+            f"config/typo.yaml: factors.D.levels[0]: server.{name}: neither a yb-master or "
+            "yb-tserver flag nor a YSQL setting of YugabyteDB 2024.2"
+        ) in out.stdout + out.stderr, failed(out)
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
+    """The script on a small checkout laid out like yugabyte-db (files written here, in the
+    formats pg_proc.dat, yb_system_views.sql, gflags and guc.c use); the tag, not the branch
+    head, is what it reads."""
+    repo = tmp_path / "yb"
+    files = {
+        regenerate.PG_PROC: (
+            "[\n{ oid => '8066', proname => 'yb_local_tablets', proretset => 't',\n"
+            "  prorettype => 'record', proargtypes => '',\n"
+            "  proallargtypes => '{text,text,int8,_text}', proargmodes => '{o,o,o,o}',\n"
+            "  proargnames => '{tablet_id,table_name,size,replicas}',\n"
+            "  prosrc => 'yb_local_tablets' },\n"
+            "{ oid => '8033', proname => 'yb_table_properties', prorettype => 'record',\n"
+            "  proargtypes => 'oid', proallargtypes => '{oid,int8,bool}',\n"
+            "  proargmodes => '{i,o,o}', proargnames => '{table_oid,num_tablets,is_colocated}',\n"
+            "  prosrc => 'yb_table_properties' },\n"
+            "{ oid => '8099', proname => 'yb_get_tablet_metadata', proretset => 't',\n"
+            "  prorettype => 'record', proargtypes => '', proallargtypes => '{text,text,text}',\n"
+            "  proargmodes => '{o,o,o}', proargnames => '{tablet_id,namespace,leader}',\n"
+            "  prosrc => 'yb_get_tablet_metadata' },\n]\n"
+        ),
+        regenerate.VIEWS: (
+            "CREATE VIEW yb_local_tablets AS SELECT * FROM yb_local_tablets();\n"
+            "CREATE VIEW yb_tablet_metadata AS SELECT t.tablet_id,\n"
+            "  CASE WHEN t.namespace = 'system' THEN NULL ELSE ('x' || t.tablet_id)::int::oid END\n"
+            "  AS oid, t.namespace AS db_name, t.leader -- the leader's address\n"
+            "FROM yb_get_tablet_metadata() t WHERE t.namespace <> 'system';\n"
+        ),
+        # each server's own flags in its directory, the flags both set in shared code
+        "src/yb/tserver/main.cc": "".join(
+            f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
+            for f in set(regenerate.FLAGS_SET["yb-tserver"])
+            - set(regenerate.FLAGS_SET["yb-master"])
+        )
+        + 'DEFINE_RUNTIME_PG_FLAG(int32, yb_bnl_batch_size, 1024, "x");\n',
+        "src/yb/master/main.cc": "".join(
+            f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
+            for f in set(regenerate.FLAGS_SET["yb-master"])
+            - set(regenerate.FLAGS_SET["yb-tserver"])
+        )
+        + 'DEFINE_RUNTIME_int32(load_balancer_max_concurrent_moves, 2, "x");\n',
+        "src/yb/common/common_flags.cc": "".join(
+            f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
+            for f in set(regenerate.FLAGS_SET["yb-master"])
+            & set(regenerate.FLAGS_SET["yb-tserver"])
+        )
+        + "DEFINE_RUNTIME_AUTO_bool(enable_automatic_tablet_splitting, kExternal, false, true,\n"
+        '    "If false, disables automatic tablet splitting");\n',
+        "src/yb/tserver/main-test.cc": 'DEFINE_test_flag(bool, only_in_tests, false, "x");\n',
+        # guc.c's layout: one entry per setting; debug-only ones under #ifdef, read-only ones
+        # internal or GUC_DISALLOW_IN_FILE
+        regenerate.GUC_FILES[0]: (
+            '{\n  {"work_mem", PGC_USERSET, RESOURCES_MEM,\n    gettext_noop("x"), NULL},\n'
+            "  &work_mem, 4096, 64, MAX_KILOBYTES, NULL, NULL, NULL\n},\n"
+            "#ifdef LOCK_DEBUG\n"
+            '{\n  {"trace_locks", PGC_SUSET, DEVELOPER_OPTIONS,\n    gettext_noop("x"), NULL,\n'
+            "    GUC_NOT_IN_SAMPLE\n  },\n  &Trace_locks, false, NULL, NULL, NULL\n},\n"
+            "#endif\n"
+            "#ifdef TRACE_SORT\n"
+            '{\n  {"trace_sort", PGC_USERSET, DEVELOPER_OPTIONS,\n    gettext_noop("x"), NULL},\n'
+            "  &trace_sort, false, NULL, NULL, NULL\n},\n"
+            "#endif\n"
+            '{\n  {"server_version_num", PGC_INTERNAL, PRESET_OPTIONS,\n    gettext_noop("x"),\n'
+            "    NULL, GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE\n  },\n  &v, 1, 1, 1\n},\n"
+            '{\n  {"transaction_isolation", PGC_USERSET, CLIENT_CONN_STATEMENT,\n'
+            '    gettext_noop("x"),\n    NULL,\n    GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE\n'
+            '  },\n  &s, "default", NULL, NULL, NULL\n},\n'
+            '{\n  {\n    "optimize_bounded_sort", PGC_USERSET, QUERY_TUNING_METHOD,\n'
+            '    gettext_noop("x"), NULL},\n  &b, true, NULL, NULL, NULL\n},\n'
+            '{\n  {"yb_enable_expression_pushdown", PGC_USERSET, QUERY_TUNING_METHOD,\n'
+            '    gettext_noop("Push supported expressions down to DocDB."), NULL},\n'
+            "  &yb_enable_expression_pushdown, true, NULL, NULL, NULL\n},\n"
+        ),
+        regenerate.CONFIGURE: "PACKAGE_VERSION='11.2'\n",
+    }
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release")
+    _git(repo, "tag", "2024.2.1.0-b185")
+    (repo / regenerate.VIEWS).write_text("-- after the tag\n")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "later")
+    out = subprocess.run(
+        [sys.executable, "-m", "ybscale.backends.yb_catalogue.regenerate", "--git-dir",
+         str(repo / ".git"), "--tag", "2024.2.1.0-b185", "--series", "2024.2"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    catalogue = json.loads(out)
+    local = catalogue["objects"]["yb_local_tablets"]
+    assert local["kind"] == "view" and local["columns"] == [
+        ["tablet_id", "text"], ["table_name", "text"], ["size", "bigint"], ["replicas", "text[]"]
+    ]  # fmt: skip
+    props = catalogue["objects"]["yb_table_properties"]
+    assert props["arguments"] == [["table_oid", "oid"]]
+    assert props["columns"] == [["num_tablets", "bigint"], ["is_colocated", "boolean"]]
+    assert catalogue["objects"]["yb_tablet_metadata"]["columns"] == [
+        ["tablet_id", "text"], ["oid", "oid"], ["db_name", "text"], ["leader", "text"]
+    ]  # fmt: skip
+    assert "yb_servers" in catalogue["absent_objects"]
+    tserver, master = catalogue["tserver_flag_names"], catalogue["master_flag_names"]
+    assert "ysql_yb_bnl_batch_size" in tserver and "ysql_yb_bnl_batch_size" not in master
+    assert "start_cql_proxy" in tserver and "start_cql_proxy" not in master
+    assert "load_balancer_max_concurrent_moves" in master
+    assert "load_balancer_max_concurrent_moves" not in tserver
+    assert (
+        "enable_automatic_tablet_splitting" in master
+        and "enable_automatic_tablet_splitting" in tserver
+    )
+    assert "only_in_tests" not in tserver and "only_in_tests" not in master
+    assert catalogue["ysql_setting_names"] == [
+        "optimize_bounded_sort", "trace_sort", "work_mem", "yb_enable_expression_pushdown"
+    ]  # fmt: skip
+    assert catalogue["ysql_setting_names_not_settable"] == [
+        "server_version_num", "transaction_isolation"
+    ]  # fmt: skip
+    assert catalogue["version_string"] == "PostgreSQL 11.2-YB-2024.2.1.0-b0"
+
+
+@pytest.mark.parametrize("series", yb_catalogue.SUPPORTED)
+def test_the_vendored_catalogue_matches_the_tag_when_a_checkout_is_at_hand(series):
+    """With YBSCALE_YB_GIT_DIR (a yugabyte-db clone holding the tags), the vendored names are the
+    ones regenerate.py reads at the tag: its YSQL settings exactly, its documented flags among
+    the flags the tag defines for each server."""
+    import os
+
+    git_dir = os.environ.get("YBSCALE_YB_GIT_DIR")
+    if not git_dir:
+        pytest.skip("no yugabyte-db checkout (YBSCALE_YB_GIT_DIR)")
+    vendored = yb_catalogue.load(series)
+    built = regenerate.build(git_dir, vendored["tag"], series)
+    assert built["postgres_base"] == vendored["postgres_base"]
+    assert built["ysql_setting_names"] == vendored["ysql_setting_names"]
+    for key in ("master_flag_names", "tserver_flag_names"):
+        assert set(vendored[key]) <= set(built[key]), key

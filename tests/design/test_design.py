@@ -1,0 +1,390 @@
+"""Tests for ybscale.design.factorial: sign table, defining relation, aliases, checks, output."""
+
+import copy
+import json
+import math
+import subprocess
+import sys
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from designs import design as make_design
+from designs import seed_design_path, seed_study
+
+from ybscale.design.factorial import (
+    Design,
+    DesignError,
+    Factor,
+    design_from_dict,
+    load_design,
+    main,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _write(tmp_path: Path, data: dict, name: str = "bad_design.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def seed() -> Design:
+    return load_design(seed_design_path())
+
+
+# --------------------------------------------------------------------------- seed design
+
+
+def test_seed_factors(seed):
+    assert seed.base == ["A", "B", "C", "D"]
+    assert seed.generators == {"E": "BC", "F": "AB"}
+    assert seed.n_rows == 16
+    assert [f.name for f in seed.factors] == [
+        "operation_size",
+        "workload",
+        "nodes",
+        "isolation",
+        "replication",
+        "node_size",
+    ]
+    assert seed.factor("D").levels == ("read committed", "repeatable read")
+    assert seed.factor("E").levels == ("off", "on")  # quoted in YAML, not booleans
+
+
+def test_seed_sign_table(seed):
+    table = seed.sign_table()
+    assert table.index.name == "run"
+    assert list(table.index) == [f"run{i:02d}" for i in range(1, 17)]
+    assert list(table.columns) == ["row", "replicate", "A", "B", "C", "D", "E", "F"]
+    assert list(table["row"]) == list(range(1, 17))
+    assert set(table["replicate"]) == {1}
+    # Yates order: A alternates fastest, then B, C, D
+    assert list(table["A"]) == [-1, 1] * 8
+    assert list(table["B"]) == ([-1] * 2 + [1] * 2) * 4
+    assert list(table["C"]) == ([-1] * 4 + [1] * 4) * 2
+    assert list(table["D"]) == [-1] * 8 + [1] * 8
+    assert (table["E"] == table["B"] * table["C"]).all()
+    assert (table["F"] == table["A"] * table["B"]).all()
+    cols = ["A", "B", "C", "D", "E", "F"]
+    assert list(table.loc["run01", cols]) == [-1, -1, -1, -1, 1, 1]
+    assert list(table.loc["run02", cols]) == [1, -1, -1, -1, 1, -1]
+    assert list(table.loc["run07", cols]) == [-1, 1, 1, -1, 1, -1]
+    assert list(table.loc["run12", cols]) == [1, 1, -1, 1, -1, 1]
+    assert list(table.loc["run16", cols]) == [1, 1, 1, 1, 1, 1]
+    assert table[cols].dtypes.map(pd.api.types.is_integer_dtype).all()
+
+
+def test_seed_rows_match_seed_table3(seed):
+    """Same 16 sign combinations as the seed report's Table 3 (which lists A slowest)."""
+    table3 = {
+        (a, b, c, d, b * c, a * b) for a, b, c, d in product([-1, 1], repeat=4)
+    }  # E = BC, F = AB
+    ours = {tuple(r) for r in seed.sign_table()[["A", "B", "C", "D", "E", "F"]].values.tolist()}
+    assert ours == table3
+
+
+def test_seed_levels_and_signs(seed):
+    assert seed.signs("run01") == {"A": -1, "B": -1, "C": -1, "D": -1, "E": 1, "F": 1}
+    assert seed.levels("run01") == {
+        "isolation": "read committed",
+        "node_size": "large",
+        "nodes": 3,
+        "operation_size": 1,
+        "replication": "on",
+        "workload": "read",
+    }
+    assert list(seed.levels("run16")) == sorted(seed.levels("run16"))
+    assert seed.levels("run16")["isolation"] == "repeatable read"
+
+
+def test_seed_defining_relation(seed):
+    assert seed.defining_relation() == ["ABF", "BCE", "ACEF"]
+    assert seed.defining_relation_string() == "I = ABF = BCE = ACEF"
+    assert seed.resolution == 3
+
+
+# Written by hand: each base word times I, ABF, BCE, ACEF; sorted by (length, letters).
+SEED_ALIASES = [
+    ("A", "A = BF = CEF = ABCE"),
+    ("B", "B = AF = CE = ABCEF"),
+    ("F", "F = AB = ACE = BCEF"),  # AB
+    ("C", "C = BE = AEF = ABCF"),
+    ("AC", "AC = EF = ABE = BCF"),
+    ("E", "E = BC = ACF = ABEF"),  # BC
+    ("AE", "AE = CF = ABC = BEF"),  # ABC
+    ("D", "D = ABDF = BCDE = ACDEF"),
+    ("AD", "AD = BDF = CDEF = ABCDE"),
+    ("BD", "BD = ADF = CDE = ABCDEF"),
+    ("DF", "DF = ABD = ACDE = BCDEF"),  # ABD
+    ("CD", "CD = BDE = ADEF = ABCDF"),
+    ("ACD", "ACD = DEF = ABDE = BCDF"),
+    ("DE", "DE = BCD = ACDF = ABDEF"),  # BCD
+    ("ADE", "ADE = CDF = ABCD = BDEF"),  # ABCD
+]
+
+
+def test_seed_alias_structure(seed):
+    groups = seed.alias_groups()
+    assert len(groups) == seed.n_rows - 1
+    assert [(t, " = ".join(m)) for t, m in groups] == SEED_ALIASES
+    for term, alias in SEED_ALIASES:
+        assert seed.alias_string(term) == alias
+    assert seed.alias_string("BC") == "E = BC = ACF = ABEF"  # any member finds its group
+    with pytest.raises(KeyError):
+        seed.alias_string("G")
+
+
+def test_seed_aliases_are_equal_columns(seed):
+    """Every member's column (product of its letters) equals the term's column."""
+    table = seed.sign_table()
+
+    def col(word):
+        sign = -1 if word.startswith("-") else 1
+        out = pd.Series(sign, index=table.index)
+        for letter in word.lstrip("-"):
+            out = out * table[letter]
+        return out
+
+    for term, members in seed.alias_groups():
+        for member in members:
+            assert (col(member) == col(term)).all(), (term, member)
+
+
+def test_seed_model_matrix(seed):
+    mm = seed.model_matrix()
+    assert mm.index.name == "run"
+    assert list(mm.index) == seed.run_ids
+    assert list(mm.columns) == [t for t, _ in SEED_ALIASES]
+    table = seed.sign_table()
+    assert (mm["F"] == table["A"] * table["B"]).all()
+    assert (mm["ADE"] == table["A"] * table["D"] * table["E"]).all()
+    # orthogonal +-1 columns: M'M = 16 I
+    gram = (mm.T @ mm).values
+    assert (gram == 16 * np.eye(len(mm.columns), dtype=int)).all()
+
+
+# --------------------------------------------------------------------------- other designs
+
+
+def test_2_7_4_resolution_iii():
+    d = make_design("ABCDEFG", {"D": "AB", "E": "AC", "F": "BC", "G": "ABC"})
+    assert d.n_rows == 8
+    assert d.resolution == 3
+    assert len(d.defining_relation()) == 15
+    assert d.defining_relation()[:4] == ["ABD", "ACE", "AFG", "BCF"]
+    # A times the 15 defining words, by hand
+    assert d.alias_string("A") == (
+        "A = BD = CE = FG = BCG = BEF = CDF = DEG = ABCF = ABEG = ACDG = ADEF"
+        " = ABCDE = ABDFG = ACEFG = BCDEFG"
+    )
+    assert len(d.alias_groups()) == 7
+
+
+def test_2_5_1_resolution_v():
+    d = make_design("ABCDE", {"E": "ABCD"})
+    assert d.defining_relation() == ["ABCDE"]
+    assert d.resolution == 5
+    assert d.alias_string("A") == "A = BCDE"
+    assert d.alias_string("AB") == "AB = CDE"
+    assert len(d.alias_groups()) == 15
+
+
+def test_full_factorial():
+    d = make_design("ABC", {})
+    assert d.defining_relation() == []
+    assert d.defining_relation_string() == "I"
+    assert d.resolution == math.inf
+    assert d.terms == ["A", "B", "AB", "C", "AC", "BC", "ABC"]
+    assert all(len(m) == 1 for _, m in d.alias_groups())
+
+
+def test_replications():
+    d = make_design("ABC", {"C": "AB"}, replications=2)
+    table = d.sign_table()
+    assert d.run_ids == [f"run0{i}" for i in range(1, 9)]
+    assert list(table["row"]) == [1, 2, 3, 4, 1, 2, 3, 4]
+    assert list(table["replicate"]) == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert table.loc["run05", "row"] == 1 and table.loc["run05", "replicate"] == 2
+    assert [d.replicate(run) for run in d.run_ids] == list(table["replicate"])  # pandas-free
+    assert (table.loc["run05", ["A", "B", "C"]] == table.loc["run01", ["A", "B", "C"]]).all()
+    assert len(d.model_matrix()) == 8
+    seed2 = design_from_dict({**seed_study(), "replications": 2}, "x.yaml")
+    assert seed2.run_ids[16] == "run17" and seed2.sign_table().loc["run17", "row"] == 1
+
+
+def test_run_id_width():
+    d = make_design("ABCDEFG", {})
+    assert d.run_ids[0] == "run001" and d.run_ids[-1] == "run128"
+
+
+def test_negative_generator():
+    d = make_design("ABCDE", {"E": "-ABCD"})
+    table = d.sign_table()
+    assert (table["E"] == -table["A"] * table["B"] * table["C"] * table["D"]).all()
+    assert table.loc["run01", "E"] == -1
+    assert d.defining_relation() == ["-ABCDE"]
+    assert d.defining_relation_string() == "I = -ABCDE"
+    assert d.resolution == 5
+    assert d.alias_string("A") == "A = -BCDE"
+
+    d3 = make_design("ABC", {"C": "-AB"})
+    assert d3.defining_relation() == ["-ABC"]
+    assert d3.terms == ["A", "B", "C"]
+    assert d3.alias_string("AB") == "C = -AB"
+    t = d3.sign_table()
+    assert (d3.model_matrix()["C"] == t["C"]).all()
+    assert (t["C"] == -t["A"] * t["B"]).all()
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _broken(tmp_path, mutate) -> str:
+    data = copy.deepcopy(seed_study())
+    mutate(data)
+    path = _write(tmp_path, data)
+    with pytest.raises(DesignError) as info:
+        load_design(path)
+    message = str(info.value)
+    assert "bad_design.yaml" in message
+    return message
+
+
+def test_unknown_factor_in_generator(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["generators"].update(E="BX"))
+    assert "generators.E" in msg and "unknown factor 'X' in 'BX'" in msg
+
+
+def test_generator_redefines_base_factor(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["generators"].update(B="AD"))
+    assert "generators.B" in msg and "base factor" in msg
+
+
+def test_generated_factor_not_declared(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["generators"].update(G="AD"))
+    assert "generators.G" in msg
+
+
+def test_two_identical_columns(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["generators"].update(F="BC"))
+    assert "generators.F" in msg and "identical" in msg
+
+
+def test_opposite_columns(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["generators"].update(F="-CB"))
+    assert "generators.F" in msg and "identical" in msg
+
+
+def test_repeated_letter_generator(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["generators"].update(F="AAB"))
+    assert "generators.F" in msg
+
+
+def test_three_levels(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["factors"]["C"].update(levels=[3, 5, 7]))
+    assert "factors.C.levels" in msg
+
+
+def test_one_level(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["factors"]["C"].update(levels=[3]))
+    assert "factors.C.levels" in msg
+
+
+def test_duplicate_levels(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["factors"]["B"].update(levels=["read", "read"]))
+    assert "factors.B.levels" in msg
+
+
+def test_duplicate_names(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["factors"]["D"].update(name="nodes"))
+    assert "factors.D.name" in msg and "duplicate" in msg
+
+
+def test_bad_letter(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["factors"].update(ab={"name": "x", "levels": [1, 2]}))
+    assert "factors" in msg and "'ab'" in msg
+
+
+def test_bad_replications(tmp_path):
+    msg = _broken(tmp_path, lambda d: d.update(replications=0))
+    assert "replications" in msg
+
+
+def test_unknown_top_level_key(tmp_path):
+    msg = _broken(tmp_path, lambda d: d.update(extra=1))
+    assert "extra" in msg
+
+
+def test_memory_design_validated():
+    with pytest.raises(DesignError, match="<memory>: factors.C.levels"):
+        Design(factors=(Factor("C", "c", (1, 2, 3)),))
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _check_outputs(out: Path) -> None:
+    table = pd.read_csv(out / "sign_table.csv")
+    assert list(table.columns) == [
+        "run", "row", "replicate", "A", "B", "C", "D", "E", "F",
+        "operation_size", "workload", "nodes", "isolation", "replication", "node_size",
+    ]  # fmt: skip
+    assert len(table) == 16
+    assert table.loc[0, "replication"] == "on" and table.loc[0, "isolation"] == "read committed"
+    aliases = pd.read_csv(out / "aliases.csv")
+    assert list(aliases.itertuples(index=False, name=None)) == SEED_ALIASES
+    meta = json.loads((out / "design.json").read_text())
+    assert meta["defining_relation"] == "I = ABF = BCE = ACEF"
+    assert meta["defining_words"] == ["ABF", "BCE", "ACEF"]
+    assert meta["resolution"] == 3
+    assert meta["n_rows"] == 16 and meta["replications"] == 1
+    assert meta["base"] == ["A", "B", "C", "D"]
+    assert meta["generators"] == {"E": "BC", "F": "AB"}
+    assert meta["factors"][0] == {
+        "letter": "A",
+        "name": "operation_size",
+        "levels": [1, 100],
+        "description": meta["factors"][0]["description"],
+        "sets": "workload.rows",
+        "generated": False,
+    }
+
+
+def test_main_writes_outputs(tmp_path):
+    assert main([str(seed_design_path()), str(tmp_path / "design")]) == 0
+    _check_outputs(tmp_path / "design")
+
+
+def test_clusters_without_a_backend_is_a_usage_error(tmp_path, capsys):
+    """The strata note names the backend: no backend is assumed for the clusters."""
+    with pytest.raises(SystemExit) as exc:
+        main([str(seed_design_path()), str(tmp_path / "design"), "--clusters", "run01=c1"])
+    assert exc.value.code == 2
+    assert "--clusters needs --backend" in capsys.readouterr().err
+    assert not (tmp_path / "design").exists()
+
+
+def test_python_m_writes_outputs(tmp_path):
+    out = tmp_path / "results" / "design"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ybscale.design.factorial", str(seed_design_path()), str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    _check_outputs(out)
+
+
+def test_main_reports_error(tmp_path, capsys):
+    data = seed_study()
+    data["generators"]["E"] = "BX"
+    path = _write(tmp_path, data)
+    assert main([str(path), str(tmp_path / "out")]) == 1
+    assert "generators.E" in capsys.readouterr().err

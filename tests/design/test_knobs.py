@@ -1,0 +1,305 @@
+"""Factors declare the knob they set; every level is checked before anything starts.
+
+Every invalid design goes through `study.load` (what the Snakefile calls at parse time); one
+design per place a check lives also goes through a real `snakemake -n` (what a user meets) on a
+copy of the workflow whose data root is watched: none may start a server or create a cluster
+directory.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, copy_workflow, ram_root, servers_under, shipped_config
+from designs import seed_study
+
+from ybscale import study
+from ybscale.design import knobs, workload
+from ybscale.design.factorial import DesignError
+from ybscale.design.row import RowError
+
+SEED = seed_study()
+CONFIG = shipped_config()
+
+
+def factors(**extra) -> dict:
+    """A 2^3 design on operation size, workload and isolation, plus `extra` factors."""
+    base = {
+        "A": {"name": "operation_size", "levels": [1, 100]},
+        "B": {"name": "workload", "levels": ["read", "write"]},
+        "C": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
+    }
+    return {"factors": {**base, **extra}}
+
+
+def with_c(**c) -> dict:
+    return factors(C={"name": "c", **c})
+
+
+# (design, extra config, text the error must contain: file and field named)
+INVALID = {
+    "unknown knob kind": (with_c(sets="disk.size", levels=[1, 2]), {}, "factors.C.sets"),
+    "unknown cluster knob": (with_c(sets="cluster.disks", levels=[1, 2]), {}, "factors.C.sets"),
+    "unknown dataset knob": (with_c(sets="dataset.size", levels=[1, 2]), {}, "factors.C.sets"),
+    "no sets, unknown name": (with_c(levels=[1, 2]), {}, "factors.C.name"),
+    "negative nodes": (with_c(sets="cluster.nodes", levels=[3, -5]), {}, "factors.C.levels[1]"),
+    "fractional nodes": (with_c(sets="cluster.nodes", levels=[2.5, 3]), {}, "factors.C.levels[0]"),
+    "word as nodes": (with_c(sets="cluster.nodes", levels=[3, "many"]), {}, "factors.C.levels[1]"),
+    "size not in table": (
+        with_c(sets="cluster.node_size", levels=["small", "huge"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "replication maybe": (
+        with_c(sets="cluster.replication", levels=["off", "maybe"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "no such script": (
+        factors(B={"name": "workload", "levels": ["read", "scan"]}),
+        {},
+        "factors.B.levels[1]",
+    ),
+    "no such isolation": (
+        factors(C={"name": "isolation", "levels": ["read committed", "serializable2"]}),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "variable the script never uses": (
+        with_c(sets="workload.batch", levels=[1, 2]),
+        {},
+        "factors.C.sets",
+    ),
+    "unknown server setting": (
+        with_c(sets="server.no_such_setting", levels=[1, 2]),
+        {},
+        "factors.C.levels[0]",
+    ),
+    "server enum typo": (
+        with_c(sets="server.synchronous_commit", levels=["on", "offf"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "server value out of range": (
+        with_c(sets="server.max_connections", levels=[100, 999999999]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "server unit unknown": (
+        with_c(sets="server.shared_buffers", levels=["64MB", "64XB"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "server setting that cannot be set": (
+        with_c(sets="server.server_version", levels=["1", "2"]),
+        {},
+        "factors.C.levels[0]",
+    ),
+    "session cannot change a server setting": (
+        with_c(sets="session.shared_buffers", levels=["64MB", "128MB"]),
+        {},
+        "factors.C.levels[0]",
+    ),
+    "unknown session setting": (
+        with_c(sets="session.no_such_setting", levels=["a", "b"]),
+        {},
+        "factors.C.levels[0]",
+    ),
+    "session boolean typo": (
+        with_c(sets="session.enable_seqscan", levels=["on", "maybe"]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "two factors, one knob": (
+        factors(D={"name": "threads", "sets": "workload.rows", "levels": [1, 10]}),
+        {},
+        "factors.D.sets",
+    ),
+    "zero dataset rows": (
+        with_c(sets="dataset.rows", levels=[1000, 0]),
+        {},
+        "factors.C.levels[1]",
+    ),
+    "list as a level": (with_c(sets="workload.rows", levels=[1, [2]]), {}, "factors.C.levels"),
+    "zero rows per transaction": (
+        factors(A={"name": "operation_size", "levels": [0, 100]}),
+        {},
+        "factors.A.levels[0]",
+    ),
+    "negative rows per transaction": (
+        factors(),
+        {"defaults": {"workload": {"rows": -5}}},
+        "config/config.yaml: defaults.workload.rows: -5 is not a positive integer",
+    ),
+    "bad default": (
+        factors(),
+        {"defaults": {"cluster": {"nodes": 0}}},
+        "config/config.yaml: defaults.cluster.nodes",
+    ),
+    "script variable nobody sets": (
+        factors(B={"name": "workload", "levels": ["read", "needs_foo"]}),
+        {},
+        "workloads/needs_foo.sql: uses :foo",
+    ),
+}
+
+
+# one case per place a check lives (design schema, factor checks, row resolution, the backend's
+# catalogue check, config defaults, script variables): each through a real `snakemake -n`
+DRY_RUN = [
+    "list as a level",
+    "unknown knob kind",
+    "negative nodes",
+    "server enum typo",
+    "bad default",
+    "negative rows per transaction",
+    "script variable nobody sets",
+]
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory):
+    """A copy of the workflow on a watched RAM data root, with one extra script."""
+    work = copy_workflow(tmp_path_factory.mktemp("knobs"))
+    (work / "workloads" / "needs_foo.sql").write_text("SELECT :foo + :shard;\n")
+    with ram_root() as root:
+        yield work, root
+
+
+def case_folder(name: str) -> str:
+    """Where a case's files go, under the work folder."""
+    return "cases/" + name.replace(" ", "_").replace(",", "")
+
+
+def case_design(work: Path, name: str, design: dict) -> Path:
+    """The case's design written to work/cases/<name>/design.yaml."""
+    folder = work / case_folder(name)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "design.yaml").write_text(yaml.safe_dump(design))
+    return folder / "design.yaml"
+
+
+def names_the_file(name: str, text: str) -> bool:
+    """The error names the design file (or the config or script file the case is about)."""
+    where = INVALID[name][2]
+    return "design.yaml" in text or "config" in where or ".sql" in text
+
+
+def dry_run(work: Path, root: Path, name: str, design: dict, extra: dict):
+    folder = case_design(work, name, design).parent
+    config = {"design": str(folder / "design.yaml"), "local": {"data_root": str(root)}, **extra}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "results/effects.csv"]
+        + ["--configfile", str(folder / "config.yaml")],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_invalid_designs_fail_the_dry_run_naming_file_and_field(workflow):
+    work, root = workflow
+    names = DRY_RUN
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda n: dry_run(work, root, n, *INVALID[n][:2]), names))
+    problems = []
+    for name, out in zip(names, results, strict=True):
+        text = out.stdout + out.stderr
+        # a value from the case's --configfile is named with that file, not config/config.yaml
+        where = INVALID[name][2].replace("config/config.yaml", f"{case_folder(name)}/config.yaml")
+        if out.returncode == 0:
+            problems.append(f"{name}: dry run passed")
+        elif where not in text:
+            problems.append(f"{name}: {where!r} not in: {text[-600:]}")
+        elif not names_the_file(name, text):
+            problems.append(f"{name}: the design file is not named: {text[-600:]}")
+    assert problems == []
+    assert servers_under(root) == []
+    assert list(root.iterdir()) == []  # no cluster directory, no template: nothing started
+
+
+def test_every_invalid_design_fails_study_load_naming_file_and_field(workflow):
+    """The checks live in the package (study.load, which the Snakefile calls), each case here."""
+    work, _ = workflow
+    problems = []
+    for name, (design, extra, where) in INVALID.items():
+        path = case_design(work / "in-process", name, design)
+        config = {**CONFIG, **extra, "design": str(path), "workloads": str(work / "workloads")}
+        with pytest.raises((RowError, DesignError, ValueError)) as err:
+            study.load(config)
+        text = str(err.value)
+        if where.replace("workloads/", "") not in text:
+            problems.append(f"{name}: {where!r} not in: {text[-600:]}")
+        elif not names_the_file(name, text):
+            problems.append(f"{name}: the design file is not named: {text[-600:]}")
+    assert problems == []
+
+
+def test_valid_2_3_design_without_cluster_factor_has_one_combination(workflow):
+    work, _ = workflow
+    path = case_design(work, "valid 2 3", factors())
+    loaded = study.load({**CONFIG, "design": str(path), "workloads": str(REPO / "workloads")})
+    assert len(loaded.rows) == 8
+    assert {r.combination for r in loaded.rows} == {"nodes3-small-reploff"}
+    row = loaded.rows[1]  # A = +1: 100 rows per transaction, read
+    assert row.variables == {"rows": "100"} and row.script == "read" and row.read_only
+    assert loaded.rows[2].kind == "write"
+    assert loaded.rows[4].isolation == "repeatable read"
+
+
+def test_server_factor_gets_a_cluster_per_level(workflow):
+    work, _ = workflow
+    design = factors(D={"name": "commit", "sets": "server.synchronous_commit", "levels": [1, 0]})
+    design["generators"] = {"D": "ABC"}
+    path = case_design(work, "server", design)
+    loaded = study.load({**CONFIG, "design": str(path), "workloads": str(REPO / "workloads")})
+    assert sorted({r.combination for r in loaded.rows}) == [
+        "nodes3-small-reploff-synchronous-commit-0",
+        "nodes3-small-reploff-synchronous-commit-1",
+    ]
+    assert {r.server["synchronous_commit"] for r in loaded.rows} == {"0", "1"}
+
+
+def test_seed_design_resolves_to_the_seed_rows():
+    loaded = study.load(CONFIG)
+    assert len(loaded.rows) == 16 and len({r.combination for r in loaded.rows}) == 8
+    run01 = loaded.row("run01")
+    assert run01.cluster.nodes == 3 and run01.cluster.replication is True
+    assert run01.cluster.node_size == "large"
+    assert run01.script == "read" and run01.variables == {"rows": "1"}
+    assert run01.combination == "nodes3-large-replon"
+    assert {r.combination for r in loaded.rows} == {
+        f"nodes{n}-{s}-repl{p}" for n in (3, 5) for s in ("small", "large") for p in ("on", "off")
+    }
+    # the seed's names are shorthands: the same design without `sets:` resolves the same rows
+    plain = {**SEED, "factors": {k: {**v} for k, v in SEED["factors"].items()}}
+    for spec in plain["factors"].values():
+        spec.pop("sets", None)
+    assert all(
+        knobs.SHORTHANDS[v["name"]] == SEED["factors"][k]["sets"]
+        for k, v in plain["factors"].items()
+    )
+
+
+def test_script_variables_and_read_only():
+    text = (REPO / "workloads" / "read.sql").read_text()
+    assert workload.variables_used(text) == {"rows", "shard_rows", "nshards", "shard"}
+    assert workload.read_only(text)
+    write = (REPO / "workloads" / "write.sql").read_text()
+    assert not workload.read_only(write)
+    assert workload.variables_used("SELECT :a::int, $$x$$ -- :not_this\n\\set b 1\nSELECT :b") == {
+        "a"
+    }
+
+
+def test_pgoptions_escape_spaces():
+    assert workload.pgoptions({"default_transaction_isolation": "repeatable read"}) == (
+        r"-c default_transaction_isolation=repeatable\ read"
+    )

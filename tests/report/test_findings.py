@@ -1,0 +1,282 @@
+"""Findings page: written from the results, only active effects, numbers equal to effects.csv."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from designs import seed_design
+from docutils.core import publish_parts
+
+from ybscale.analysis.analyze import analyze
+from ybscale.analysis.study_files import StudyFiles
+from ybscale.design.factorial import load_design
+from ybscale.report.design_report import design_rst
+from ybscale.report.findings import write_findings
+
+NUMBER = r"(-?[\d,]+(?:\.\d+)?k?)"
+
+
+def parse_number(text: str) -> float:
+    """Inverse of the display form: '31.7k' -> 31700, '1,234' -> 1234."""
+    text = text.replace(",", "")
+    return float(text[:-1]) * 1000 if text.endswith("k") else float(text)
+
+
+def display_tolerance(text: str) -> float:
+    """Half a unit of the last displayed digit."""
+    if text.endswith("k"):
+        return 50.0
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return 0.5 * 10**-decimals
+
+
+@pytest.fixture
+def study(tmp_path):
+    """A synthetic study: workload (B) -12k, nodes (C) +3k, AD +2k, the rest noise; one outlier."""
+    design = seed_design()
+    signs = design.sign_table()
+    rng = np.random.default_rng(3)
+    y = 30_000 - 6_000 * signs["B"] + 1_500 * signs["C"] + rng.normal(0, 150, len(signs))
+    y += 1_000 * signs["A"] * signs["D"]
+    y.iloc[6] += 2_500  # run07 stands out
+    results = tmp_path / "results"
+    edge = signs.index.isin(["run02", "run07"])  # their best count is their largest
+    ceilings = signs[list(design.letters)].assign(
+        response=y, empirical_clients=4, empirical_lower_bound=edge
+    )
+    read = signs["B"] == -1  # the client saturates read rows, node1 the write rows
+    ceilings = ceilings.assign(
+        bottleneck=np.where(read, "client", "node1"),
+        bottleneck_utilisation=np.where(read, 0.93, 0.99),
+        bottleneck_cpu_ms_per_transaction=np.where(read, 0.1, 0.61),
+        host_utilisation=np.where(signs.index.isin(["run03", "run04"]), 0.99, 0.6),
+    )
+    ceilings.reset_index().to_csv(results.mkdir() or results / "ceilings.csv", index=False)
+    analyze(design, ceilings.reset_index(), "response", results, charts=False)
+    for run in design.run_ids:
+        (results / "runs" / run).mkdir(parents=True)
+        curve = pd.DataFrame(
+            {"clients": [1, 4], "tps": [1.0, 2.0], "tps_spread_pct": [2.0, 4.0], "repetitions": 3}
+        )
+        curve.to_csv(results / "runs" / run / "throughput.csv", index=False)
+        meta = {
+            "measurement": {
+                "clients": [1, 4],
+                **{"repetitions": 3, "max_repetitions": 5, "precision": 0.03, "seconds": 3},
+                **{"skip_seconds": 1, "sweep": "adaptive"},
+                "max_clients": 4 if run == "run07" else 16,
+            },
+            "row": {"dataset_rows": 1000},
+            "applied": {"backend": "local", "cpu": {"node1": {"mechanism": "cgroup2", "cpus": 1}}},
+            "started": "2026-01-01T00:00:00Z",
+            "finished": "2026-01-01T00:02:00Z",
+        }
+        (results / "runs" / run / "measurement.json").write_text(json.dumps(meta))
+    out = results / "findings.md"
+    rst = results / "report" / "findings.rst"
+    text = write_findings(design, StudyFiles.under(results, design.run_ids), out, rst)
+    return design, results, text, rst.read_text()
+
+
+def test_active_effects_in_words_with_numbers_equal_to_effects_csv(study):
+    design, results, text, _ = study
+    effects = pd.read_csv(results / "effects.csv")
+    active = effects[effects["active"]]
+    assert set(active["term"]) >= {"B", "C", "AD"}
+    items = re.findall(r"^\d+\. (.*)$", text, flags=re.M)
+    assert len(items) == len(active)
+    for item, (_, row) in zip(items, active.iterrows(), strict=True):  # same order
+        match = re.search(rf"by {NUMBER} tps \[{NUMBER}, {NUMBER}\]; ([\d.]+) %", item)
+        assert match, item
+        size, lo, hi, pct = match.groups()
+        magnitude = abs(row["effect"])
+        bounds = sorted(abs(v) for v in (row["ci_low"], row["ci_high"]))
+        assert parse_number(size) == pytest.approx(magnitude, abs=display_tolerance(size))
+        assert parse_number(lo) == pytest.approx(bounds[0], abs=display_tolerance(lo))
+        assert parse_number(hi) == pytest.approx(bounds[1], abs=display_tolerance(hi))
+        assert float(pct) == pytest.approx(row["variation_pct"], abs=0.05)
+    assert items[0].startswith("**workload** write instead of read (B) lowers the ceiling")
+    nodes = next(i for i in items if i.startswith("**nodes**"))
+    assert "5 instead of 3 (C) raises" in nodes
+    ad = next(i for i in items if "(AD)" in i)
+    assert ad.startswith("the interaction **operation_size × isolation** (AD), both at their first")
+    assert "No other main effect or two-factor interaction shares this column" in ad
+    # aliases and what cannot be separated
+    assert "B = AF = CE = ABCEF" in items[0]
+    assert "cannot separate workload (B), operation_size × node_size (AF) and nodes ×" in items[0]
+
+
+def test_the_response_says_how_counts_were_measured(study):
+    _, _, text, _ = study
+    assert "ceiling of each row, the **empirical** ceiling" in text
+    assert (
+        "[1, 4] (adaptive sweep: one repetition per count, doubling past the grid up to 16 "
+        "clients while the best is at its edge, until a larger count is significantly below the "
+        "best, then, in turns, 3 to 5 "
+        "repetitions until the 95 % CI is within ±3 % for the counts not significantly below the "
+        "best; "
+        "3 s each, the first 1 s not counted), with pgbench on the **local** backend over 1,000 "
+        "rows." in " ".join(text.split())
+    )
+
+
+def test_rows_flagged_as_lower_bounds_are_named_with_the_edge_they_reached(study):
+    _, _, text, _ = study
+    assert (
+        "**Ceilings at the edge.** 2 of 16 rows reached their largest throughput at the largest "
+        "client count they measured: their ceiling is a lower bound (run02 at 4, run07 at 4 = "
+        "max_clients)." in " ".join(text.split())
+    )
+
+
+def test_each_rows_bottleneck_and_what_the_active_factors_changed_in_it(study):
+    _, _, text, _ = study
+    flat = " ".join(text.split())
+    assert "run01 client 93 %, run02 client 93 %, run03 node1 99 %" in flat
+    assert "8 of 16 rows are client-bound" in flat
+    assert "In 2 of 16 rows the machine itself was at least 95 % busy" in flat
+    assert "other work included; run03, run04)" in flat
+    assert (
+        "**workload** write instead of read (B): bottleneck at read: client 8 of 8 rows; at "
+        "write: node1 8 of 8 rows; CPU time per transaction at the bottleneck ×6.1" in flat
+    )
+    assert "(C): bottleneck at 3: client 4, node1 4 of 8 rows; at 5: client 4, node1 4" in flat
+
+
+def test_effects_within_the_noise_are_not_findings(study):
+    _, results, text, _ = study
+    effects = pd.read_csv(results / "effects.csv")
+    quiet = effects[~effects["active"]]
+    for _, row in quiet.iterrows():
+        assert not re.search(rf"\({row['term']}\) (raises|lowers)", text)
+    assert f"The other {len(quiet)} columns" in text
+
+
+def test_noise_outliers_backend_and_next_steps(study):
+    _, results, text, _ = study
+    outliers = pd.read_csv(results / "outliers.csv")
+    assert list(outliers["run"]) == ["run07"]
+    assert "PSE = " in text
+    assert "spread by 3.0 % (median" in text
+    for run in outliers["run"]:
+        assert run in text.split("**Outliers.**")[1].split("**")[0]
+    assert "2 of 16 rows reached" in text  # the rows flagged as lower bounds, not all at 4
+    assert "adding a node adds no CPU" in text
+    assert "``ybscale next`` proposes" in text and "full fold-over" in text
+    assert "Replications needed" in text
+
+
+def test_rst_copy_renders_without_docutils_warnings(study):
+    design, _, _, rst = study
+    for source in (rst, design_rst(design)):
+        parts = publish_parts(source, writer="html", settings_overrides={"halt_level": 2})
+        assert "<ol" in parts["body"] or "<table" in parts["body"]
+    html = publish_parts(rst, writer="html")["body"]
+    assert "|effect|" in html  # the pipes of |effect| are text, not a substitution
+
+
+def test_design_page_is_written_from_the_design(tmp_path):
+    design = seed_design()
+    text = design_rst(design)
+    assert "I = ABF = BCE = ACEF" in text and "Resolution III" in text
+    assert "generated E = BC" in text and "**B = AF = CE**" in text
+    other = tmp_path / "d.yaml"
+    other.write_text(
+        "factors:\n"
+        "  A: {name: rows, levels: [1, 100]}\n"
+        "  B: {name: workload, levels: [read, write]}\n"
+        "  C: {name: isolation, levels: [read committed, serializable]}\n"
+        "  D: {name: sync, levels: ['off', 'on']}\n"
+        "  E: {name: buffers, levels: [64MB, 1GB]}\n"
+        "generators: {E: ABCD}\n"
+    )
+    text = design_rst(load_design(other))
+    assert "I = ABCDE" in text and "Resolution 5" in text
+    assert "sync" in text and "1GB" in text and "share a column" not in text
+
+
+def test_findings_lead_with_a_table_of_the_active_effects(study):
+    """The page opens on a table: one row per active effect, in level words, with the numbers of
+    effects.csv (estimate, 95 % interval, share of variation) and the alias string."""
+    _, results, text, rst = study
+    body = text.split("\n", 2)[2].lstrip()  # after the title
+    lead, table = body.split("\n\n")[:2]
+    assert lead.startswith("The effects that stand out from the noise")
+    lines = table.splitlines()
+    assert lines[0] == "| effect | estimate [95 % interval] | share of variation | aliases |"
+    rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in lines[2:]]
+    effects = pd.read_csv(results / "effects.csv")
+    active = effects[effects["active"]]
+    assert len(rows) == len(active)
+    for (words, estimate, share, aliases), (_, row) in zip(rows, active.iterrows(), strict=True):
+        assert words.endswith(f"({row['term']})") or f"({row['term']}):" in words
+        match = re.fullmatch(rf"(raises|lowers) by {NUMBER} tps \[{NUMBER}, {NUMBER}\]", estimate)
+        assert match, estimate
+        assert match.group(1) == ("raises" if row["effect"] > 0 else "lowers")
+        bounds = sorted(abs(v) for v in (row["ci_low"], row["ci_high"]))
+        for shown, value in zip(match.groups()[1:], (abs(row["effect"]), *bounds), strict=True):
+            assert parse_number(shown) == pytest.approx(value, abs=display_tolerance(shown))
+        assert float(share.rstrip(" %")) == pytest.approx(row["variation_pct"], abs=0.05)
+        assert aliases == row["alias"].replace("-", "")
+    assert rows[0][0] == "workload write instead of read (B)"
+    ad = next(r for r in rows if "(AD)" in r[0])
+    assert ad[0].startswith("operation_size × isolation (AD): both at the first or both at the")
+    # the table comes before the prose, in the report's copy too
+    html = publish_parts(rst, writer="html", settings_overrides={"halt_level": 2})["body"]
+    assert html.index("<table") < html.index("Response.")
+    assert html.count("<tr>") == len(active) + 1
+
+
+def test_findings_without_an_active_effect_say_so_first(study):
+    design, results, _, _ = study
+    effects = pd.read_csv(results / "effects.csv").assign(active=False)
+    effects.to_csv(results / "effects.csv", index=False)
+    text = write_findings(
+        design, StudyFiles.under(results, design.run_ids), results / "quiet.md", None
+    )
+    first = text.split("\n", 2)[2].lstrip().split("\n\n")[0]
+    assert first.startswith("**No effect stands out from the noise**: none of the 15 columns")
+    assert "| effect |" not in text
+
+
+@pytest.mark.parametrize("blocked", [True, False])
+def test_the_noise_says_whether_replicates_were_blocks(tmp_path, blocked):
+    """A replicated 2^3: the findings say the replicates were blocks only when the analysis
+    took blocks out of the error (a block per replicate), else that they are pure replication."""
+    from ybscale.design.factorial import design_from_dict
+
+    design = design_from_dict(
+        {
+            "factors": {
+                "A": {"name": "nodes", "levels": [3, 5]},
+                "B": {"name": "workload", "levels": ["read", "write"]},
+                "C": {"name": "node_size", "levels": ["small", "large"]},
+            },
+            "replications": 2,
+        }
+    )
+    signs = design.sign_table()
+    rng = np.random.default_rng(7)
+    y = 20_000 + 3_000 * signs["A"] + 500 * signs["replicate"] + rng.normal(0, 200, len(signs))
+    results = tmp_path / "results"
+    results.mkdir()
+    ceilings = signs[list(design.letters)].assign(response=y).reset_index()
+    ceilings.to_csv(results / "ceilings.csv", index=False)
+    blocks = signs["replicate"] if blocked else None
+    analyze(design, ceilings, "response", results, blocks=blocks)
+    for run in design.run_ids:
+        (results / "runs" / run).mkdir(parents=True)
+        pd.DataFrame(
+            {"clients": [1], "tps": [1.0], "tps_spread_pct": [1.0], "repetitions": [1]}
+        ).to_csv(results / "runs" / run / "throughput.csv", index=False)
+        (results / "runs" / run / "measurement.json").write_text("{}")
+    text = write_findings(
+        design, StudyFiles.under(results, design.run_ids), results / "findings.md"
+    )
+    said = " ".join(text.split())
+    assert ("The replicates were blocks" in said) is blocked
+    assert ("The replicates are pure replication" in said) is not blocked
