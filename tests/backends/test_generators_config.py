@@ -1,6 +1,7 @@
-"""gcp.load_generators (issue 38): the plan counts and prices every generator VM, the Pulumi
-program creates them (each reaching the tservers' sshd), `auto` sizes them from the cluster's
-vCPUs, and a count the clusters cannot use is refused at dry-run time naming the field."""
+"""Several load generators in the config (issue 38). gcp.load_generators: the plan counts and
+prices every generator VM, the Pulumi program creates them (each reaching the tservers' sshd),
+`auto` sizes them from the cluster's vCPUs, and a count the clusters cannot use is refused at
+dry-run time naming the field; existing.load_generators: checked the same way."""
 
 from __future__ import annotations
 
@@ -107,3 +108,35 @@ def test_the_program_creates_every_generator_and_lets_each_reach_the_tservers(mo
 def test_the_program_refuses_more_generators_than_tservers():
     with pytest.raises(ValueError, match="load_generators must be 1 to nodes"):
         make_args(nodes=2, load_generators=3)
+
+
+def test_existing_generators_are_checked_at_dry_run_time_naming_the_field():
+    """existing.load_generators: a list of logins (defaults filled in each), never beside
+    existing.load_generator, at most one per host of every combination a row is measured on."""
+    from conftest import row_from_levels
+
+    from ybscale.backends.existing import backend as existing
+
+    login = {"host": "lg1.example", "user": "u", "key": "k"}
+    two = [login, {**login, "host": "lg2.example"}]
+    combos = {"nodes2-small-reploff": {"hosts": ["db1", "db2"]},
+              "nodes1-small-reploff": {"hosts": ["db1"]}}  # fmt: skip
+    settings = existing.validate_section({"existing": {"combinations": combos,
+                                                       "load_generators": two}})  # fmt: skip
+    assert [g["port"] for g in settings["load_generators"]] == [22, 22]
+    assert [g["host"] for g in existing.logins(settings)] == ["lg1.example", "lg2.example"]
+    rows = [row_from_levels({"nodes": n, "node_size": "small", "replication": "off",
+                             "workload": "read"}, 100, f"run0{n}") for n in (1, 2)]  # fmt: skip
+    errors = existing.generator_errors(settings, rows)
+    assert errors == [
+        "config/config.yaml: existing.load_generators: 2 load generators, but "
+        "existing.combinations.nodes1-small-reploff has 1 host(s): each generator drives whole "
+        "hosts, at most one generator per host"
+    ]
+    both = existing.validate_section({"existing": {"combinations": combos, "load_generator": login,
+                                                   "load_generators": two}})  # fmt: skip
+    assert "are both set" in existing.generator_errors(both, rows[1:])[0]
+    with pytest.raises(ValueError, match=r"existing.load_generators.1: 'host' is a required"):
+        existing.validate_section({"existing": {"load_generators": [login, {"user": "u"}]}})
+    one = existing.validate_section({"existing": {"load_generator": login}})
+    assert existing.logins(one) == [one["load_generator"]]  # load_generator keeps working
