@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -92,11 +91,6 @@ def at_instant(argv: Sequence[str], start_ns: int) -> list[str]:
         f'fi; echo "{MARK} $(date +%s%N)" >&2; exec "$@"'
     )
     return ["sh", "-c", script, "ybscale-barrier", *argv]
-
-
-def shell_at_instant(argv: Sequence[str], start_ns: int) -> str:
-    """`at_instant` as one shell command line (for a remote shell)."""
-    return shlex.join(at_instant(argv, start_ns))
 
 
 def started(stderr: str | None) -> tuple[float | None, str]:
