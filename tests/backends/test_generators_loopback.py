@@ -197,8 +197,9 @@ WORKLOAD_BY_ISOLATION = {"factors": {
     "A": {"name": "workload", "levels": ["read", "write"]},
     "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
 }}  # fmt: skip
-READS = {"factors": {  # every row reads: a generator's and a server's CPU per transaction alike
-    "A": {"name": "operation_size", "levels": [1, 2]},
+READS = {"factors": {  # every row reads one key: the same CPU per transaction on either side
+    "A": {"name": "seqscan", "sets": "session.enable_seqscan",  # a point read by its key
+          "levels": ["on", "off"]},
     "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
 }}  # fmt: skip
 
