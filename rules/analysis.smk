@@ -15,9 +15,10 @@ rule ceilings:
         "../envs/ybscale.yaml"
     params:
         ceiling=ANALYSIS["ceiling"],
+        prices=f"--prices {shlex.quote(PRICES)}" if PRICES else "",
     shell:
         "python -m ybscale.analysis.ceiling collect --design {input.design} --ceiling {params.ceiling}"
-        " --out {output} {input.ceilings} > {log} 2>&1"
+        " {params.prices} --out {output} {input.ceilings} > {log} 2>&1"
 
 
 rule analyze:
@@ -41,9 +42,10 @@ rule analyze:
         alpha=ANALYSIS["alpha"],
         model=ANALYSIS["model"],
         multiplicity=ANALYSIS["multiplicity"],
+        responses=" ".join(RESPONSES),
     shell:
         "python -m ybscale.analysis.analyze --design {input.design} --responses {input.ceilings}"
-        " --response response --alpha {params.alpha} --model {params.model}"
+        " --response {params.responses} --alpha {params.alpha} --model {params.model}"
         " --multiplicity {params.multiplicity}"
         " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
         " --residuals {output.residuals} --outliers {output.outliers} --no-charts > {log} 2>&1"

@@ -1,0 +1,231 @@
+"""Several responses from one study (analysis.responses): throughput per dollar priced by hand,
+each response analysed on its own, the findings side by side."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_plan import CONFIG, RATES
+
+from ybscale import study
+from ybscale.analysis.analyze import analyze
+from ybscale.analysis.ceiling import collect
+from ybscale.analysis.study_files import StudyFiles
+from ybscale.design.factorial import design_from_dict
+from ybscale.report.findings import write_findings
+from ybscale.settings import SettingsError
+
+LOCAL = {**CONFIG, "backend": "local"}
+LOCAL.pop("gcp")
+
+
+def ceiling_files(folder, runs) -> list:
+    """A ceiling.json per run: the empirical ceiling 1000 + 100 i tps, interval ±5 %."""
+    files = []
+    for i, run in enumerate(runs):
+        tps = 1000.0 + 100 * i
+        data = {
+            "run": run,
+            "empirical": {"tps": tps, "clients": 8, "ci_low": 0.95 * tps, "ci_high": 1.05 * tps},
+            "usl": {},
+        }
+        path = folder / f"{run}.json"
+        path.write_text(json.dumps(data))
+        files.append(path)
+    return files
+
+
+def shape(loaded, run) -> tuple[int, str, bool]:
+    levels = loaded.row(run).levels
+    return int(levels["nodes"]), str(levels["node_size"]), levels["replication"] == "on"
+
+
+def by_hand_local_quota(nodes, size, replicated):
+    return nodes * {"small": 0.25, "large": 0.5}[size] * 1.0  # local.cpu's defaults, 1 per vCPU
+
+
+def by_hand_node_hour(nodes, size, replicated):
+    return nodes * {"small": 0.3, "large": 0.7}[size]
+
+
+def by_hand_gcp(nodes, size, replicated):
+    """tservers at their machine type's price, masters (every node with replication, else one)
+    at n2-standard-2's; the load generator (e2-standard-4) not counted."""
+    vm = RATES["vm_hour"]
+    tserver = vm[{"small": "n2-standard-2", "large": "n2-standard-4"}[size]]
+    return nodes * tserver + (nodes if replicated else 1) * vm["n2-standard-2"]
+
+
+CASES = {
+    "local-vcpu-quota": (LOCAL, by_hand_local_quota, "vCPU of the quota"),
+    "local-node-hour": (
+        {**LOCAL, "analysis": {"prices": {"node_hour": {"small": 0.3, "large": 0.7}}}},
+        by_hand_node_hour,
+        "analysis.prices.node_hour",
+    ),
+    "gcp": (CONFIG, by_hand_gcp, "e2-standard-4"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_throughput_per_dollar_is_the_ceiling_over_the_clusters_price_by_hand(tmp_path, case):
+    """Every row of ceilings.csv: its price per hour equals the hand-computed price of its
+    cluster, throughput per dollar (and its interval) the ceiling's divided by it, and the row
+    says how the price was obtained."""
+    config, by_hand, said = CASES[case]
+    loaded = study.load(config)
+    runs = loaded.design.run_ids
+    prices = study.hourly_prices(loaded.settings, loaded.rows)
+    table = collect(config["design"], ceiling_files(tmp_path, runs), "empirical", prices)
+    table = table.set_index("run")
+    assert sorted(table.index) == sorted(runs)
+    hourly = {run: by_hand(*shape(loaded, run)) for run in runs}
+    assert len(set(hourly.values())) > 2  # the design moves the price
+    for run in runs:
+        line = table.loc[run]
+        assert line["price_per_hour"] == pytest.approx(hourly[run], rel=1e-12)
+        for end in ("", "_ci_low", "_ci_high"):
+            want = line[f"empirical{'_tps' if not end else end}"] / hourly[run]
+            assert line[f"throughput_per_dollar{end}"] == pytest.approx(want, rel=1e-12)
+        assert said in line["price_basis"]
+        if case == "gcp":
+            assert "excluded" in line["price_basis"]
+    assert (table["ceiling"] == table["empirical_tps"]).all()
+
+
+def test_a_price_missing_from_the_table_names_the_field():
+    config = {**LOCAL, "analysis": {"prices": {"node_hour": {"small": 0.3}}}}
+    loaded = study.load(config)
+    with pytest.raises(ValueError, match=r"analysis\.prices\.node_hour\.large: missing"):
+        study.hourly_prices(loaded.settings, loaded.rows)
+    rates = {**RATES, "vm_hour": {"n2-standard-2": 0.1}}
+    loaded = study.load({**CONFIG, "gcp": {**CONFIG["gcp"], "prices": {"us-central1": rates}}})
+    with pytest.raises(ValueError, match=r"gcp\.prices\.us-central1\.vm_hour\.n2-standard-4"):
+        study.hourly_prices(loaded.settings, loaded.rows)
+
+
+def test_responses_are_checked_by_the_schema_and_default_to_ceiling_and_per_dollar():
+    assert list(study.load(LOCAL).settings["analysis"]["responses"]) == [
+        "ceiling",
+        "throughput_per_dollar",
+    ]
+    with pytest.raises(SettingsError, match="analysis.responses"):
+        study.load({**LOCAL, "analysis": {"responses": ["ceiling", "cost"]}})
+    with pytest.raises(SettingsError, match=r"analysis\.latency_load\.clients: 3 is not one"):
+        study.load(
+            {**LOCAL, "analysis": {"responses": ["latency"], "latency_load": {"clients": 3}}}
+        )
+
+
+# ---------------------------------------------------------------------------- side by side
+
+
+def two_responses(tmp_path, ceiling_ratio=2.0, price_ratio=3.0):
+    """A replicated 2^3 whose factor A (node_size) multiplies the ceiling by `ceiling_ratio`
+    and the cluster's price by `price_ratio`: throughput per dollar by their quotient."""
+    design = design_from_dict(
+        {
+            "factors": {
+                "A": {"name": "node_size", "levels": ["small", "large"]},
+                "B": {"name": "workload", "levels": ["read", "write"]},
+                "C": {"name": "nodes", "levels": [3, 5]},
+            },
+            "replications": 2,
+        }
+    )
+    signs = design.sign_table()
+    rng = np.random.default_rng(11)
+    a = (signs["A"] + 1) / 2  # 0 small, 1 large
+    ceiling = 10_000 * ceiling_ratio**a * 0.8 ** ((signs["B"] + 1) / 2)
+    ceiling *= np.exp(rng.normal(0, 0.02, len(signs)))
+    price = 1.0 * price_ratio**a
+    results = tmp_path / "results"
+    results.mkdir()
+    table = signs[list(design.letters)].assign(
+        response=ceiling,
+        ceiling=ceiling,
+        price_per_hour=price,
+        price_basis="by hand",
+        throughput_per_dollar=ceiling / price,
+    )
+    table = table.reset_index()
+    table.to_csv(results / "ceilings.csv", index=False)
+    tables = analyze(
+        design, table, ["ceiling", "throughput_per_dollar"], results, model="multiplicative"
+    )
+    curve = "clients,tps,tps_spread_pct,repetitions\n1,1.0,1.0,1\n"  # what the noise reads
+    for folder in (results / "runs" / run for run in design.run_ids):
+        folder.mkdir(parents=True)
+        (folder / "throughput.csv").write_text(curve)
+        (folder / "measurement.json").write_text("{}")
+    text = write_findings(design, StudyFiles.under(results, design.run_ids), results / "f.md")
+    return design, tables, text
+
+
+def test_each_response_has_its_own_analysis_in_effects_and_anova(tmp_path):
+    _, tables, _ = two_responses(tmp_path)
+    effects = pd.read_csv(tmp_path / "results" / "effects.csv")
+    anova = pd.read_csv(tmp_path / "results" / "anova.csv")
+    assert list(dict.fromkeys(effects["response"])) == ["ceiling", "throughput_per_dollar"]
+    assert list(dict.fromkeys(anova["response"])) == ["ceiling", "throughput_per_dollar"]
+    a = effects[effects["term"] == "A"].set_index("response")
+    # log10 effects: A's ratio on each response, with its own interval
+    assert 10 ** a.loc["ceiling", "effect"] == pytest.approx(2.0, rel=0.05)
+    assert 10 ** a.loc["throughput_per_dollar", "effect"] == pytest.approx(2 / 3, rel=0.05)
+    assert a["active"].all()
+    b = effects[effects["term"] == "B"].set_index("response")
+    assert 10 ** b.loc["throughput_per_dollar", "effect"] == pytest.approx(0.8, rel=0.05)
+
+
+def test_findings_say_a_factor_raises_the_ceiling_and_lowers_throughput_per_dollar(tmp_path):
+    """A multiplies the ceiling by 2 and the price by 3: the summary table has a column per
+    response, and one sentence says A raises one and lowers the other, each with its
+    interval."""
+    _, tables, text = two_responses(tmp_path)
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| effect |"))
+    assert header == (
+        "| effect | the ceiling [95 % interval] | throughput per dollar [95 % interval] | aliases |"
+    )
+    row = next(line for line in lines if line.startswith("| node_size large instead of small"))
+    cells = [c.strip() for c in row.strip("|").split(" | ")]
+    ceiling = re.fullmatch(r"multiplies by ([\d.]+) \[([\d.]+), ([\d.]+)\]", cells[1])
+    per_dollar = re.fullmatch(r"divides by ([\d.]+) \[([\d.]+), ([\d.]+)\]", cells[2])
+    assert ceiling and per_dollar, cells
+    assert float(ceiling.group(1)) == pytest.approx(2, rel=0.05)
+    assert float(per_dollar.group(1)) == pytest.approx(1.5, rel=0.05)
+    said = " ".join(text.split())
+    number = r"([\d.]+)"
+    sentence = re.search(
+        rf"node_size large instead of small \(A\) multiplies the ceiling by {number} "
+        rf"\[{number}, {number}\] and throughput per dollar by {number} \[{number}, {number}\]: "
+        r"faster, dearer\.",
+        said,
+    )
+    assert sentence, said
+    effects = tables["effects"]
+    a = effects[effects["term"] == "A"].set_index("response")
+    shown = [float(x) for x in sentence.groups()]
+    for (ratio, low, high), name in zip(
+        (shown[:3], shown[3:]), ("ceiling", "throughput_per_dollar"), strict=True
+    ):
+        row = a.loc[name]
+        assert ratio == pytest.approx(10 ** row["effect"], rel=5e-3)
+        assert low == pytest.approx(10 ** row["ci_low"], rel=5e-3)
+        assert high == pytest.approx(10 ** row["ci_high"], rel=5e-3)
+        assert low < ratio < high
+
+
+def test_a_response_a_column_does_not_move_is_a_dash_and_no_trade_off(tmp_path):
+    """Price and ceiling both doubled: throughput per dollar unchanged, A not active on it (—),
+    and no trade-off sentence claims otherwise."""
+    _, tables, text = two_responses(tmp_path, ceiling_ratio=2.0, price_ratio=2.0)
+    row = next(line for line in text.splitlines() if line.startswith("| node_size large"))
+    cells = [c.strip() for c in row.strip("|").split(" | ")]
+    assert cells[2] == "—"
+    said = " ".join(text.split())
+    assert "not cheaper" in said or "not clearly cheaper" in said or "Trade-offs" not in said
