@@ -93,6 +93,25 @@ rule effect_charts:
         " > {log} 2>&1"
 
 
+rule response_chart:
+    """A panel per response (analysis.responses): each column's estimate with its interval."""
+    input:
+        effects=rules.analyze.output.effects,
+    output:
+        report(
+            "results/charts/responses.svg",
+            caption="../report/responses.rst",
+            category="3. Effects",
+        ),
+    log:
+        "results/logs/response_chart.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.report.response_charts --effects {input.effects} --out {output}"
+        " > {log} 2>&1"
+
+
 rule findings:
     """The findings page (the report's first page), from the results."""
     input:
@@ -179,6 +198,7 @@ rule effects:
         tables=rules.analyze.output,
         design=rules.design.output,
         charts=rules.effect_charts.output,
+        responses=rules.response_chart.output,
         throughput=rules.throughput_chart.output,
         findings=rules.findings.output,
         design_page=rules.design_page.output,

@@ -223,7 +223,7 @@ class Responses:
             name, (name, "", True, f"higher {name}", f"lower {name}")
         )
         if name == "latency_at_load_ms" and self.latency_load:
-            what = f"{self.latency_load} latency"
+            what = f"latency ({self.latency_load})"
         return what, unit, more, good, bad
 
     def terms(self, name: str) -> pd.DataFrame:
@@ -262,6 +262,34 @@ class Responses:
             f"{self.words(self.names[0])[0]} (— : within the noise on that response):"
         )
         return [lead, ("table", [header, *rows])]
+
+    def describe(self, ceilings: pd.DataFrame) -> list[str]:
+        """Which responses were analysed and how each was obtained: the prices used (every
+        row's is in ceilings.csv, ``price_basis``) and the latency's reference load."""
+        if len(self.names) < 2:
+            return []
+        parts = []
+        for i, name in enumerate(self.names):
+            what = self.words(name)[0]
+            text = f"{what}{' (the main one)' if i == 0 else ''}"
+            if name == "throughput_per_dollar" and "price_per_hour" in ceilings:
+                price = ceilings["price_per_hour"].astype(float)
+                basis = str(ceilings["price_basis"].iloc[0])
+                text += (
+                    ": the ceiling divided by the price per hour of the row's cluster, from "
+                    f"{number(float(price.min()))} to {number(float(price.max()))} over the "
+                    f"rows (ceilings.csv, price_basis; e.g. {ceilings['run'].iloc[0]}: {basis})"
+                )
+            elif name == "latency_at_load_ms" and self.latency_load:
+                text += (
+                    f": {self.latency_load}, in ms (lower is better; each row's count in "
+                    "ceilings.csv, latency_at_load_clients)"
+                )
+            parts.append(text)
+        return [
+            f"**Responses.** {len(parts)} responses of the same rows, each analysed on its own "
+            "(its own scale, multiplicity family and error strata): " + "; ".join(parts) + "."
+        ]
 
     def opposite(self, design: Design) -> list[str]:
         """One sentence per column active on some response whose estimates move the responses
@@ -588,6 +616,7 @@ def findings_blocks(
         *summary_table(study.design, _terms(study), study.responses),
         *(study.responses.opposite(study.design) if study.responses else []),
         *response_section(study),
+        *(study.responses.describe(study.ceilings) if study.responses else []),
         *sensitivity.scale_text(study.effects, describe),
         *effects_section(study),
         *sensitivity.sensitivity_blocks(study.effects),
