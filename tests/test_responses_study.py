@@ -229,3 +229,55 @@ def test_a_response_a_column_does_not_move_is_a_dash_and_no_trade_off(tmp_path):
     assert cells[2] == "—"
     said = " ".join(text.split())
     assert "not cheaper" in said or "not clearly cheaper" in said or "Trade-offs" not in said
+
+
+# ---------------------------------------------------------------------------- the tiny study
+
+
+@pytest.mark.slow
+def test_the_tiny_study_holds_both_default_responses_and_the_report_opens_on_them(
+    tiny_study, tmp_path
+):
+    """The tiny study through the pipeline: effects.csv and anova.csv hold the ceiling and
+    throughput per dollar, each row's price is its quota's by hand, the findings table has a
+    column for each, and the report opens on it (a screenshot at 1440x900 for a person)."""
+    from test_report import run_chromium
+
+    from ybscale.design.factorial import load_design
+
+    work = tiny_study.work
+    results = work / "results"
+    effects = pd.read_csv(results / "effects.csv")
+    assert list(dict.fromkeys(effects["response"])) == ["ceiling", "throughput_per_dollar"]
+    anova = pd.read_csv(results / "anova.csv")
+    assert list(dict.fromkeys(anova["response"])) == ["ceiling", "throughput_per_dollar"]
+    design = load_design(work / "config" / "design.yaml")
+    ceilings = pd.read_csv(results / "ceilings.csv").set_index("run")
+    for run in design.run_ids:
+        levels = design.levels(run)
+        price = by_hand_local_quota(int(levels["nodes"]), str(levels["node_size"]), False)
+        line = ceilings.loc[run]
+        assert line["price_per_hour"] == pytest.approx(price, rel=1e-12)
+        assert line["throughput_per_dollar"] == pytest.approx(line["ceiling"] / price, rel=1e-9)
+        assert f"local.cpu.{levels['node_size']}" in line["price_basis"]
+    findings = (results / "findings.md").read_text(encoding="utf-8")
+    assert "| the ceiling [95 % interval] | throughput per dollar [95 % interval] |" in findings
+    assert (results / "charts" / "responses.svg").is_file()
+    report = work / "report.html"
+    assert "responses.svg" in report.read_text(encoding="utf-8")
+    dom = run_chromium(report, tmp_path / "profile", "--window-size=1440,900", "--dump-dom")
+    text = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
+    first = [
+        text.find(s)
+        for s in (
+            "Findings The effects that stand out from the noise on any response",
+            "the ceiling [95 % interval]",
+            "throughput per dollar [95 % interval]",
+            "Response.",
+        )
+    ]
+    assert -1 not in first and first == sorted(first), first
+    png = tmp_path / "report-1440x900.png"
+    run_chromium(report, tmp_path / "profile-shot", "--window-size=1440,900", f"--screenshot={png}")
+    assert png.stat().st_size > 10_000
+    print(f"\nscreenshot: {png}")
