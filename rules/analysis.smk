@@ -136,11 +136,16 @@ rule findings:
     params:
         alpha=ANALYSIS["alpha"],
         ceiling=ANALYSIS["ceiling"],
+        slo=(
+            f"--latency-slo-ms {ANALYSIS['latency_slo_ms']}"
+            if ANALYSIS["latency_slo_ms"] is not None
+            else ""
+        ),
         runs=expand("results/runs/{run}", run=RUNS),
     shell:
         "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
         " --ceilings {input.ceilings} --outliers {input.outliers} --anova {input.anova}"
-        " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
+        " --alpha {params.alpha} --ceiling {params.ceiling} {params.slo} --out {output.findings}"
         " --rst {output.findings_page} {params.runs} > {log} 2>&1"
 
 

@@ -124,7 +124,7 @@ def test_responses_are_checked_by_the_schema_and_default_to_ceiling_and_per_doll
 # ---------------------------------------------------------------------------- side by side
 
 
-def two_responses(tmp_path, ceiling_ratio=2.0, price_ratio=3.0):
+def two_responses(tmp_path, ceiling_ratio=2.0, price_ratio=3.0, slo_ms=None):
     """A replicated 2^3 whose factor A (node_size) multiplies the ceiling by `ceiling_ratio`
     and the cluster's price by `price_ratio`: throughput per dollar by their quotient."""
     design = design_from_dict(
@@ -151,18 +151,21 @@ def two_responses(tmp_path, ceiling_ratio=2.0, price_ratio=3.0):
         price_per_hour=price,
         price_basis="by hand",
         throughput_per_dollar=ceiling / price,
+        # large nodes halve the latency at the reference load
+        latency_at_load_ms=10.0 * 0.5**a * np.exp(rng.normal(0, 0.02, len(signs))),
+        latency_at_load="p95 at 8 clients",
     )
     table = table.reset_index()
     table.to_csv(results / "ceilings.csv", index=False)
-    tables = analyze(
-        design, table, ["ceiling", "throughput_per_dollar"], results, model="multiplicative"
-    )
+    names = ["ceiling", "throughput_per_dollar"] + (["latency_at_load_ms"] if slo_ms else [])
+    tables = analyze(design, table, names, results, model="multiplicative")
     curve = "clients,tps,tps_spread_pct,repetitions\n1,1.0,1.0,1\n"  # what the noise reads
     for folder in (results / "runs" / run for run in design.run_ids):
         folder.mkdir(parents=True)
         (folder / "throughput.csv").write_text(curve)
         (folder / "measurement.json").write_text("{}")
-    text = write_findings(design, StudyFiles.under(results, design.run_ids), results / "f.md")
+    files = StudyFiles.under(results, design.run_ids)
+    text = write_findings(design, files, results / "f.md", latency_slo_ms=slo_ms)
     return design, tables, text
 
 
@@ -229,6 +232,68 @@ def test_a_response_a_column_does_not_move_is_a_dash_and_no_trade_off(tmp_path):
     assert cells[2] == "—"
     said = " ".join(text.split())
     assert "not cheaper" in said or "not clearly cheaper" in said or "Trade-offs" not in said
+
+
+def best_line(text: str, start: str) -> re.Match:
+    """A best-combination item: its levels, prediction with interval, observation and rows."""
+    said = " ".join(text.split())
+    number = r"([\d.,]+k?)"
+    found = re.search(
+        rf"\* {start}: ([^:]+?), predicted {number}( [^\[]*)? \[{number}, {number}\] from its "
+        rf"active columns \(([^)]*)\), observed {number} \(mean of ([run\d, ]+)\)",
+        said,
+    )
+    assert found, said
+    return found
+
+
+def value(text: str) -> float:
+    text = text.replace(",", "")
+    return float(text[:-1]) * 1000 if text.endswith("k") else float(text)
+
+
+def test_the_best_combination_of_each_response_is_a_prediction_with_its_basis(tmp_path):
+    """The ceiling is best with large nodes on reads, throughput per dollar with small nodes on
+    reads: each predicted from its active effects with an interval, next to what its rows
+    measured, and labelled a prediction inside the design region."""
+    design, _, text = two_responses(tmp_path)
+    said = " ".join(text.split())
+    assert "a *prediction inside the design region*" in said
+    ceilings = pd.read_csv(tmp_path / "results" / "ceilings.csv").set_index("run")
+    for start, levels, truth in (
+        ("the ceiling", "node_size large, workload read", 20_000),
+        ("throughput per dollar", "node_size small, workload read", 10_000),
+    ):
+        found = best_line(text, start)
+        assert found.group(1) == levels
+        predicted, low, high = (value(found.group(i)) for i in (2, 4, 5))
+        assert low < predicted < high
+        assert predicted == pytest.approx(truth, rel=0.05)
+        rows = found.group(8).split(", ")
+        assert len(rows) == 4  # nodes at both levels, two replicates
+        column = "ceiling" if start == "the ceiling" else "throughput_per_dollar"
+        observed = ceilings.loc[rows, column].mean()
+        assert value(found.group(7)) == pytest.approx(observed, rel=0.01)
+        for run in rows:
+            assert design.levels(run)["node_size"] == levels.split(",")[0].split()[1]
+
+
+def test_the_best_buy_within_a_latency_target(tmp_path):
+    """With a latency response and a target only large nodes meet (10 ms small, 5 ms large):
+    the most throughput per dollar within it is on large nodes, its latency predicted."""
+    _, _, text = two_responses(tmp_path, slo_ms=7.0)
+    said = " ".join(text.split())
+    assert (
+        "most throughput per dollar with latency (p95 at 8 clients) predicted within 7 ms" in said
+    )
+    found = re.search(
+        r"within 7 ms \(analysis.latency_slo_ms\): throughput per dollar: "
+        r"(node_size \w+, workload \w+), predicted",
+        said,
+    )
+    assert found and found.group(1) == "node_size large, workload read", said
+    latency = re.search(r"its latency predicted ([\d.]+) ms \[([\d.]+), ([\d.]+)\]", said)
+    assert latency and float(latency.group(1)) == pytest.approx(5.0, rel=0.05)
 
 
 # ---------------------------------------------------------------------------- the tiny study

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from ybscale.analysis import multiplicity as mult
-from ybscale.analysis import power, sensitivity
+from ybscale.analysis import power, recommend, sensitivity
 from ybscale.analysis.study_files import StudyFiles
 from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM, of_response, response_names
 from ybscale.design import followup, strata
@@ -332,6 +332,53 @@ class Responses:
         ]
 
 
+def _prediction(best: recommend.Best, responses: Responses) -> str:
+    """``node_size large, nodes 5: predicted 20.1k tps [18.9k, 21.4k], observed 20.3k (run03)``"""
+    what, unit = responses.words(best.response)[:2]
+    unit = f" {unit}" if unit else ""
+    levels = ", ".join(f"{k} {v}" for k, v in best.levels.items())
+    size = best.predicted
+    rows = ", ".join(best.rows)
+    return (
+        f"{what}: {levels}, predicted {number(best.predicted)}{unit} "
+        f"[{number(best.low, scale=size)}, {number(best.high, scale=size)}] from its active "
+        f"columns ({', '.join(best.terms) or 'none: the mean'}), observed "
+        f"{number(best.observed, scale=size)} (mean of {rows})"
+    )
+
+
+def recommendation_section(study: Study) -> list:
+    """The best combination inside the design for each response, and on what it rests."""
+    if study.responses is None:
+        return []
+    found = recommend.best_by_response(study.design, study.ceilings, study.responses.effects)
+    if not found:
+        return []
+    items = [_prediction(best, study.responses) for best in found]
+    within = recommend.best_buy_within(
+        study.design, study.ceilings, study.responses.effects, study.latency_slo_ms
+    )
+    if within is not None:
+        money, latency = within
+        items.append(
+            f"most throughput per dollar with {study.responses.words(latency.response)[0]} "
+            f"predicted within {study.latency_slo_ms:g} ms (analysis.latency_slo_ms): "
+            f"{_prediction(money, study.responses)}; its latency predicted "
+            f"{number(latency.predicted)} ms [{number(latency.low, scale=latency.predicted)}, "
+            f"{number(latency.high, scale=latency.predicted)}]"
+        )
+    factors = ", ".join(
+        study.design.factor(x).name for x in recommend.active_factors(study.responses.effects)
+    )
+    return [
+        "**Best in the design, per response** (a *prediction inside the design region*: only "
+        f"the factors active on some response are set ({factors}), only level combinations "
+        "the design measured are candidates, each predicted from that response's active "
+        "effects with a 95 % interval, next to what its rows measured):",
+        ("ul", items),
+    ]
+
+
 # ---------------------------------------------------------------------------- the study
 
 
@@ -350,13 +397,20 @@ class Study:
     anova: pd.DataFrame = field(default_factory=pd.DataFrame)
     # every response's effects (analysis.responses); `effects` is the main one's
     responses: Responses | None = None
+    latency_slo_ms: float | None = None  # the latency target of the best buy
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path) if path.is_file() else pd.DataFrame()
 
 
-def load_study(design: Design, files: StudyFiles, alpha: float, ceiling: str) -> Study:
+def load_study(
+    design: Design,
+    files: StudyFiles,
+    alpha: float,
+    ceiling: str,
+    latency_slo_ms: float | None = None,
+) -> Study:
     measurements, curves = {}, {}
     for run in design.run_ids:
         folder = files.runs.get(run)
@@ -381,6 +435,7 @@ def load_study(design: Design, files: StudyFiles, alpha: float, ceiling: str) ->
         ceiling=ceiling,
         anova=of_response(_read_csv(files.anova)) if files.anova else pd.DataFrame(),
         responses=Responses(effects, str(load)) if response_names(effects) else None,
+        latency_slo_ms=latency_slo_ms,
     )
 
 
@@ -624,6 +679,7 @@ def findings_blocks(
         *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
         *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),
+        *recommendation_section(study),
         *backend_section(study),
         *next_section(study, files),
     ]
@@ -683,9 +739,10 @@ def write_findings(
     alpha: float = 0.05,
     ceiling: str = "empirical",
     clusters: Mapping[str, str] | None = None,
+    latency_slo_ms: float | None = None,
 ) -> str:
     """Write findings.md (and the .rst copy); returns the Markdown."""
-    study = load_study(design, files, alpha, ceiling)
+    study = load_study(design, files, alpha, ceiling, latency_slo_ms)
     blocks = findings_blocks(study, files, clusters)
     text = render(blocks, "md")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -714,11 +771,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--design-rst", default=None, type=Path, help="design page for the report")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--ceiling", default="empirical")
+    parser.add_argument(
+        "--latency-slo-ms", type=float, default=None, help="the best buy's latency target"
+    )
     args = parser.parse_args(argv)
     design = load_design(args.design)
     files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs, args.anova)
     clusters = clusters_of(args.design, args.clusters)  # given, else the design record's
-    text = write_findings(design, files, args.out, args.rst, args.alpha, args.ceiling, clusters)
+    text = write_findings(
+        design, files, args.out, args.rst, args.alpha, args.ceiling, clusters, args.latency_slo_ms
+    )
     if args.design_rst:
         from ybscale.report.design_report import design_rst
 
