@@ -144,7 +144,7 @@ def two_responses(tmp_path, ceiling_ratio=2.0, price_ratio=3.0, slo_ms=None):
     ceiling *= np.exp(rng.normal(0, 0.02, len(signs)))
     price = 1.0 * price_ratio**a
     results = tmp_path / "results"
-    results.mkdir()
+    results.mkdir(parents=True)
     table = signs[list(design.letters)].assign(
         response=ceiling,
         ceiling=ceiling,
@@ -346,3 +346,91 @@ def test_the_tiny_study_holds_both_default_responses_and_the_report_opens_on_the
     run_chromium(report, tmp_path / "profile-shot", "--window-size=1440,900", f"--screenshot={png}")
     assert png.stat().st_size > 10_000
     print(f"\nscreenshot: {png}")
+
+
+# ------------------------------------------------------------------ latency, compare and next
+
+
+def test_latency_at_a_client_count_or_a_fraction_of_the_rows_ceiling(tmp_path):
+    """The latency response: the chosen percentile at the reference load, a client count or
+    the smallest count reaching a fraction of the row's own ceiling; ceilings.csv says which."""
+    from ybscale.analysis.ceiling import row_ceiling
+
+    p95 = np.array([1.0, 2.0, 4.0, 9.0])
+    curve = pd.DataFrame({"clients": [1, 2, 4, 8], "tps": [100.0, 190.0, 300.0, 310.0]})
+    curve = curve.assign(
+        latency_p50_ms=p95 / 2, latency_p95_ms=p95, latency_p99_ms=p95 * 1.5, latency_n=10
+    )
+    half = row_ceiling("run01", curve, latency_load={"fraction": 0.5})["latency_at_load"]
+    assert (half["clients"], half["ms"]) == (2, 2.0)  # 190 is the first to reach 155
+    assert "50% of the row's own ceiling" in half["load"]
+    at4 = row_ceiling("run01", curve, latency_load={"clients": 4}, latency_percentile=99)
+    assert at4["latency_at_load"] == {
+        "percentile": 99,
+        "clients": 4,
+        "ms": 6.0,
+        "load": "p99 at 4 clients",
+    }
+    missing = row_ceiling("run01", curve, latency_load={"clients": 16})["latency_at_load"]
+    assert missing["ms"] == "nan"
+    path = tmp_path / "run01.json"
+    path.write_text(json.dumps(row_ceiling("run01", curve, latency_load={"clients": 4})))
+    design = design_from_dict({"factors": {"A": {"name": "x", "levels": [1, 2]}}})
+    record = tmp_path / "design.yaml"
+    record.write_text(json.dumps({"factors": {"A": {"name": "x", "levels": [1, 2]}}}))
+    other = tmp_path / "run02.json"
+    other.write_text(json.dumps(row_ceiling("run02", curve, latency_load={"clients": 4})))
+    table = collect(str(record), [path, other], "empirical").set_index("run")
+    assert len(design.run_ids) == 2
+    assert table.loc["run01", "latency_at_load_ms"] == 4.0
+    assert table.loc["run01", "latency_at_load"] == "p95 at 4 clients"
+
+
+def test_compare_compares_each_response(tmp_path, capsys):
+    from ybscale.analysis import compare
+
+    two_responses(tmp_path / "a")
+    two_responses(tmp_path / "b")
+    code = compare.main([str(tmp_path / "a" / "results"), str(tmp_path / "b" / "results")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.index("response ceiling:") < out.index("response throughput_per_dollar:")
+    assert out.count("AGREE:") == 2
+
+
+def test_next_follows_up_the_response_named(tmp_path, capsys):
+    """A is active on the ceiling only, B on both: `ybscale next` follows the main response by
+    default and throughput per dollar when named (an unknown one is an error naming those)."""
+    from ybscale.design import followup
+
+    design = tmp_path / "design.yaml"
+    design.write_text(
+        json.dumps(
+            {
+                "factors": {
+                    "A": {"name": "node_size", "levels": ["small", "large"]},
+                    "B": {"name": "workload", "levels": ["read", "write"]},
+                    "C": {"name": "nodes", "levels": [3, 5]},
+                    "D": {"name": "replication", "levels": ["off", "on"]},
+                },
+                "generators": {"D": "ABC"},
+            }
+        )
+    )
+    results = tmp_path / "results"
+    results.mkdir()
+    pd.DataFrame(
+        {
+            "term": ["A", "B", "C", "A", "B", "C"],
+            "active": [True, True, False, False, True, False],
+            "response": ["ceiling"] * 3 + ["throughput_per_dollar"] * 3,
+        }
+    ).to_csv(results / "effects.csv", index=False)
+    base = ["--analysis", str(results), "--design", str(design)]
+    assert followup.main(base) == 0
+    assert "Active effects: A, B\n" in capsys.readouterr().out
+    assert followup.main([*base, "--response", "throughput_per_dollar"]) == 0
+    assert "Active effects: B\n" in capsys.readouterr().out
+    assert followup.main([*base, "--response", "latency"]) == 1
+    error = capsys.readouterr().err
+    assert "no response 'latency' (it has ceiling, throughput_per_dollar)" in error
