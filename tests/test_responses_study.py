@@ -124,19 +124,21 @@ def test_responses_are_checked_by_the_schema_and_default_to_ceiling_and_per_doll
 # ---------------------------------------------------------------------------- side by side
 
 
+# a replicated 2^3 (its factors in a seed study's names)
+TWO_BY_THREE = {
+    "factors": {
+        "A": {"name": "node_size", "levels": ["small", "large"]},
+        "B": {"name": "workload", "levels": ["read", "write"]},
+        "C": {"name": "nodes", "levels": [3, 5]},
+    },
+    "replications": 2,
+}
+
+
 def two_responses(tmp_path, ceiling_ratio=2.0, price_ratio=3.0, slo_ms=None):
     """A replicated 2^3 whose factor A (node_size) multiplies the ceiling by `ceiling_ratio`
     and the cluster's price by `price_ratio`: throughput per dollar by their quotient."""
-    design = design_from_dict(
-        {
-            "factors": {
-                "A": {"name": "node_size", "levels": ["small", "large"]},
-                "B": {"name": "workload", "levels": ["read", "write"]},
-                "C": {"name": "nodes", "levels": [3, 5]},
-            },
-            "replications": 2,
-        }
-    )
+    design = design_from_dict(TWO_BY_THREE)
     signs = design.sign_table()
     rng = np.random.default_rng(11)
     a = (signs["A"] + 1) / 2  # 0 small, 1 large
@@ -404,19 +406,8 @@ def test_next_follows_up_the_response_named(tmp_path, capsys):
     from ybscale.design import followup
 
     design = tmp_path / "design.yaml"
-    design.write_text(
-        json.dumps(
-            {
-                "factors": {
-                    "A": {"name": "node_size", "levels": ["small", "large"]},
-                    "B": {"name": "workload", "levels": ["read", "write"]},
-                    "C": {"name": "nodes", "levels": [3, 5]},
-                    "D": {"name": "replication", "levels": ["off", "on"]},
-                },
-                "generators": {"D": "ABC"},
-            }
-        )
-    )
+    factors = {**TWO_BY_THREE["factors"], "D": {"name": "replication", "levels": ["off", "on"]}}
+    design.write_text(json.dumps({"factors": factors, "generators": {"D": "ABC"}}))
     results = tmp_path / "results"
     results.mkdir()
     pd.DataFrame(
@@ -434,3 +425,21 @@ def test_next_follows_up_the_response_named(tmp_path, capsys):
     assert followup.main([*base, "--response", "latency"]) == 1
     error = capsys.readouterr().err
     assert "no response 'latency' (it has ceiling, throughput_per_dollar)" in error
+
+
+def test_ybscale_analyze_takes_several_response_columns(tmp_path, capsys):
+    """`ybscale analyze --response ceiling throughput_per_dollar`: both analysed, each named in
+    the tables and in what it prints."""
+    from ybscale.analysis import analyze as analyze_cli
+
+    two_responses(tmp_path / "study")
+    design = tmp_path / "design.yaml"
+    design.write_text(json.dumps(TWO_BY_THREE))
+    ceilings = tmp_path / "study" / "results" / "ceilings.csv"
+    argv = ["--design", str(design), "--responses", str(ceilings), "--out", str(tmp_path / "out")]
+    assert analyze_cli.main([*argv, "--response", "ceiling", "throughput_per_dollar"]) == 0
+    out = capsys.readouterr().out
+    assert "active on ceiling (t, holm over 7 columns): A, B" in out
+    assert "active on throughput_per_dollar (t, holm over 7 columns): A, B" in out
+    effects = pd.read_csv(tmp_path / "out" / "effects.csv")
+    assert list(dict.fromkeys(effects["response"])) == ["ceiling", "throughput_per_dollar"]

@@ -198,11 +198,18 @@ def summary_table(design: Design, terms: pd.DataFrame, responses: Responses | No
 # ---------------------------------------------------------------------------- several responses
 
 # ceilings.csv's response columns (analysis.responses) in words: what, unit, whether more is
-# better, and the word for better and for worse
+# better, and the word for better and for worse (price/h: the price per hour of the row's
+# cluster in the unit of its price_basis, USD unless analysis.prices is relative)
 RESPONSE_WORDS = {
     "ceiling": ("the ceiling", "tps", True, "faster", "slower"),
     "response": ("the ceiling", "tps", True, "faster", "slower"),
-    "throughput_per_dollar": ("throughput per dollar", "tps per USD/h", True, "cheaper", "dearer"),
+    "throughput_per_dollar": (
+        "throughput per dollar",
+        "tps per price/h",
+        True,
+        "cheaper",
+        "dearer",
+    ),
     "latency_at_load_ms": ("latency at the reference load", "ms", False, "quicker", "laggier"),
 }
 

@@ -23,7 +23,7 @@ from ybscale.report.charts import ACTIVE_COLOR, NOT_EFFECTS, save
 TITLES = {
     "ceiling": ("the ceiling", "tps"),
     "response": ("the ceiling", "tps"),
-    "throughput_per_dollar": ("throughput per dollar", "tps per price-hour"),
+    "throughput_per_dollar": ("throughput per dollar", "tps per price/h"),
     "latency_at_load_ms": ("latency at the reference load", "ms"),
 }
 
