@@ -386,6 +386,10 @@ def test_latency_at_a_client_count_or_a_fraction_of_the_rows_ceiling(tmp_path):
     assert len(design.run_ids) == 2
     assert table.loc["run01", "latency_at_load_ms"] == 4.0
     assert table.loc["run01", "latency_at_load"] == "p95 at 4 clients"
+    # a row without the percentile there: the table is refused, saying why
+    other.write_text(json.dumps(row_ceiling("run02", curve, latency_load={"clients": 16})))
+    with pytest.raises(ValueError, match=r"no latency at the reference load for \['run02'\]"):
+        collect(str(record), [path, other], "empirical")
 
 
 def test_compare_compares_each_response(tmp_path, capsys):

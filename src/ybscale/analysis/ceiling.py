@@ -313,6 +313,14 @@ def collect(
         out["response_ci_high"] = out[f"{prefix}_ci_high"]
     for end in ("", "_ci_low", "_ci_high"):
         out[f"ceiling{end}"] = out[f"response{end}"]
+    if "latency_at_load_ms" in out and out["latency_at_load_ms"].isna().any():
+        missing = out.index[out["latency_at_load_ms"].isna()].tolist()
+        raise ValueError(
+            f"analysis.responses: latency: no latency at the reference load for {missing} "
+            f"({out['latency_at_load'].iloc[0]}): no percentiles at that client count (it was "
+            "not measured, or no second was counted: measurement.seconds must exceed "
+            "skip_seconds)"
+        )
     if prices is not None:
         _per_dollar(out, prices, design_path)
     return out.reset_index()
