@@ -365,7 +365,7 @@ def test_latency_at_a_client_count_or_a_fraction_of_the_rows_ceiling(tmp_path):
     )
     half = row_ceiling("run01", curve, latency_load={"fraction": 0.5})["latency_at_load"]
     assert (half["clients"], half["ms"]) == (2, 2.0)  # 190 is the first to reach 155
-    assert "50% of the row's own ceiling" in half["load"]
+    assert half["load"] == "p95 at 50% of the row's ceiling"
     at4 = row_ceiling("run01", curve, latency_load={"clients": 4}, latency_percentile=99)
     assert at4["latency_at_load"] == {
         "percentile": 99,

@@ -142,10 +142,7 @@ def latency_at_load(throughput, ceiling_tps: float, load: dict | None, percentil
         counts = np.asarray(throughput["clients"])
         reach = counts[tps >= fraction * ceiling_tps]
         clients = int(reach.min()) if reach.size else None
-        words = (
-            f"p{percentile} at the smallest client count reaching {fraction:.0%} of the row's "
-            "own ceiling"
-        )
+        words = f"p{percentile} at {fraction:.0%} of the row's ceiling"  # the count reaching it
     out = {"percentile": percentile, "clients": clients, "ms": "nan", "load": words}
     measured = np.asarray(throughput["clients"]) == clients
     if column in throughput and measured.any():

@@ -289,8 +289,9 @@ class Responses:
                 )
             elif name == "latency_at_load_ms" and self.latency_load:
                 text += (
-                    f": {self.latency_load}, in ms (lower is better; each row's count in "
-                    "ceilings.csv, latency_at_load_clients)"
+                    f": {self.latency_load}, in ms (lower is better; a share of the ceiling is "
+                    "the smallest client count whose mean throughput reaches it; each row's "
+                    "count in ceilings.csv, latency_at_load_clients)"
                 )
             parts.append(text)
         return [
