@@ -38,7 +38,8 @@ def response_rows(effects: pd.DataFrame, name: str) -> pd.DataFrame:
     for column in ("effect", "ci_low", "ci_high"):
         values = rows[column].astype(float)
         rows[f"shown_{column}"] = values.where(~ratio, 10**values)
-    rows["label"] = rows["alias"].fillna(rows["term"]) if "alias" in rows else rows["term"]
+    rows["label"] = rows["term"].astype(str)  # the alias string is in the tooltip
+    rows["aliases"] = rows["alias"].fillna(rows["term"]) if "alias" in rows else rows["term"]
     rows["scale"] = ratio.map({True: "ratio (log scale)", False: "difference"})
     return rows
 
@@ -49,7 +50,7 @@ def _panel(rows: pd.DataFrame, name: str, order: list[str]) -> alt.LayerChart:
     axis = "× (high level / low level)" if ratio else f"effect ({unit})" if unit else "effect"
     scale = alt.Scale(type="log" if ratio else "linear", zero=False)
     x = alt.X("shown_effect:Q", title=axis, scale=scale)
-    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=240))
+    y = alt.Y("label:N", sort=order, title="column")
     base = alt.Chart(rows)
     interval = base.mark_rule(strokeWidth=2).encode(
         x=alt.X("shown_ci_low:Q", title=axis, scale=scale),
@@ -63,7 +64,7 @@ def _panel(rows: pd.DataFrame, name: str, order: list[str]) -> alt.LayerChart:
         color=alt.Color("active:N", scale=ACTIVE_COLOR, title="active"),
         tooltip=[
             "term:N",
-            "label:N",
+            "aliases:N",
             alt.Tooltip("shown_effect:Q", title="estimate", format=".3g"),
             alt.Tooltip("shown_ci_low:Q", title="95 % low", format=".3g"),
             alt.Tooltip("shown_ci_high:Q", title="95 % high", format=".3g"),
@@ -73,7 +74,7 @@ def _panel(rows: pd.DataFrame, name: str, order: list[str]) -> alt.LayerChart:
     none = alt.Chart(pd.DataFrame({"x": [1.0 if ratio else 0.0]}))
     rule = none.mark_rule(color="black", strokeDash=[4, 3]).encode(x="x:Q")
     return alt.layer(rule, interval, point).properties(
-        width=260,
+        width=220,
         height=alt.Step(18),
         title=alt.TitleParams(what, subtitle="estimate, 95 % interval; dashed: no change"),
     )
