@@ -15,9 +15,10 @@ rule ceilings:
         "../envs/ybscale.yaml"
     params:
         ceiling=ANALYSIS["ceiling"],
+        prices=f"--prices {shlex.quote(PRICES)}" if PRICES else "",
     shell:
         "python -m ybscale.analysis.ceiling collect --design {input.design} --ceiling {params.ceiling}"
-        " --out {output} {input.ceilings} > {log} 2>&1"
+        " {params.prices} --out {output} {input.ceilings} > {log} 2>&1"
 
 
 rule analyze:
@@ -41,9 +42,10 @@ rule analyze:
         alpha=ANALYSIS["alpha"],
         model=ANALYSIS["model"],
         multiplicity=ANALYSIS["multiplicity"],
+        responses=" ".join(RESPONSES),
     shell:
         "python -m ybscale.analysis.analyze --design {input.design} --responses {input.ceilings}"
-        " --response response --alpha {params.alpha} --model {params.model}"
+        " --response {params.responses} --alpha {params.alpha} --model {params.model}"
         " --multiplicity {params.multiplicity}"
         " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
         " --residuals {output.residuals} --outliers {output.outliers} --no-charts > {log} 2>&1"
@@ -91,6 +93,25 @@ rule effect_charts:
         " > {log} 2>&1"
 
 
+rule response_chart:
+    """A panel per response (analysis.responses): each column's estimate with its interval."""
+    input:
+        effects=rules.analyze.output.effects,
+    output:
+        report(
+            "results/charts/responses.svg",
+            caption="../report/responses.rst",
+            category="3. Effects",
+        ),
+    log:
+        "results/logs/response_chart.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.report.response_charts --effects {input.effects} --out {output}"
+        " > {log} 2>&1"
+
+
 rule findings:
     """The findings page (the report's first page), from the results."""
     input:
@@ -115,11 +136,16 @@ rule findings:
     params:
         alpha=ANALYSIS["alpha"],
         ceiling=ANALYSIS["ceiling"],
+        slo=(
+            f"--latency-slo-ms {ANALYSIS['latency_slo_ms']}"
+            if ANALYSIS["latency_slo_ms"] is not None
+            else ""
+        ),
         runs=expand("results/runs/{run}", run=RUNS),
     shell:
         "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
         " --ceilings {input.ceilings} --outliers {input.outliers} --anova {input.anova}"
-        " --alpha {params.alpha} --ceiling {params.ceiling} --out {output.findings}"
+        " --alpha {params.alpha} --ceiling {params.ceiling} {params.slo} --out {output.findings}"
         " --rst {output.findings_page} {params.runs} > {log} 2>&1"
 
 
@@ -177,6 +203,7 @@ rule effects:
         tables=rules.analyze.output,
         design=rules.design.output,
         charts=rules.effect_charts.output,
+        responses=rules.response_chart.output,
         throughput=rules.throughput_chart.output,
         findings=rules.findings.output,
         design_page=rules.design_page.output,

@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from ybscale import study
+from ybscale.analysis.terms import RESPONSE_COLUMNS
 from ybscale.settings import write_file as write_settings_file
 
 from ybscale.backends import backend_class
@@ -45,6 +46,14 @@ RUNS = DESIGN.run_ids
 # what the rules know of the backend (backends.BACKENDS)
 BACKEND = backend_class(SETTINGS["backend"])
 ANALYSIS = SETTINGS["analysis"]
+# the ceilings.csv columns analysed, the main one first (analysis.responses)
+RESPONSES = [RESPONSE_COLUMNS[name] for name in ANALYSIS["responses"]]
+# each row's cluster price per hour and how it was obtained, for throughput per dollar
+PRICES = (
+    json.dumps(study.hourly_prices(SETTINGS, STUDY.rows), sort_keys=True)
+    if "throughput_per_dollar" in ANALYSIS["responses"]
+    else ""
+)
 CLUSTER_OF = STUDY.cluster_of  # run -> the cluster it runs on
 CLUSTER_RUNS = STUDY.clusters  # cluster label -> the runs measured on it
 CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items())

@@ -81,9 +81,15 @@ rule ceiling:
             if ANALYSIS["latency_slo_ms"] is not None
             else ""
         ),
+        latency=(
+            f"--latency-load {shlex.quote(json.dumps(dict(ANALYSIS['latency_load'])))}"
+            f" --latency-percentile {ANALYSIS['latency_percentile']}"
+            if "latency" in ANALYSIS["responses"]
+            else ""
+        ),
     shell:
         "python -m ybscale.analysis.ceiling fit --run {wildcards.run} --throughput {input.throughput}"
-        " --repetitions {input.repetitions} {params.slo} --out {output} > {log} 2>&1"
+        " --repetitions {input.repetitions} {params.slo} {params.latency} --out {output} > {log} 2>&1"
 
 
 rule run_order:

@@ -163,6 +163,14 @@ def load(config: Mapping) -> Frozen:
             f"{source_of('analysis.latency_slo_ms')}: required with analysis.ceiling: "
             f"latency_bound ({source_of('analysis.ceiling')}; the p95 latency target in ms)"
         )
+    load = analysis["latency_load"]
+    if "latency" in analysis["responses"] and "clients" in load:
+        if load["clients"] not in out["measurement"]["clients"]:
+            raise SettingsError(
+                f"{source_of('analysis.latency_load')}.clients: {load['clients']} is not one of "
+                f"measurement.clients {list(out['measurement']['clients'])} (every row must "
+                "measure the latency response's reference load)"
+            )
     backend = backend_class(out["backend"])
     own = backend.section(out)  # the active backend's section, when it has one of its own
     if own is not None:

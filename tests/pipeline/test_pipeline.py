@@ -32,6 +32,8 @@ def test_tiny_study_end_to_end(tiny_study):
     assert (ceilings["empirical_tps"] > 0).all()
     assert set(ceilings["empirical_clients"]) <= {1, 2}
     effects = pd.read_csv(work / "results/effects.csv")
+    assert list(dict.fromkeys(effects["response"])) == ["ceiling", "throughput_per_dollar"]
+    effects = effects[effects["response"] == "ceiling"]  # the main response's lines
     assert len(effects) == 15
     assert {"term", "alias", "effect", "coefficient", "sum_sq", "variation_pct"} <= set(effects)
     assert effects["variation_pct"].sum() == pytest.approx(100, abs=1e-6)

@@ -58,8 +58,11 @@ def test_findings_page_first_with_the_numbers_of_effects_csv(tiny_study):
     assert -1 not in sections and sections == sorted(sections), sections
     findings = page[sections[0] : sections[1]]
     assert findings.split()[:2] == ["Findings", "The"]  # the summary table leads
-    assert findings.index("estimate [95 % interval]") < findings.index("Response.")
+    # a column per response (analysis.responses' default: the ceiling, throughput per dollar)
+    assert findings.index("the ceiling [95 % interval]") < findings.index("Response.")
+    assert findings.index("throughput per dollar [95 % interval]") < findings.index("Response.")
     effects = pd.read_csv(work / "results/effects.csv")
+    effects = effects[effects["response"] == "ceiling"]  # the prose's: the main response
     active = effects[effects["active"].astype(bool)]
     sizes = re.findall(
         rf"(raises|lowers|multiplies|divides) the ceiling by {NUMBER}(?: tps)? "
@@ -85,7 +88,7 @@ def test_findings_page_first_with_the_numbers_of_effects_csv(tiny_study):
         assert row["alias"] in findings
     # the same text as results/findings.md
     md = (work / "results/findings.md").read_text(encoding="utf-8")
-    for sentence in re.findall(r"the ceiling by [^;]+;", md):
+    for sentence in re.findall(r"the ceiling by [^;\n]+;", md):  # within one paragraph
         assert sentence in findings
     # the design part is written from the design
     assert "I = ABF = BCE = ACEF" in page and "generated E = BC" in page

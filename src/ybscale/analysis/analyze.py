@@ -29,6 +29,7 @@ from ybscale.analysis.responses import ResponsesError, read_responses
 from ybscale.analysis.scale import AUTO, choose
 from ybscale.analysis.sensitivity import with_other_scale
 from ybscale.analysis.strata import judge, mixed, mixed_applies, stratum_errors
+from ybscale.analysis.terms import RESPONSE, of_response, response_names
 from ybscale.design.factorial import DesignError, load_design
 from ybscale.design.order import executed_positions
 from ybscale.design.record import build as build_record
@@ -109,7 +110,7 @@ def replicate_blocks(run_order: Path | str, design) -> pd.Series | None:
 def analyze(
     design,
     responses: pd.DataFrame,
-    response: str,
+    response: str | list[str],
     out: AnalysisPaths | Path | str,
     alpha: float = 0.05,
     model: str = AUTO,
@@ -124,6 +125,10 @@ def analyze(
     chart-paths class, `AnalysisPaths.under`; and ``design/design.json``, the design record
     `ybscale compare` checks).
 
+    ``response``: a column, or several (analysis.responses): each analysed on its own (its own
+    scale, multiplicity family and strata verdicts), the tables holding one block of lines per
+    response named in their ``response`` column; the charts are the first response's.
+
     Measurement noise: a response's 95 % interval (``<response>_ci_low``/``_ci_high`` columns,
     as ceilings.csv has them) is carried into the effects. Blocks only where the runs were
     blocked: ``blocks`` (run -> block label), else the replicates when ``run_order``
@@ -137,10 +142,35 @@ def analyze(
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
     if not isinstance(out, AnalysisPaths):
         write_design_record(design, Path(out))
-    y = _response_series(responses, response)
-    noise = _noise_se(responses, response)
+    names = [response] if isinstance(response, str) else list(response)
     if blocks is None and run_order is not None:
         blocks = replicate_blocks(run_order, design)
+    each = {
+        name: _analyze_one(
+            design, responses, name, alpha, model, run_order, clusters, multiplicity, blocks
+        )
+        for name in names
+    }
+    tables = {}
+    for table in OUTPUTS:
+        parts = [each[name][table].assign(**{RESPONSE: name}) for name in names]
+        tables[table] = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        tables[table].attrs = each[names[0]][table].attrs
+        path = getattr(paths, table)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tables[table].to_csv(path, index=False)
+    if paths.charts is not None:  # the main response's
+        main = each[names[0]]
+        paths.charts.draw(design, responses, names[0], main["effects"], main["residuals"])
+    return tables
+
+
+def _analyze_one(
+    design, responses, response, alpha, model, run_order, clusters, multiplicity, blocks
+) -> dict[str, pd.DataFrame]:
+    """One response's tables: its own scale choice, multiplicity family and strata."""
+    y = _response_series(responses, response)
+    noise = _noise_se(responses, response)
     scale = choose(design, y, model, alpha=alpha)
     model = scale.model
 
@@ -161,35 +191,32 @@ def analyze(
     order = executed_positions(run_order) if run_order else None
     result = fit_anova(design, y, alpha, model, blocks, order, multiplicity, clusters)
     effects = stratum_errors(effects, result.table)
-    tables = {
+    return {
         "effects": effects,
         "anova": result.table,
         "residuals": result.residuals,
         "outliers": outliers(result.residuals),
     }
-    for name, table in tables.items():
-        path = getattr(paths, name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(path, index=False)
-    if paths.charts is not None:
-        paths.charts.draw(design, responses, response, effects, result.residuals)
-    return tables
 
 
 def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
     """A few lines for the terminal."""
     effects = tables["effects"]
-    terms = effects[effects["term"] != ERROR_TERM]
-    active = terms.loc[terms["active"].astype(bool), "term"].tolist()
-    runs = tables["outliers"]["run"].tolist()
-    method = terms["method"].iloc[0] if len(terms) else "?"
-    if method == "t":
-        rule = effects.attrs["multiplicity"]
-        method = f"t, {rule} over {effects.attrs['columns']} columns"
+    lines = []
+    for name in response_names(effects):
+        terms = of_response(effects, name)
+        terms = terms[terms["term"] != ERROR_TERM]
+        active = terms.loc[terms["active"].astype(bool), "term"].tolist()
+        method = terms["method"].iloc[0] if len(terms) else "?"
+        if method == "t":
+            rule = effects.attrs["multiplicity"]
+            method = f"t, {rule} over {effects.attrs['columns']} columns"
+        lines.append(f"active on {name} ({method}): {', '.join(active) or 'none'}")
+    runs = tables["outliers"]["run"].drop_duplicates().tolist()
     return "\n".join(
         [
             "wrote " + ", ".join(str(getattr(paths, n)) for n in OUTPUTS),
-            f"active ({method}): {', '.join(active) or 'none'}",
+            *lines,
             "blocks: "
             + (
                 "yes, taken out of the error"
@@ -220,7 +247,12 @@ def main(argv: list[str] | None = None, charts=None) -> int:
     )
     for name in (*OUTPUTS, "pareto", "half-normal", "interactions", "residual-charts"):
         parser.add_argument(f"--{name}", type=Path, help="this output's path (instead of --out)")
-    parser.add_argument("--response", default=None, help="response column (default: the only one)")
+    parser.add_argument(
+        "--response",
+        nargs="+",
+        default=None,
+        help="response column(s), each analysed on its own (default: the only numeric one)",
+    )
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--model", choices=(AUTO, *MODELS), default=AUTO)
     parser.add_argument(
@@ -256,8 +288,11 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         raise SystemExit(f"ybscale analyze: --run-order: {args.run_order}: no such file")
     try:
         design = load_design(args.design)
-        responses = read_responses(args.responses, design, args.response, args.block)
-        column = responses.attrs["response"]
+        names = args.response or [None]
+        for name in names[1:]:  # each column checked as the first is
+            read_responses(args.responses, design, name, args.block)
+        responses = read_responses(args.responses, design, names[0], args.block)
+        column = [responses.attrs["response"], *names[1:]]
         blocks = responses["block"] if "block" in responses.columns else None
         paths = _paths(args, parser, charts)
         tables = analyze(

@@ -123,11 +123,40 @@ def latency_at(throughput, clients: int) -> dict:
     return {c.removeprefix("latency_"): _finite(float(np.asarray(throughput[c])[at])) for c in cols}
 
 
+def latency_at_load(throughput, ceiling_tps: float, load: dict | None, percentile: int) -> dict:
+    """The `percentile` latency (ms) at the reference load (analysis.latency_load): a client
+    count (``{"clients": 8}``), or a fraction of the row's own ceiling (``{"fraction": 0.5}``:
+    the smallest client count whose mean throughput reaches that share of `ceiling_tps`).
+    ``{"percentile", "clients", "ms", "load"}`` (ms NaN when the row did not measure the count
+    or has no percentiles; `load` in words); {} without a reference load."""
+    if not load:
+        return {}
+    column = f"latency_p{percentile}_ms"
+    if "clients" in load:
+        clients = int(load["clients"])
+        words = f"p{percentile} at {clients} clients"
+    else:
+        fraction = float(load["fraction"])
+        col = "tps_mean" if "tps_mean" in throughput else "tps"
+        tps = np.asarray(throughput[col], dtype=float)
+        counts = np.asarray(throughput["clients"])
+        reach = counts[tps >= fraction * ceiling_tps]
+        clients = int(reach.min()) if reach.size else None
+        words = f"p{percentile} at {fraction:.0%} of the row's ceiling"  # the count reaching it
+    out = {"percentile": percentile, "clients": clients, "ms": "nan", "load": words}
+    measured = np.asarray(throughput["clients"]) == clients
+    if column in throughput and measured.any():
+        out["ms"] = _finite(float(np.asarray(throughput[column], dtype=float)[measured][0]))
+    return out
+
+
 def row_ceiling(
     run: str,
     throughput,
     repetitions=None,
     latency_slo_ms: float | None = None,
+    latency_load: dict | None = None,
+    latency_percentile: int = 95,
 ) -> dict:
     """Empirical ceiling (largest mean tps, where, 95 % interval) and the USL fit with its own.
 
@@ -160,6 +189,9 @@ def row_ceiling(
         "bottleneck": bottleneck_at(throughput, empirical["clients"]),
         "latency": latency_at(throughput, empirical["clients"]),
         "latency_bound": latency_bound(throughput, latency_slo_ms),
+        "latency_at_load": latency_at_load(
+            throughput, float(empirical["tps"]), latency_load, latency_percentile
+        ),
         "usl": usl,
         "method": {
             "empirical": "max over client counts of the mean tps of the repetitions; 95% "
@@ -176,6 +208,9 @@ def row_ceiling(
             "from pgbench's per-transaction log; n: how many",
             "latency_bound": "the largest mean tps of a client count whose p95 latency is "
             "within analysis.latency_slo_ms",
+            "latency_at_load": "the analysis.latency_percentile latency of the client count "
+            "analysis.latency_load names (a count, or the smallest reaching a fraction of the "
+            "empirical ceiling), as measured there (the same percentiles as latency)",
         },
     }
 
@@ -206,8 +241,16 @@ def _finite(value):
     return value
 
 
-def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.DataFrame:
-    """One line per run: its signs, both ceilings and the chosen response."""
+def collect(
+    design_path: str,
+    ceiling_files: list[Path],
+    choice: str,
+    prices: dict[str, dict] | None = None,
+) -> pd.DataFrame:
+    """One line per run: its signs, both ceilings and the chosen response (``response``, and
+    the same as ``ceiling``); with `prices` (run -> ``{"price_per_hour", "price_basis"}``,
+    `ybscale.study.hourly_prices`) the price used and ``throughput_per_dollar``: the ceiling
+    divided by the cluster's price per hour, its interval the ceiling's divided by it."""
     import pandas as pd
 
     from ybscale.design.factorial import load_design
@@ -230,6 +273,11 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
         line["latency_bound_tps"] = float(bound.get("tps", math.nan))
         line["latency_bound_clients"] = bound.get("clients")
         line["latency_p95_ms"] = float((data.get("latency") or {}).get("p95_ms", math.nan))
+        at_load = data.get("latency_at_load") or {}
+        if at_load:
+            line["latency_at_load"] = at_load["load"]
+            line["latency_at_load_clients"] = at_load["clients"]
+            line["latency_at_load_ms"] = float(at_load["ms"])
         neck = data.get("bottleneck") or {}
         line["bottleneck"] = neck.get("resource", "")
         for key in ("utilisation", "bound_tps", "cpu_ms_per_transaction"):
@@ -255,12 +303,36 @@ def collect(design_path: str, ceiling_files: list[Path], choice: str) -> pd.Data
                 f"analysis.ceiling: latency_bound: no client count of {missing} met the p95 "
                 "target analysis.latency_slo_ms (or no percentiles were measured)"
             )
-        return out.reset_index()
-    prefix = "empirical" if choice == "empirical" else "usl"
-    out["response"] = out["empirical_tps"] if choice == "empirical" else out["usl_x_n_star"]
-    out["response_ci_low"] = out[f"{prefix}_ci_low"]
-    out["response_ci_high"] = out[f"{prefix}_ci_high"]
+    else:
+        prefix = "empirical" if choice == "empirical" else "usl"
+        out["response"] = out["empirical_tps"] if choice == "empirical" else out["usl_x_n_star"]
+        out["response_ci_low"] = out[f"{prefix}_ci_low"]
+        out["response_ci_high"] = out[f"{prefix}_ci_high"]
+    for end in ("", "_ci_low", "_ci_high"):
+        out[f"ceiling{end}"] = out[f"response{end}"]
+    if "latency_at_load_ms" in out and out["latency_at_load_ms"].isna().any():
+        missing = out.index[out["latency_at_load_ms"].isna()].tolist()
+        raise ValueError(
+            f"analysis.responses: latency: no latency at the reference load for {missing} "
+            f"({out['latency_at_load'].iloc[0]}): no percentiles at that client count (it was "
+            "not measured, or no second was counted: measurement.seconds must exceed "
+            "skip_seconds)"
+        )
+    if prices is not None:
+        _per_dollar(out, prices, design_path)
     return out.reset_index()
+
+
+def _per_dollar(out: pd.DataFrame, prices: dict[str, dict], design_path: str) -> None:
+    """The price each row's cluster costs per hour, how it was obtained, and the ceiling (with
+    its interval) per unit of that price."""
+    missing = sorted(set(out.index) - set(prices))
+    if missing:
+        raise ValueError(f"{design_path}: no cluster price for rows {missing}")
+    out["price_per_hour"] = [float(prices[run]["price_per_hour"]) for run in out.index]
+    out["price_basis"] = [str(prices[run]["price_basis"]) for run in out.index]
+    for end in ("", "_ci_low", "_ci_high"):
+        out[f"throughput_per_dollar{end}"] = out[f"ceiling{end}"] / out["price_per_hour"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,21 +343,40 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("--throughput", required=True, type=Path)
     fit.add_argument("--repetitions", type=Path, help="repetitions.csv (for the interval)")
     fit.add_argument("--latency-slo-ms", type=float, help="p95 target of the latency bound")
+    fit.add_argument(
+        "--latency-load",
+        type=json.loads,
+        help='the latency response\'s reference load: {"clients": N} or {"fraction": F}',
+    )
+    fit.add_argument("--latency-percentile", type=int, default=95, choices=(50, 95, 99))
     fit.add_argument("--out", required=True, type=Path)
     col = sub.add_parser("collect", help="ceilings.csv from every row's ceiling.json")
     col.add_argument("--design", required=True)
     col.add_argument(
         "--ceiling", choices=["empirical", "usl", "latency_bound"], default="empirical"
     )
+    col.add_argument(
+        "--prices",
+        type=json.loads,
+        help="JSON: run -> {price_per_hour, price_basis} (ybscale.study.hourly_prices)",
+    )
     col.add_argument("--out", required=True, type=Path)
     col.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)
     if args.command == "fit":
         reps = read_columns(args.repetitions) if args.repetitions else None
-        data = row_ceiling(args.run, read_columns(args.throughput), reps, args.latency_slo_ms)
+        data = row_ceiling(
+            args.run,
+            read_columns(args.throughput),
+            reps,
+            args.latency_slo_ms,
+            args.latency_load,
+            args.latency_percentile,
+        )
         args.out.write_text(json.dumps(data, indent=2))
     else:
-        collect(args.design, args.files, args.ceiling).to_csv(args.out, index=False)
+        table = collect(args.design, args.files, args.ceiling, args.prices)
+        table.to_csv(args.out, index=False)
     return 0
 
 

@@ -17,6 +17,9 @@ unreplicated study (Lenth) and a replicated one (t tests) are compared on their 
 alike, and two estimates far apart beyond their uncertainty disagree even when both are
 active with the same sign.
 
+Several responses (effects.csv's ``response`` column, analysis.responses): each response both
+studies analysed is compared on its own (its table, its verdict); they AGREE when every one does.
+
 Exit status: 0 AGREE, 1 DISAGREE, 2 when the folders cannot be compared: a missing or
 malformed effects.csv, two scales, different columns, or different designs (design.json's
 factors, levels, signed defining relation or rows; or the signed alias strings of
@@ -33,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ybscale.analysis.terms import of_response, response_names
 from ybscale.files import TableError, read_table
 
 ALPHA = 0.05
@@ -66,16 +70,43 @@ def _flag(values: pd.Series) -> pd.Series:
     return values.astype(str).str.lower().isin(["true", "1"])
 
 
-def read_effects(folder: Path | str) -> pd.DataFrame:
-    """A study's effects (terms only), indexed by term."""
+def read_effects(folder: Path | str, response: str | None = None) -> pd.DataFrame:
+    """A study's effects (terms only) of one response (the main one when `response` is None;
+    analysis.responses), indexed by term."""
     path = Path(folder) / "effects.csv"
     if not path.is_file():
         raise CompareError(f"{path}: no such file (is {folder} a results folder?)")
     try:
         table = read_table(path)
+        table = of_response(table, response)
     except TableError as exc:
         raise CompareError(str(exc)) from None
+    except ValueError as exc:
+        raise CompareError(f"{path}: {exc}") from None
     return effects_frame(table, path)
+
+
+def responses_of(folder: Path | str) -> list[str]:
+    """The responses a study's effects.csv holds ([] for a table without a response column)."""
+    path = Path(folder) / "effects.csv"
+    try:
+        return response_names(read_table(path)) if path.is_file() else []
+    except TableError as exc:
+        raise CompareError(str(exc)) from None
+
+
+def compare_responses(a: Path, b: Path) -> dict[str | None, pd.DataFrame]:
+    """The agreement table of each response both studies analysed (the one table when either
+    has no response column); CompareError when they share none."""
+    names_a, names_b = responses_of(a), responses_of(b)
+    if not names_a or not names_b:
+        return {None: compare(read_effects(a), read_effects(b))}
+    shared = [n for n in names_a if n in names_b]
+    if not shared:
+        raise CompareError(
+            f"no response in common: {a} has {', '.join(names_a)}, {b} {', '.join(names_b)}"
+        )
+    return {n: compare(read_effects(a, n), read_effects(b, n)) for n in shared}
 
 
 def effects_frame(table: pd.DataFrame, path: Path | str = "effects") -> pd.DataFrame:
@@ -243,17 +274,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         _same_design(args.study_a, args.study_b)
-        table = compare(read_effects(args.study_a), read_effects(args.study_b))
+        tables = compare_responses(args.study_a, args.study_b)
     except CompareError as exc:
         print(f"ybscale compare: {exc}", file=sys.stderr)
         return 2
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
-    with pd.option_context("display.width", 200, "display.max_columns", None):
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(summary(table))
-    return 0 if agrees(table) else 1
+        parts = [t if n is None else t.assign(response=n) for n, t in tables.items()]
+        pd.concat(parts, ignore_index=True).to_csv(args.out, index=False)
+    for name, table in tables.items():
+        if name is not None:
+            print(f"response {name}:")
+        with pd.option_context("display.width", 200, "display.max_columns", None):
+            print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(summary(table))
+    return 0 if all(agrees(t) for t in tables.values()) else 1
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from scipy import stats
 
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis.study_files import StudyFiles
+from ybscale.analysis.terms import of_response
 from ybscale.design.strata import SUB, WHOLE, stratified
 
 POWER = 0.8
@@ -126,7 +127,7 @@ def _repetition_sigma(runs: dict[str, Path], ceilings: pd.DataFrame) -> float:
 
 def study_noise(files: StudyFiles) -> Noise:
     """σ of one run from the effects table (and the ceilings table for the mean)."""
-    effects = pd.read_csv(files.effects)
+    effects = of_response(pd.read_csv(files.effects))  # the main response's
     terms = effects[effects["term"].astype(str) != "error"]
     ceilings = pd.read_csv(files.ceilings)
     n = len(ceilings)
@@ -217,7 +218,7 @@ def detect(text: str, design, config: dict, files: StudyFiles, cost=None) -> str
 
 def detect_lines(effects_path, design, delta: float, alpha: float, unit: str = "") -> list[str]:
     """`plan --detect` per stratum: replications to detect `delta` against each stratum's σ."""
-    effects = pd.read_csv(effects_path)
+    effects = of_response(pd.read_csv(effects_path))
     if not stratified(effects):
         return []
     n = design.n_runs

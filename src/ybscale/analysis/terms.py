@@ -5,3 +5,35 @@ ERROR_TERM = "error"  # the residual line: the noise the effects are judged agai
 BLOCK_TERM = "block"  # the replicate blocks' line
 RESIDUAL = "residual"  # the ANOVA's error line within clusters (or the only one)
 WHOLE_ERROR = "whole-plot error"  # the ANOVA's error line between clusters (split plot)
+
+# the effects, ANOVA, residuals and outliers tables hold one block of lines per response
+# (analysis.responses), named in this column; the first is the study's main response
+RESPONSE = "response"
+
+
+def response_names(table) -> list[str]:
+    """The responses of a table in their order ([] when it has no response column)."""
+    if RESPONSE not in getattr(table, "columns", ()):
+        return []
+    return list(dict.fromkeys(str(name) for name in table[RESPONSE]))
+
+
+def of_response(table, name: str | None = None):
+    """The lines of one response (the first when `name` is None); a table without a response
+    column as it is. ValueError naming the responses when `name` is not one of them."""
+    names = response_names(table)
+    if not names:
+        return table
+    if name is None:
+        name = names[0]
+    if name not in names:
+        raise ValueError(f"no response {name!r} (the table has {', '.join(names)})")
+    return table[table[RESPONSE].astype(str) == name].reset_index(drop=True)
+
+
+# analysis.responses -> the ceilings.csv column analysed (ybscale.analysis.ceiling.collect)
+RESPONSE_COLUMNS = {
+    "ceiling": "ceiling",
+    "throughput_per_dollar": "throughput_per_dollar",
+    "latency": "latency_at_load_ms",
+}

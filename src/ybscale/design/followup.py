@@ -164,13 +164,23 @@ def propose(design: Design, active_terms: Sequence[str]) -> tuple[list[tuple], l
     return pairs, proposals
 
 
-def read_effects(path: Path) -> pd.DataFrame:
-    """An analysis's effects.csv; ValueError naming the file (and a column it lacks)."""
+def read_effects(path: Path, response: str | None = None) -> pd.DataFrame:
+    """An analysis's effects.csv, the lines of one response (analysis.responses: `response`,
+    else the first, the main one); ValueError naming the file (and a column it lacks, or the
+    responses it has)."""
     effects = read_table(path)
     missing = [c for c in ("term", "active") if c not in effects.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-    return effects
+    if "response" not in effects.columns:
+        if response is not None:
+            raise ValueError(f"{path}: one response only (no response column): omit --response")
+        return effects
+    names = list(dict.fromkeys(effects["response"].astype(str)))
+    response = names[0] if response is None else response
+    if response not in names:
+        raise ValueError(f"{path}: no response {response!r} (it has {', '.join(names)})")
+    return effects[effects["response"].astype(str) == response].reset_index(drop=True)
 
 
 def active_terms(effects: pd.DataFrame) -> list[str]:
@@ -266,12 +276,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--design", default=None, help="design YAML (default: the analysed one)")
     parser.add_argument("--out", default=None, help="write the combined design YAML here")
     parser.add_argument("--fold", default=None, help="force: 'full' or one factor letter")
+    parser.add_argument(
+        "--response",
+        default=None,
+        help="follow up on this response of effects.csv (default: the first, the main one)",
+    )
     args = parser.parse_args(argv)
     effects_path = args.analysis / "effects.csv"
     try:
         design_path = _analysis_design(args.analysis, args.design)
         design = load_design(design_path)
-        effects = read_effects(effects_path)
+        effects = read_effects(effects_path, args.response)
         active = active_terms(effects)
         pairs, proposals = propose(design, active)
         if args.fold:

@@ -28,7 +28,7 @@ from scipy.special import ndtri  # the normal quantile (scipy.stats.norm.ppf)
 from ybscale import cache_dir
 from ybscale.analysis.multiplicity import chart_note, family_rule
 from ybscale.analysis.responses import read_responses
-from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM
+from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM, of_response
 from ybscale.analysis.usl import usl as usl_curve
 from ybscale.design.factorial import load_design
 from ybscale.files import write_whole
@@ -751,7 +751,8 @@ def draw_analysis_charts(design, responses, response, effects, residuals, paths)
     effects.csv, residuals.csv), where `paths` says (the `effect_charts` rule)."""
     design = load_design(design)
     table = read_responses(responses, design, response)
-    effects, residuals = pd.read_csv(effects), pd.read_csv(residuals)
+    # the main response's (the first of analysis.responses)
+    effects, residuals = of_response(pd.read_csv(effects)), of_response(pd.read_csv(residuals))
     return effects_charts(design, table, table.attrs["response"], effects, residuals, paths)
 
 

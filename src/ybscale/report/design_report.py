@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     from the design record."""
     import pandas as pd
 
+    from ybscale.analysis.terms import of_response
     from ybscale.design.factorial import load_design
     from ybscale.design.record import clusters_of
     from ybscale.design.strata import strata_of_effects
@@ -153,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     design = load_design(args.design)
-    strata = strata_of_effects(pd.read_csv(args.effects))
+    strata = strata_of_effects(of_response(pd.read_csv(args.effects)))
     page = design_rst(design, strata, clusters_of(args.design))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(page, encoding="utf-8")

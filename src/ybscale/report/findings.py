@@ -26,9 +26,9 @@ from pathlib import Path
 import pandas as pd
 
 from ybscale.analysis import multiplicity as mult
-from ybscale.analysis import power, sensitivity
+from ybscale.analysis import power, recommend, sensitivity
 from ybscale.analysis.study_files import StudyFiles
-from ybscale.analysis.terms import BLOCK_TERM
+from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM, of_response, response_names
 from ybscale.design import followup, strata
 from ybscale.design.factorial import Design, load_design
 from ybscale.design.record import clusters_of
@@ -66,25 +66,32 @@ def word_name(design: Design, word: str) -> str:
     return " × ".join(names[x] for x in word.lstrip("-"))
 
 
-def _size(effect: float, low: float, high: float, model: str) -> str:
-    """``"lowers the ceiling by 9,711 tps [8,064, 11,358]"`` (interval of the magnitude)."""
+def _size(
+    effect: float, low: float, high: float, model: str, what: str = "the ceiling", unit="tps"
+) -> str:
+    """``"lowers the ceiling by 9,711 tps [8,064, 11,358]"`` (interval of the magnitude);
+    `what` and `unit` name another response."""
     if model == "multiplicative" and effect < 0:  # a ratio below 1: say by how much it divides
         return (
-            f"divides the ceiling by {number(10**-effect, model)} "
+            f"divides {what} by {number(10**-effect, model)} "
             f"[{number(10**-high, model)}, {number(10**-low, model)}]"
         )
     if model == "multiplicative":
-        return (
-            f"multiplies the ceiling by {number(10**effect, model)} "
-            f"[{number(10**low, model)}, {number(10**high, model)}]"
-        )
+        return f"multiplies {what} by {_ratio(effect, low, high)}"
     verb = "raises" if effect > 0 else "lowers"
     lo, hi = sorted((low, high)) if effect > 0 else sorted((-high, -low))
     size = abs(effect)
+    unit = f" {unit}" if unit else ""
     return (
-        f"{verb} the ceiling by {number(size)} tps "
+        f"{verb} {what} by {number(size)}{unit} "
         f"[{number(lo, scale=size)}, {number(hi, scale=size)}]"
     )
+
+
+def _ratio(effect: float, low: float, high: float) -> str:
+    """A log10 effect as its ratio with the interval: ``1.85 [1.43, 2.38]``."""
+    model = "multiplicative"
+    return f"{number(10**effect, model)} [{number(10**low, model)}, {number(10**high, model)}]"
 
 
 def effect_sentence(design: Design, row: pd.Series, share: bool = True) -> str:
@@ -144,13 +151,34 @@ def alias_sentence(design: Design, row: pd.Series) -> str:
 SUMMARY_HEADER = ("effect", "estimate [95 % interval]", "share of variation", "aliases")
 
 
-def summary_table(design: Design, terms: pd.DataFrame) -> list:
+def _term_words(design: Design, term: str) -> str:
+    """A column in level words: ``node_size large instead of small (F)``."""
+    if len(term) == 1:
+        f = design.factor(term)
+        return f"{f.name} {f.levels[1]} instead of {f.levels[0]} ({term})"
+    if len(term) == 2:
+        return (
+            f"{word_name(design, term)} ({term}): both at the first or both at the second "
+            "level instead of mixed"
+        )
+    return f"{word_name(design, term)} ({term}): product of the signs +1 instead of -1"
+
+
+def _aliases(row: pd.Series) -> str:
+    return " = ".join(m.lstrip("-") for m in str(row["alias"]).split(" = "))
+
+
+def summary_table(design: Design, terms: pd.DataFrame, responses: Responses | None = None) -> list:
     """The active effects as a short table, largest first, for the top of the findings page.
 
     One row per active column: the effect in level words, the estimate with its 95 % interval
     in the prose's words ("lowers by 7,088 tps [4,164, 10,011]", "divides by 12.4 [5.93, 25.9]"),
     its share of the variation and its alias string. Without an active column, one sentence
-    saying so."""
+    saying so. With several `responses` (analysis.responses), one row per column active on any
+    of them and a column per response: its estimate with its interval, or "—" where the column
+    is not active on it."""
+    if responses is not None and len(responses.names) > 1:
+        return responses.summary(design)
     active = terms[terms["active"]]
     if active.empty:
         return [
@@ -159,22 +187,204 @@ def summary_table(design: Design, terms: pd.DataFrame) -> list:
         ]
     rows = []
     for _, row in active.iterrows():
-        term, model = str(row["term"]), str(row["model"])
-        if len(term) == 1:
-            f = design.factor(term)
-            words = f"{f.name} {f.levels[1]} instead of {f.levels[0]} ({term})"
-        elif len(term) == 2:
-            words = (
-                f"{word_name(design, term)} ({term}): both at the first or both at the second "
-                "level instead of mixed"
-            )
-        else:
-            words = f"{word_name(design, term)} ({term}): product of the signs +1 instead of -1"
         bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
-        estimate = _size(*bounds, model).replace(" the ceiling", "", 1)  # as the prose says it
-        aliases = " = ".join(m.lstrip("-") for m in str(row["alias"]).split(" = "))
-        rows.append((words, estimate, f"{float(row['variation_pct']):.1f} %", aliases))
-    return ["The effects that stand out from the noise, largest first:", ("table", rows)]
+        estimate = _size(*bounds, str(row["model"])).replace(" the ceiling", "", 1)
+        share = f"{float(row['variation_pct']):.1f} %"
+        rows.append((_term_words(design, str(row["term"])), estimate, share, _aliases(row)))
+    lead = "The effects that stand out from the noise, largest first:"
+    return [lead, ("table", [SUMMARY_HEADER, *rows])]
+
+
+# ---------------------------------------------------------------------------- several responses
+
+# ceilings.csv's response columns (analysis.responses) in words: what, unit, whether more is
+# better, and the word for better and for worse (price/h: the price per hour of the row's
+# cluster in the unit of its price_basis, USD unless analysis.prices is relative)
+RESPONSE_WORDS = {
+    "ceiling": ("the ceiling", "tps", True, "faster", "slower"),
+    "response": ("the ceiling", "tps", True, "faster", "slower"),
+    "throughput_per_dollar": (
+        "throughput per dollar",
+        "tps per price/h",
+        True,
+        "cheaper",
+        "dearer",
+    ),
+    "latency_at_load_ms": ("latency at the reference load", "ms", False, "quicker", "laggier"),
+}
+
+
+@dataclass
+class Responses:
+    """Every response's effects (effects.csv with its ``response`` column) and their words."""
+
+    effects: pd.DataFrame
+    latency_load: str = ""  # the latency response's percentile and reference load, in words
+
+    @property
+    def names(self) -> list[str]:
+        return response_names(self.effects)
+
+    def words(self, name: str) -> tuple[str, str, bool, str, str]:
+        what, unit, more, good, bad = RESPONSE_WORDS.get(
+            name, (name, "", True, f"higher {name}", f"lower {name}")
+        )
+        if name == "latency_at_load_ms" and self.latency_load:
+            what = f"latency ({self.latency_load})"
+        return what, unit, more, good, bad
+
+    def terms(self, name: str) -> pd.DataFrame:
+        table = of_response(self.effects, name)
+        table = table[table["term"].astype(str) != ERROR_TERM].copy()
+        table["active"] = table["active"].astype(str).str.lower().isin(["true", "1"])
+        return table.set_index(table["term"].astype(str))
+
+    def summary(self, design: Design) -> list:
+        tables = {name: self.terms(name) for name in self.names}
+        main = tables[self.names[0]]
+        active = [t for t in main.index if any(tables[n].loc[t, "active"] for n in tables)]
+        if not active:
+            return [
+                f"**No effect stands out from the noise** on any of the {len(tables)} responses "
+                f"({', '.join(self.words(n)[0] for n in tables)}): none of the {len(main)} "
+                "columns can be told from zero (see *Active effects* below)."
+            ]
+        header = (
+            "effect",
+            *(f"{self.words(n)[0]} [95 % interval]" for n in tables),
+            "aliases",
+        )
+        rows = []
+        for term in active:
+            cells = []
+            for name, table in tables.items():
+                row = table.loc[term]
+                what, unit = self.words(name)[:2]
+                bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
+                text = _size(*bounds, str(row["model"]), what, unit).replace(f" {what}", "", 1)
+                cells.append(text if row["active"] else "—")
+            rows.append((_term_words(design, term), *cells, _aliases(main.loc[term])))
+        lead = (
+            "The effects that stand out from the noise on any response, largest first on "
+            f"{self.words(self.names[0])[0]} (— : within the noise on that response):"
+        )
+        return [lead, ("table", [header, *rows])]
+
+    def describe(self, ceilings: pd.DataFrame) -> list[str]:
+        """Which responses were analysed and how each was obtained: the prices used (every
+        row's is in ceilings.csv, ``price_basis``) and the latency's reference load."""
+        if len(self.names) < 2:
+            return []
+        parts = []
+        for i, name in enumerate(self.names):
+            what = self.words(name)[0]
+            text = f"{what}{' (the main one)' if i == 0 else ''}"
+            if name == "throughput_per_dollar" and "price_per_hour" in ceilings:
+                price = ceilings["price_per_hour"].astype(float)
+                basis = str(ceilings["price_basis"].iloc[0])
+                text += (
+                    ": the ceiling divided by the price per hour of the row's cluster, from "
+                    f"{number(float(price.min()))} to {number(float(price.max()))} over the "
+                    f"rows (ceilings.csv, price_basis; e.g. {ceilings['run'].iloc[0]}: {basis})"
+                )
+            elif name == "latency_at_load_ms" and self.latency_load:
+                text += (
+                    f": {self.latency_load}, in ms (lower is better; a share of the ceiling is "
+                    "the smallest client count whose mean throughput reaches it; each row's "
+                    "count in ceilings.csv, latency_at_load_clients)"
+                )
+            parts.append(text)
+        return [
+            f"**Responses.** {len(parts)} responses of the same rows, each analysed on its own "
+            "(its own scale, multiplicity family and error strata): " + "; ".join(parts) + "."
+        ]
+
+    def opposite(self, design: Design) -> list[str]:
+        """One sentence per column active on some response whose estimates move the responses
+        in opposite directions (one better, another worse), every estimate with its interval
+        and what it comes to ("node_size large instead of small multiplies the ceiling by 1.85
+        [1.43, 2.38] and throughput per dollar by 0.93 [0.72, 1.20]: faster, not cheaper")."""
+        tables = {name: self.terms(name) for name in self.names}
+        out = []
+        for term in tables[self.names[0]].index:
+            rows = {n: t.loc[term] for n, t in tables.items() if term in t.index}
+            if not any(r["active"] for r in rows.values()):
+                continue
+            better = {n: (float(r["effect"]) > 0) == self.words(n)[2] for n, r in rows.items()}
+            if len(set(better.values())) < 2:
+                continue
+            parts, verdicts = [], []
+            models = {str(r["model"]) for r in rows.values()}
+            for name, row in rows.items():
+                what, unit, _, good, bad = self.words(name)
+                bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
+                if str(row["model"]) == "multiplicative":
+                    parts.append(f"{what} by {_ratio(*bounds)}")
+                    if len(models) > 1:
+                        parts[-1] = "multiplies " + parts[-1]
+                else:
+                    parts.append(_size(*bounds, "additive", what, unit))
+                if row["active"]:
+                    verdicts.append(good if better[name] else bad)
+                else:
+                    verdicts.append(f"not clearly {good}" if better[name] else f"not {good}")
+            verb = "multiplies " if models == {"multiplicative"} else ""
+            words = _term_words(design, term)
+            out.append(f"{words} {verb}{' and '.join(parts)}: {', '.join(verdicts)}.")
+        if not out:
+            return []
+        return [
+            "**Trade-offs.** Columns that move the responses in opposite directions (an "
+            "estimate within the noise is written with its interval and called *not* better):",
+            ("ul", out),
+        ]
+
+
+def _prediction(best: recommend.Best, responses: Responses) -> str:
+    """``node_size large, nodes 5: predicted 20.1k tps [18.9k, 21.4k], observed 20.3k (run03)``"""
+    what, unit = responses.words(best.response)[:2]
+    unit = f" {unit}" if unit else ""
+    levels = ", ".join(f"{k} {v}" for k, v in best.levels.items())
+    size = best.predicted
+    rows = ", ".join(best.rows)
+    return (
+        f"{what}: {levels}, predicted {number(best.predicted)}{unit} "
+        f"[{number(best.low, scale=size)}, {number(best.high, scale=size)}] from its active "
+        f"columns ({', '.join(best.terms) or 'none: the mean'}), observed "
+        f"{number(best.observed, scale=size)} (mean of {rows})"
+    )
+
+
+def recommendation_section(study: Study) -> list:
+    """The best combination inside the design for each response, and on what it rests."""
+    if study.responses is None:
+        return []
+    found = recommend.best_by_response(study.design, study.ceilings, study.responses.effects)
+    if not found:
+        return []
+    items = [_prediction(best, study.responses) for best in found]
+    within = recommend.best_buy_within(
+        study.design, study.ceilings, study.responses.effects, study.latency_slo_ms
+    )
+    if within is not None:
+        money, latency = within
+        items.append(
+            f"most throughput per dollar with {study.responses.words(latency.response)[0]} "
+            f"predicted within {study.latency_slo_ms:g} ms (analysis.latency_slo_ms): "
+            f"{_prediction(money, study.responses)}; its latency predicted "
+            f"{number(latency.predicted)} ms [{number(latency.low, scale=latency.predicted)}, "
+            f"{number(latency.high, scale=latency.predicted)}]"
+        )
+    factors = ", ".join(
+        study.design.factor(x).name for x in recommend.active_factors(study.responses.effects)
+    )
+    return [
+        "**Best in the design, per response** (a *prediction inside the design region*: only "
+        f"the factors active on some response are set ({factors}), only level combinations "
+        "the design measured are candidates, each predicted from that response's active "
+        "effects with a 95 % interval, next to what its rows measured):",
+        ("ul", items),
+    ]
 
 
 # ---------------------------------------------------------------------------- the study
@@ -193,13 +403,22 @@ class Study:
     alpha: float
     ceiling: str
     anova: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # every response's effects (analysis.responses); `effects` is the main one's
+    responses: Responses | None = None
+    latency_slo_ms: float | None = None  # the latency target of the best buy
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path) if path.is_file() else pd.DataFrame()
 
 
-def load_study(design: Design, files: StudyFiles, alpha: float, ceiling: str) -> Study:
+def load_study(
+    design: Design,
+    files: StudyFiles,
+    alpha: float,
+    ceiling: str,
+    latency_slo_ms: float | None = None,
+) -> Study:
     measurements, curves = {}, {}
     for run in design.run_ids:
         folder = files.runs.get(run)
@@ -210,16 +429,21 @@ def load_study(design: Design, files: StudyFiles, alpha: float, ceiling: str) ->
             measurements[run] = json.loads(meta.read_text(encoding="utf-8"))
         if curve.is_file():
             curves[run] = pd.read_csv(curve)
+    effects = pd.read_csv(files.effects)
+    ceilings = _read_csv(files.ceilings)
+    load = ceilings["latency_at_load"].iloc[0] if "latency_at_load" in ceilings else ""
     return Study(
         design=design,
-        effects=pd.read_csv(files.effects),
-        outliers=_read_csv(files.outliers),
-        ceilings=_read_csv(files.ceilings),
+        effects=of_response(effects),
+        outliers=of_response(_read_csv(files.outliers)),
+        ceilings=ceilings,
         measurements=measurements,
         curves=curves,
         alpha=alpha,
         ceiling=ceiling,
-        anova=_read_csv(files.anova) if files.anova else pd.DataFrame(),
+        anova=of_response(_read_csv(files.anova)) if files.anova else pd.DataFrame(),
+        responses=Responses(effects, str(load)) if response_names(effects) else None,
+        latency_slo_ms=latency_slo_ms,
     )
 
 
@@ -452,8 +676,10 @@ def findings_blocks(
     the summary table; `clusters`: run -> the cluster it ran on (the rules' --clusters)."""
     describe = partial(effect_sentence, study.design, share=False)
     return [
-        *summary_table(study.design, _terms(study)),
+        *summary_table(study.design, _terms(study), study.responses),
+        *(study.responses.opposite(study.design) if study.responses else []),
         *response_section(study),
+        *(study.responses.describe(study.ceilings) if study.responses else []),
         *sensitivity.scale_text(study.effects, describe),
         *effects_section(study),
         *sensitivity.sensitivity_blocks(study.effects),
@@ -461,6 +687,7 @@ def findings_blocks(
         *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
         *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),
+        *recommendation_section(study),
         *backend_section(study),
         *next_section(study, files),
     ]
@@ -482,14 +709,14 @@ def _rst_escape(text: str) -> str:
     return " ".join(out)
 
 
-def _table(rows: list[tuple], fmt: str) -> list[str]:
-    """The summary table's lines: a Markdown pipe table or an rst list-table."""
+def _table(cells: list[tuple], fmt: str) -> list[str]:
+    """The summary table's lines (its header first): a Markdown pipe table or an rst
+    list-table."""
     if fmt == "md":
-        cells = [SUMMARY_HEADER, *rows]
         lines = ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in cells]
-        return lines[:1] + ["|" + "---|" * len(SUMMARY_HEADER)] + lines[1:]
+        return lines[:1] + ["|" + "---|" * len(cells[0])] + lines[1:]
     lines = [".. list-table::", "   :header-rows: 1", ""]
-    for r in [SUMMARY_HEADER, *rows]:
+    for r in cells:
         lines += [("   * - " if i == 0 else "     - ") + _rst_escape(c) for i, c in enumerate(r)]
     return lines
 
@@ -520,9 +747,10 @@ def write_findings(
     alpha: float = 0.05,
     ceiling: str = "empirical",
     clusters: Mapping[str, str] | None = None,
+    latency_slo_ms: float | None = None,
 ) -> str:
     """Write findings.md (and the .rst copy); returns the Markdown."""
-    study = load_study(design, files, alpha, ceiling)
+    study = load_study(design, files, alpha, ceiling, latency_slo_ms)
     blocks = findings_blocks(study, files, clusters)
     text = render(blocks, "md")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -551,16 +779,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--design-rst", default=None, type=Path, help="design page for the report")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--ceiling", default="empirical")
+    parser.add_argument(
+        "--latency-slo-ms", type=float, default=None, help="the best buy's latency target"
+    )
     args = parser.parse_args(argv)
     design = load_design(args.design)
     files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs, args.anova)
     clusters = clusters_of(args.design, args.clusters)  # given, else the design record's
-    text = write_findings(design, files, args.out, args.rst, args.alpha, args.ceiling, clusters)
+    text = write_findings(
+        design, files, args.out, args.rst, args.alpha, args.ceiling, clusters, args.latency_slo_ms
+    )
     if args.design_rst:
         from ybscale.report.design_report import design_rst
 
         args.design_rst.parent.mkdir(parents=True, exist_ok=True)
-        effects = pd.read_csv(args.effects)
+        effects = of_response(pd.read_csv(args.effects))
         page = design_rst(design, strata.strata_of_effects(effects), clusters)
         args.design_rst.write_text(page, encoding="utf-8")
     print(text)
