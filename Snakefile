@@ -18,6 +18,7 @@ include: "rules/design.smk"
 include: "rules/measure.smk"
 include: "rules/cluster.smk"
 include: "rules/analysis.smk"
+include: "rules/report.smk"
 
 
 # a backend's own rules (gcp: the plan before spending)

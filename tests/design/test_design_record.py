@@ -108,6 +108,6 @@ def test_the_design_page_is_written_from_the_record_and_the_effects(tmp_path):
     text = page.read_text()
     assert "whole-plot" in text and "sub-plot" in text
     assert all(label in text for label in set(clusters.values()))
-    rules = (REPO / "rules" / "analysis.smk").read_text()
+    rules = (REPO / "rules" / "report.smk").read_text()
     findings_rule = rules.split("rule findings:")[1].split("\nrule ")[0]
     assert "design.rst" not in findings_rule

@@ -1,0 +1,177 @@
+rule effect_charts:
+    """Pareto and half-normal charts of the effects, interaction and residual charts."""
+    input:
+        design=DESIGN_RECORD,
+        ceilings="results/ceilings.csv",
+        effects=rules.analyze.output.effects,
+        residuals=rules.analyze.output.residuals,
+    output:
+        pareto=report(
+            "results/charts/pareto.svg",
+            caption="../report/pareto.rst",
+            category="3. Effects",
+        ),
+        half_normal=report(
+            "results/charts/half_normal.svg",
+            caption="../report/half_normal.rst",
+            category="3. Effects",
+        ),
+        interactions=report(
+            directory("results/charts/interactions"),
+            patterns=["{name}.svg"],
+            caption="../report/interactions.rst",
+            category="3. Effects",
+        ),
+        residual_charts=report(
+            directory("results/charts/residuals"),
+            patterns=["{name}.svg"],
+            caption="../report/residuals.rst",
+            category="4. Diagnostics",
+        ),
+    log:
+        "results/logs/effect_charts.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.report.charts analysis --design {input.design} --responses {input.ceilings}"
+        " --response response --effects {input.effects} --residuals {input.residuals}"
+        " --pareto {output.pareto} --half-normal {output.half_normal}"
+        " --interactions {output.interactions} --residual-charts {output.residual_charts}"
+        " > {log} 2>&1"
+
+
+rule response_chart:
+    """A panel per response (analysis.responses): each column's estimate with its interval."""
+    input:
+        effects=rules.analyze.output.effects,
+    output:
+        report(
+            "results/charts/responses.svg",
+            caption="../report/responses.rst",
+            category="3. Effects",
+        ),
+    log:
+        "results/logs/response_chart.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.report.response_charts --effects {input.effects} --out {output}"
+        " > {log} 2>&1"
+
+
+rule findings:
+    """The findings page (the report's first page), from the results."""
+    input:
+        design=DESIGN_RECORD,
+        effects=rules.analyze.output.effects,
+        ceilings="results/ceilings.csv",
+        outliers=rules.analyze.output.outliers,
+        anova=rules.analyze.output.anova,
+        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
+        curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
+    output:
+        findings=report(
+            "results/findings.md",
+            caption="../report/findings.rst",
+            category="0. Findings",
+        ),
+        findings_page="results/report/findings.rst",
+    log:
+        "results/logs/findings.log",
+    conda:
+        "../envs/ybscale.yaml"
+    params:
+        alpha=ANALYSIS["alpha"],
+        ceiling=ANALYSIS["ceiling"],
+        slo=(
+            f"--latency-slo-ms {ANALYSIS['latency_slo_ms']}"
+            if ANALYSIS["latency_slo_ms"] is not None
+            else ""
+        ),
+        runs=expand("results/runs/{run}", run=RUNS),
+    shell:
+        "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
+        " --ceilings {input.ceilings} --outliers {input.outliers} --anova {input.anova}"
+        " --alpha {params.alpha} --ceiling {params.ceiling} {params.slo} --out {output.findings}"
+        " --rst {output.findings_page} {params.runs} > {log} 2>&1"
+
+
+rule design_page:
+    """The report's design page: factors, aliases, each column's error stratum, the clusters."""
+    input:
+        design=DESIGN_RECORD,
+        effects=rules.analyze.output.effects,
+    output:
+        "results/report/design.rst",
+    log:
+        "results/logs/design_page.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.report.design_report --design {input.design}"
+        " --effects {input.effects} --out {output} > {log} 2>&1"
+
+
+rule throughput_chart:
+    """Throughput against clients, and second by second, for every row."""
+    input:
+        ceilings="results/ceilings.csv",
+        curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
+        per_second=expand("results/runs/{run}/per_second.csv", run=RUNS),
+        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
+    output:
+        throughput=report(
+            "results/charts/throughput.svg",
+            caption="../report/throughput.rst",
+            category="2. Measurements",
+        ),
+        per_second=report(
+            "results/charts/per_second.svg",
+            caption="../report/per_second.rst",
+            category="2. Measurements",
+        ),
+    log:
+        "results/logs/throughput_chart.log",
+    conda:
+        "../envs/ybscale.yaml"
+    params:
+        runs=expand("results/runs/{run}", run=RUNS),
+    shell:
+        "python -m ybscale.report.charts throughput --ceilings {input.ceilings}"
+        " --throughput {output.throughput} --per-second {output.per_second} {params.runs}"
+        " > {log} 2>&1"
+
+
+rule effects:
+    """The study, published: the analysis' tables move into results/ once the design, the
+    charts and the findings that read them are written (what `snakemake --report` shows).
+    """
+    input:
+        tables=rules.analyze.output,
+        design=rules.design.output,
+        charts=rules.effect_charts.output,
+        responses=rules.response_chart.output,
+        throughput=rules.throughput_chart.output,
+        findings=rules.findings.output,
+        design_page=rules.design_page.output,
+    output:
+        effects=report(
+            "results/effects.csv",
+            caption="../report/effects.rst",
+            category="3. Effects",
+        ),
+        anova=report(
+            "results/anova.csv", caption="../report/anova.rst", category="3. Effects"
+        ),
+        residuals="results/residuals.csv",
+        outliers=report(
+            "results/outliers.csv",
+            caption="../report/outliers.rst",
+            category="4. Diagnostics",
+        ),
+    log:
+        "results/logs/effects.log",
+    conda:
+        "../envs/ybscale.yaml"
+    shell:
+        "python -m ybscale.files publish --into results {input.tables} > {log} 2>&1"
