@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 from test_plan import CONFIG, RATES
 
-from ybscale import study
+from ybscale import registry, study
 from ybscale.analysis.analyze import analyze
 from ybscale.analysis.ceiling import collect
 from ybscale.analysis.study_files import StudyFiles
+from ybscale.backends.base import Backend
 from ybscale.design.factorial import design_from_dict
 from ybscale.report.findings import write_findings
 from ybscale.settings import SettingsError
@@ -106,6 +107,49 @@ def test_a_price_missing_from_the_table_names_the_field():
     loaded = study.load({**CONFIG, "gcp": {**CONFIG["gcp"], "prices": {"us-central1": rates}}})
     with pytest.raises(ValueError, match=r"gcp\.prices\.us-central1\.vm_hour\.n2-standard-4"):
         study.hourly_prices(loaded.settings, loaded.rows)
+
+
+class PricedBackend(Backend):
+    """A backend of its own name that prices its clusters itself (flat 2.5 per node)."""
+
+    name = "priced"
+
+    @classmethod
+    def hourly_price(cls, settings, row) -> dict:
+        price = 2.5 * row.cluster.nodes
+        return {"price_per_hour": price, "price_basis": f"priced: {row.cluster.nodes} x 2.5"}
+
+
+class QuotaBackend(Backend):
+    """A backend of its own name with a CPU quota: priced by the shared per-vCPU rule."""
+
+    name = "quota"
+
+    @classmethod
+    def cpu_quota(cls, settings, row) -> tuple[float, str]:
+        return 3.0, f"quota.cpu.{row.cluster.node_size}"
+
+
+def test_a_backend_prices_its_rows_through_its_own_class(monkeypatch):
+    """hourly_prices asks the class registered under the config's backend name, never a table
+    of names: a new backend prices its rows by its own method, or by the base class's rule
+    per vCPU of the quota it states."""
+    loaded = study.load(LOCAL)
+    monkeypatch.setitem(registry.BACKENDS, "priced", f"{__name__}:PricedBackend")
+    monkeypatch.setitem(registry.BACKENDS, "quota", f"{__name__}:QuotaBackend")
+    prices = study.hourly_prices({**loaded.settings, "backend": "priced"}, loaded.rows)
+    assert prices == {
+        row.run: {
+            "price_per_hour": 2.5 * row.cluster.nodes,
+            "price_basis": f"priced: {row.cluster.nodes} x 2.5",
+        }
+        for row in loaded.rows
+    }
+    prices = study.hourly_prices({**loaded.settings, "backend": "quota"}, loaded.rows)
+    for row in loaded.rows:
+        n, size = row.cluster.nodes, row.cluster.node_size
+        assert prices[row.run]["price_per_hour"] == pytest.approx(3.0 * n)
+        assert f"{n} nodes x 3 vCPU (quota.cpu.{size})" in prices[row.run]["price_basis"]
 
 
 def test_responses_are_checked_by_the_schema_and_default_to_ceiling_and_per_dollar():

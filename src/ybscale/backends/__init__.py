@@ -4,8 +4,8 @@
 measuring code's digest and the findings ask the class it names (`backend_class`) instead of
 testing names. A backend is one package (`backends/<name>/`) whose class says its config
 section, its modules, whether its clusters are shared by a combination's rows (and brought up by
-rules of its own), the settings that change a measurement, its report text and its clean-up
-after a failed workflow.
+rules of its own), the settings that change a measurement, its clusters' price per hour
+(`hourly_price`), its report text and its clean-up after a failed workflow.
 """
 
 from __future__ import annotations

@@ -268,6 +268,23 @@ class Backend(abc.ABC):
         endpoints do not say (the Snakefile's `onerror:`, after `lifecycle.release_left`)."""
         return None
 
+    @classmethod
+    def cpu_quota(cls, settings: Mapping, row: Row) -> tuple[float, str] | None:
+        """The vCPUs of the quota per node of `row`'s size and the config field that sets
+        them, for the price per vCPU (None: no CPU quota known, priced per node)."""
+        return None
+
+    @classmethod
+    def hourly_price(cls, settings: Mapping, row: Row) -> dict:
+        """``{"price_per_hour", "price_basis"}``: what `row`'s cluster costs per hour and how
+        that figure was obtained (ceilings.csv, beside throughput_per_dollar). By default the
+        user's price table: analysis.prices.node_hour by node size when given, else
+        analysis.prices.vcpu_hour per vCPU of the configured quota (`cpu_quota`; none: per
+        node; `backends.prices`, outside the measuring code's digest)."""
+        from ybscale.backends.prices import user_price
+
+        return user_price(settings, row, cls.cpu_quota(settings, row))
+
     @abc.abstractmethod
     def node_sizes(self) -> list[str]:
         """The backend's size table: the values `cluster.node_size` may take."""

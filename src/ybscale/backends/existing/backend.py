@@ -142,7 +142,8 @@ def _endpoint_key(entry: Mapping | None, combination: str) -> str:
 
 class ExistingBackend(Backend):
     """Clusters you run: pgbench runs here, or on `existing.load_generator`, against the
-    configured hosts."""
+    configured hosts. Priced by the base rule (`Backend.hourly_price`): no CPU quota is
+    known, so analysis.prices.vcpu_hour counts per node."""
 
     name = "existing"
     modules = (

@@ -107,6 +107,14 @@ class GcpBackend(Backend):
 
         destroy_all(settings, clusters)  # this study's stacks, whatever combination
 
+    @classmethod
+    def hourly_price(cls, settings: Mapping, row) -> dict:
+        """The cluster's VMs at gcp.prices.<region>.vm_hour, as `ybscale plan` prices them
+        (`plan.hourly_price`)."""
+        from ybscale.backends.gcp.plan import hourly_price
+
+        return hourly_price(settings, row)
+
     def node_sizes(self) -> list[str]:
         """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""
         return sorted(set(self.settings["machine_types"]) - {"master", "loadgen"})

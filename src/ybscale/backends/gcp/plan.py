@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ybscale.backends.gcp.config import gcp_section, vcpus
 from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.stacks import cluster_machines
+from ybscale.backends.prices import money
 from ybscale.config_sources import source_of
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
@@ -339,6 +340,42 @@ def plan(
         replicates=max((by_run[r].replicate for r in runs), default=1),
         cluster_per_replicate=settings["cluster_per_replicate"],
     )
+
+
+def hourly_price(settings: Mapping, row: Row) -> dict:
+    """The cluster's VMs at gcp.prices.<region>.vm_hour (as `ybscale plan` prices them):
+    tservers and masters counted, the load generator excluded and said so."""
+    gcp = gcp_section(settings)
+    region = gcp["region"]
+    rates = gcp["prices"].get(region)
+    if rates is None:
+        raise ValueError(
+            f"{source_of('gcp.prices')}.{region}: no prices for region {region}: "
+            "throughput_per_dollar needs the cluster's price per hour"
+        )
+    machines = cluster_machines(row.cluster, gcp, row.run)
+    vm_hour = rates.get("vm_hour", {})
+    parts, price = [], 0.0
+    for what, machine, n in (
+        ("tservers", machines.tserver_type, machines.tservers),
+        ("masters", machines.master_type, machines.masters),
+    ):
+        if machine not in vm_hour:
+            raise ValueError(
+                f"{source_of('gcp.prices')}.{region}.vm_hour.{machine}: missing (the "
+                f"{what} of {row.run})"
+            )
+        price += n * float(vm_hour[machine])
+        parts.append(f"{n} x {machine} ({what}) at {money(float(vm_hour[machine]))}")
+    loadgen = vm_hour.get(machines.loadgen_type)
+    excluded = f"load generator {machines.loadgen_type}" + (
+        f" ({money(float(loadgen))} per hour)" if loadgen is not None else ""
+    )
+    basis = (
+        f"gcp.prices.{region}.vm_hour, USD: {' + '.join(parts)} = {money(price)} per hour; "
+        f"{excluded} excluded, as are disks, NAT and egress"
+    )
+    return {"price_per_hour": price, "price_basis": basis}
 
 
 def _hm(seconds: float) -> str:

@@ -520,6 +520,14 @@ class LocalBackend(Backend):
 
         return report_text(applied)
 
+    @classmethod
+    def cpu_quota(cls, settings: Mapping, row: Row) -> tuple[float, str] | None:
+        """Each node's CPU quota, `local.cpu.<node size>` (what the price per vCPU counts)."""
+        cpus = settings["local"]["cpu"].get(row.cluster.node_size)
+        if cpus is None:
+            return None
+        return float(cpus), f"local.cpu.{row.cluster.node_size}"
+
     def node_sizes(self) -> list[str]:
         return sorted(self.settings["cpu"])
 
