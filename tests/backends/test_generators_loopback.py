@@ -285,8 +285,10 @@ def test_a_gcp_study_with_two_load_generators_on_loopback(
 ):
     """backend gcp with gcp.load_generators: 2 on the loopback program (the real engine): the
     stack's two load generators (the sshd on 127.0.0.1 and the one on 127.0.0.2) each get
-    ready, drive one tserver each, are measured (their CPU, the tservers' through the first),
-    and the study runs through the analysis; no stack and no session are left."""
+    ready, drive one tserver each and are measured (their CPU, the tservers' through the
+    first) in a row forced by its path, as a user re-measures one (the analysis of a k = 2
+    study is the existing backend's test above: the same measuring code); no stack and no
+    session are left."""
     root, site_file = site
     where = json.loads(site_file.read_text())
     where["generators"] = [["127.0.0.2", second[1]]]  # this study's site: two generators
@@ -295,13 +297,13 @@ def test_a_gcp_study_with_two_load_generators_on_loopback(
     work, study = gcp_study(tmp_path, design=READS)
     study["gcp"]["load_generators"] = 2
     study["defaults"] |= {"cluster": {"nodes": 2, "node_size": "small", "replication": "off"}}
-    study["measurement"] |= {"clients": [2, 4], "max_clients": 4, "seconds": 2}
+    study["measurement"] |= {"clients": [4], "max_clients": 4, "seconds": 2}
     (work / "config" / "loopback.yaml").write_text(yaml.safe_dump(study))
-    runs = ["run01", "run02", "run03", "run04"]
+    runs = ["run01"]
     remote = remote_folders(work, runs)
     env = {**engine_env, SITE_ENV: str(mine)}
-    out = run_snakemake(work, "results/effects.csv", configfile="config/loopback.yaml", env=env,
-                        timeout=900)  # fmt: skip
+    out = run_snakemake(work, "results/runs/run01/throughput.csv",
+                        configfile="config/loopback.yaml", env=env, timeout=900)  # fmt: skip
     assert out.returncode == 0, failed(out)
     for run in runs:
         folder = work / "results" / "runs" / run
@@ -315,7 +317,6 @@ def test_a_gcp_study_with_two_load_generators_on_loopback(
         line = pd.read_csv(folder / "throughput.csv")
         for name in ("client0", "client1", "tserver0", "tserver1"):
             assert (line[f"util_{name}"] > 0).all(), (run, name)
-    assert (work / "results" / "findings.md").exists()
     assert stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True) == []
     assert settled(lambda: no_session_left(sshd, second)) == []
     for folder in remote:
