@@ -56,8 +56,8 @@ from snakemake_server import SnakemakeServer
 REPO = Path(__file__).resolve().parents[1]
 # the stage folders' test modules share helpers (test_report's browser, test_plan's prices, ...)
 # as when they were one folder: each folder importable, whichever files a run collects
-sys.path[1:1] = [str(p.parent) for p in sorted(Path(__file__).parent.glob("*/test_*.py"))[::-1]]
-sys.path[1:] = list(dict.fromkeys(sys.path[1:]))  # once each
+_FOLDERS = sorted({str(p.parent) for p in Path(__file__).parent.glob("*/test_*.py")})
+sys.path[1:1] = [f for f in _FOLDERS if f not in sys.path]
 # what a user's checkout holds to run a study (results/ excluded; the package only where asked)
 WORKFLOW = ["Snakefile", "rules", "config", "workloads", "report", "profiles", "envs"]
 

@@ -40,25 +40,17 @@ SEED_STUDY = {
 }
 
 
-def design_dict(
-    letters: str = "ABC",
-    generators: dict[str, str] | None = None,
-    replications: int = 1,
-    levels=("low", "high"),
-) -> dict:
-    """A design section: factors `letters` named factor_a, factor_b, … at `levels`."""
-    factors = {x: {"name": f"factor_{x.lower()}", "levels": list(levels)} for x in letters}
-    return {"factors": factors, "generators": dict(generators or {}), "replications": replications}
-
-
 def design(
     letters: str = "ABC",
     generators: dict[str, str] | None = None,
     replications: int = 1,
     levels=("low", "high"),
 ) -> Design:
-    """A validated in-memory design (`design_dict`)."""
-    return design_from_dict(design_dict(letters, generators, replications, levels))
+    """A validated in-memory 2^(k-p): factors `letters` named factor_a, factor_b, … at
+    `levels`."""
+    factors = {x: {"name": f"factor_{x.lower()}", "levels": list(levels)} for x in letters}
+    data = {"factors": factors, "generators": dict(generators or {}), "replications": replications}
+    return design_from_dict(data)
 
 
 def seed_study(**changes) -> dict:
