@@ -189,10 +189,11 @@ def test_sensitivity_lists_one_scale_only_and_the_margin_split():
 
 
 def test_residual_checks_find_an_outlier_and_a_spread_that_grows_with_the_ceiling():
-    """pingouin on the residuals of the model Box–Cox profiles (what effects.csv records as
-    normality_p and homoscedasticity_p), on the seed design run 3 times (every term, 32 df of
-    pure error): normal noise passes both at about α; one wild run fails Shapiro–Wilk; noise
-    20 times larger on the high half of the fitted values fails Levene."""
+    """Shapiro–Wilk and Levene (scipy.stats) on the residuals of the model Box–Cox profiles
+    (what effects.csv records as normality_p and homoscedasticity_p), on the seed design run 3
+    times (every term, 32 df of pure error): normal noise passes both at about α; one wild run
+    fails Shapiro–Wilk; noise 20 times larger on the high half of the fitted values fails
+    Levene."""
     from dataclasses import replace
 
     from ybscale.analysis.scale import _x, residual_checks

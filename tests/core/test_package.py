@@ -69,7 +69,7 @@ from ybscale.backends.gcp import clusters, plan  # what backends/gcp/rules.smk i
 config = yaml.safe_load(open("config/config.yaml"))
 loaded = study.load(config)
 plan.previous_in_slot(loaded.rows, {**loaded.settings, "backend": "gcp"})
-heavy = ("pandas", "scipy", "altair", "statsmodels", "pingouin")
+heavy = ("pandas", "scipy", "altair", "statsmodels")
 print(sorted(m for m in heavy if m in sys.modules))
 """
 

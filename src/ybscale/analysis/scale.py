@@ -31,9 +31,9 @@ neither fits. Jain's ymax/ymin screen (Jain 1991, on transformations; Montgomery
 transformation makes little difference when the ratio is below 2 or 3): below ``RANGE_SCREEN``
 the additive scale is kept whatever λ says.
 
-Diagnostics on the chosen scale (pingouin): residual normality (Shapiro–Wilk, ``pg.normality``)
-and homoscedasticity across fitted values (Levene between the runs fitted below and above the
-median, ``pg.homoscedasticity``).
+Diagnostics on the chosen scale (scipy.stats): residual normality (Shapiro–Wilk,
+``scipy.stats.shapiro``) and homoscedasticity across fitted values (Levene, median-centred
+(Brown–Forsythe), between the runs fitted below and above the median, ``scipy.stats.levene``).
 """
 
 from __future__ import annotations
@@ -209,20 +209,20 @@ def _x(design, index, terms) -> np.ndarray:
 
 def residual_checks(z: pd.Series, x: np.ndarray) -> tuple[float, float]:
     """(Shapiro–Wilk p, Levene p across low/high fitted values) of OLS of z on x."""
-    import pingouin as pg  # heavy (matplotlib): only when the checks run
-    from statsmodels.regression.linear_model import OLS  # heavy too (about a second)
+    from scipy import stats  # heavy (about a second): only when the checks run
+    from statsmodels.regression.linear_model import OLS
 
     fit = OLS(z.to_numpy(), x).fit()
     resid = pd.Series(np.asarray(fit.resid))
     if len(resid) < 4 or float(resid.std()) == 0:
         return math.nan, math.nan
-    normal = float(pg.normality(resid).loc[:, "pval"].iloc[0])
+    normal = float(stats.shapiro(resid).pvalue)
     fitted = np.asarray(fit.fittedvalues)
     half = np.where(fitted > np.median(fitted), "high", "low")
-    frame = pd.DataFrame({"resid": resid, "half": half})
-    if frame["half"].nunique() < 2:
+    if len(set(half)) < 2:
         return normal, math.nan
-    equal = float(pg.homoscedasticity(frame, dv="resid", group="half").loc[:, "pval"].iloc[0])
+    low, high = resid[half == "low"], resid[half == "high"]
+    equal = float(stats.levene(low, high, center="median").pvalue)
     return normal, equal
 
 
