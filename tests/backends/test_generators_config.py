@@ -140,3 +140,33 @@ def test_existing_generators_are_checked_at_dry_run_time_naming_the_field():
         existing.validate_section({"existing": {"load_generators": [login, {"user": "u"}]}})
     one = existing.validate_section({"existing": {"load_generator": login}})
     assert existing.logins(one) == [one["load_generator"]]  # load_generator keeps working
+
+
+def test_existing_auto_needs_a_pool_of_two_logins_named_at_dry_run_time():
+    """existing.load_generators_auto grows through existing.load_generators: one login (or
+    none) is nothing to grow through; the setting is a boolean."""
+    from conftest import row_from_levels
+
+    from ybscale.backends.existing import backend as existing
+
+    login = {"host": "lg1.example", "user": "u", "key": "k"}
+    combos = {"nodes2-small-reploff": {"hosts": ["db1", "db2"]}}
+    row = row_from_levels({"nodes": 2, "node_size": "small", "replication": "off",
+                           "workload": "read"}, 100, "run01")  # fmt: skip
+    for logins in ([login], None):
+        one = existing.validate_section({"existing": {"combinations": combos,
+                                                      "load_generators": logins,
+                                                      "load_generators_auto": True}})  # fmt: skip
+        (error,) = existing.generator_errors(one, [row])
+        assert error.startswith(
+            "config/config.yaml: existing.load_generators_auto: existing.load_generators_auto "
+            f"needs at least two logins in existing.load_generators to add from (it has "
+            f"{len(logins or [])})"
+        )
+    two = [login, {**login, "host": "lg2.example"}]
+    pool = existing.validate_section({"existing": {"combinations": combos, "load_generators": two,
+                                                   "load_generators_auto": True}})  # fmt: skip
+    assert existing.generator_errors(pool, [row]) == []
+    assert existing.validate_section({"existing": {}})["load_generators_auto"] is False
+    with pytest.raises(ValueError, match=r"existing.load_generators_auto: 'yes' is not of type"):
+        existing.validate_section({"existing": {"load_generators_auto": "yes"}})
