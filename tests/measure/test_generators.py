@@ -135,11 +135,12 @@ def test_auto_adds_a_generator_only_while_the_busiest_resource_is_a_saturated_ge
 
 class _Pool:
     """A cluster that `auto` can give up to `bound` generators: each generator serves 4
-    clients at most, 50 tps each, at 90 % of its CPU (99 % once more wait); the node is at 95 %
-    with 400 tps."""
+    clients at most, 50 tps each, at 90 % of its CPU (99 % once more wait); the node serves
+    `cap` clients at most and is at 95 % with `saturates` tps."""
 
-    def __init__(self, bound: int):
+    def __init__(self, bound: int, cap: float = math.inf, saturates: float = 400.0):
         self.bound, self.k, self.added = bound, 1, 0
+        self.cap, self.saturates = cap, saturates
 
     def generator_bound(self) -> int:
         return self.bound
@@ -152,11 +153,12 @@ class _Pool:
         self.added += 1
 
     def tps(self, clients: int) -> float:
-        return 50.0 * min(clients, 4 * self.k)
+        return 50.0 * min(clients, 4 * self.k, self.cap)
 
     def util(self, clients: int) -> dict[str, float]:
         gen = min(0.99, 0.9 * clients / (4 * self.k))
-        return {**dict.fromkeys(self.generator_names(), gen), "node0": self.tps(clients) / 420}
+        node = 0.95 * self.tps(clients) / self.saturates
+        return {**dict.fromkeys(self.generator_names(), gen), "node0": node}
 
     def targets(self, kind):
         from ybscale.backends.base import Endpoint, Target
@@ -180,13 +182,12 @@ class _Pool:
     def verify_layout(self, when): ...
 
 
-def test_auto_measures_a_client_bound_count_again_with_one_more_generator(tmp_path, monkeypatch):
-    """Grid 2, 8, 16 on a pool of two: 8 clients saturate one generator, so a second joins and
-    8 is measured again (the first measurement kept in the record, out of the tables); 16 starts
-    with two and is client-bound at the bound."""
-    from ybscale.measure.pgbench import PgbenchResult
+def _model_sweep(pool: _Pool, measurement: dict, logs: Path, monkeypatch):
+    """bench.measure_sweep on `pool` (pgbench, the logs' reduction and the CPU window modelled):
+    (lines, repetition rows, record)."""
+    from conftest import row_from_levels
 
-    pool = _Pool(bound=2)
+    from ybscale.measure.pgbench import PgbenchResult
 
     def fake_pgbench(cluster, kind, script, env, clients, seconds, settings, prefix, *a, **kw):
         if kw.get("ended"):
@@ -201,16 +202,23 @@ def test_auto_measures_a_client_bound_count_again_with_one_more_generator(tmp_pa
     )
     monkeypatch.setattr(bench, "window_utilisation",
                         lambda cluster, kind, clients, readings: cluster.util(clients))  # fmt: skip
-    from conftest import row_from_levels
-
     row = row_from_levels({"operation_size": 1, "workload": "read", "nodes": 1,
                            "node_size": "small", "replication": "off"}, 100)  # fmt: skip
-    m = {"clients": [2, 8, 16], "sweep": "grid", "repetitions": 1, "max_repetitions": 1,
-         "seconds": 1, "skip_seconds": 0, "warmup": 0}  # fmt: skip
-    (logs := tmp_path / "logs").mkdir()
-    (logs / "c008_r1_node0.123").write_text("")  # the first measurement's log, set aside
+    m = {"seconds": 1, "skip_seconds": 0, "warmup": 0, **measurement}
     reps, record = [], {}
     lines = bench.measure_sweep(row, pool, Path("x.sql"), {}, m, logs, reps, print, record)
+    return lines, reps, record
+
+
+def test_auto_measures_a_client_bound_count_again_with_one_more_generator(tmp_path, monkeypatch):
+    """Grid 2, 8, 16 on a pool of two: 8 clients saturate one generator, so a second joins and
+    8 is measured again (the first measurement kept in the record, out of the tables); 16 starts
+    with two and is client-bound at the bound."""
+    pool = _Pool(bound=2)
+    (logs := tmp_path / "logs").mkdir()
+    (logs / "c008_r1_node0.123").write_text("")  # the first measurement's log, set aside
+    m = {"clients": [2, 8, 16], "sweep": "grid", "repetitions": 1, "max_repetitions": 1}
+    lines, reps, record = _model_sweep(pool, m, logs, monkeypatch)
     assert pool.added == 1
     assert [(line["clients"], line["generators"]) for line in lines] == [(2, 1), (8, 2), (16, 2)]
     by = {line["clients"]: line for line in lines}
@@ -227,3 +235,30 @@ def test_auto_measures_a_client_bound_count_again_with_one_more_generator(tmp_pa
     assert [r["generators"] for r in old["repetitions"]] == [1]
     assert (logs / old["logs"] / "c008_r1_node0.123").is_file()
     assert not (logs / "c008_r1_node0.123").exists()
+
+
+def test_auto_measures_again_a_count_the_sweep_returns_to_with_more_generators(
+    tmp_path, monkeypatch
+):
+    """Adaptive sweep on a node saturated by 2 clients: 2 clients measured with one generator,
+    8 (as fast, the generator the busiest) grows the pool to two; when the race returns to 2,
+    its repetition with one generator is superseded and it is measured from the start with
+    two: no count mixes repetitions of different k."""
+    pool = _Pool(bound=2, cap=2, saturates=100.0)
+    (logs := tmp_path / "logs").mkdir()
+    m = {"clients": [2, 8], "sweep": "adaptive", "repetitions": 2, "max_repetitions": 2,
+         "max_clients": 8}  # fmt: skip
+    lines, reps, record = _model_sweep(pool, m, logs, monkeypatch)
+    assert [(line["clients"], line["generators"]) for line in lines] == [(2, 2), (8, 2)]
+    assert {(r["clients"], r["generators"]) for r in reps} == {(2, 2), (8, 2)}
+    superseded = record["load_generator_growth"]["superseded"]
+    assert [(s["clients"], s["generators"], s["why"]) for s in superseded] == [
+        (8, 1, "client-bound"),
+        (2, 1, "measured with 1 generator(s), 2 since"),
+    ]
+    # a count the race leaves below the best keeps the k it was measured with
+    (logs := tmp_path / "below").mkdir()
+    lines, reps, record = _model_sweep(_Pool(bound=2), m, logs, monkeypatch)
+    assert [(line["clients"], line["generators"]) for line in lines] == [(2, 1), (8, 2)]
+    assert lines[0]["stopped"] == "below_best"
+    assert [s["clients"] for s in record["load_generator_growth"]["superseded"]] == [8]

@@ -307,6 +307,7 @@ def measure_sweep(
     lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
     # each repetition: (pgbench result, steady seconds, utilisation, latencies counted)
     measured: dict[int, list] = {}
+    measured_with: dict[int, int] = {}  # the generators each count's repetitions ran with
     growth = generators.Growth(cluster.generator_bound(), len(cluster.generator_names()))
     superseded: list[dict] = []
 
@@ -393,6 +394,7 @@ def measure_sweep(
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         util = window_utilisation(cluster, kind, clients, readings)
         measured[clients].append((result, span, util, lat))
+        measured_with[clients] = len(cluster.generator_names())
         rep_rows.append(
             {
                 "clients": clients,
@@ -427,7 +429,13 @@ def measure_sweep(
         if not below_best and growth.add(clients, k, lines[clients]):
             line = lines[clients]
             supersede(clients, "client-bound")
-            cluster.add_generator()
+            try:
+                cluster.add_generator()
+            except BackendError as exc:
+                raise MeasurementError(
+                    f"{run}, {clients} clients: the load generators are the bottleneck and "
+                    f"generator {k + 1} could not join: {exc}"
+                ) from exc
             progress(
                 f"{run}: {clients:>4} clients: the load generators are the bottleneck "
                 f"({line['bottleneck']} {100 * line['bottleneck_util']:.0f} %): {k + 1} "
@@ -475,7 +483,7 @@ def measure_sweep(
         lines[clients] |= utilisation.bottleneck(
             util, lines[clients]["tps"], capacity(cluster, kind, clients)
         )
-        lines[clients]["generators"] = len(cluster.generator_names())
+        lines[clients]["generators"] = measured_with[clients]
         return list(rule.values)
 
     protocol.run(one_count)
