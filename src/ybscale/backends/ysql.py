@@ -361,6 +361,9 @@ class YsqlCluster(Cluster):
         self._offsets.append(runner.clock_offset())
         self.generators.append(runner)
         self.cpu.clients = self.generator_readers()
+        if "measured" in self.cpu.record:  # measurement.json's cpu_readings: what is read now
+            nodes = [name for name in self.cpu.record["measured"] if not gens.is_generator(name)]
+            self.cpu.record["measured"] = [*self.cpu.clients, *nodes]
         self.generators_record()
 
     def psql(self, sql: str, endpoint: Endpoint | None = None, env=None, timeout=PSQL_TIMEOUT):
