@@ -131,7 +131,7 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
     assert "4 of 4 rows are client-bound" in findings_one and "run01 client" in findings_one
     assert set(two["bottleneck"]) <= {"node0", "node1"}, two[["run", "bottleneck"]]
     assert "0 of 4 rows are client-bound" in findings_two
-    assert f"auto added load generators where they were the bottleneck ({first} 1 → 2 at 4 " in (
+    assert f"Load generators added by auto where they were the bottleneck ({first} 1 → 2 at 4 " in (
         " ".join(findings_two.split())
     )
     assert two["empirical_tps"].mean() > one["empirical_tps"].mean()

@@ -41,7 +41,7 @@ def generator_text(rows: pd.DataFrame, growth: Mapping[str, Mapping] | None = No
         if g.get("grown")
     ]
     added = (
-        f" auto added load generators where they were the bottleneck ({'; '.join(grew)})."
+        f" Load generators added by auto where they were the bottleneck ({'; '.join(grew)})."
         if grew
         else ""
     )
@@ -54,12 +54,12 @@ def generator_text(rows: pd.DataFrame, growth: Mapping[str, Mapping] | None = No
         )
     named = ", ".join(f"{r.run} {r.bottleneck}" for r in bound.itertuples())
     at_bound = [
-        f"{r.run} ({growth[r.run]['bound']})"
+        f"{r.run} with all {growth[r.run]['bound']}"
         for r in bound.itertuples()
         if growth.get(r.run, {}).get("bound_reached")
     ]
     bound_words = (
-        f" auto reached its bound of load generators there ({', '.join(at_bound)}): list more "
+        f" There auto had reached its bound ({', '.join(at_bound)} load generators): list more "
         "logins in existing.load_generators."
         if at_bound
         else ""
