@@ -1,6 +1,7 @@
 """A capped load generator on loopback (issue 38): on stand-in machines of one CPU or less
 (`loopback.machine_group`), a study driven from a capped generator alone is client-bound and the
-findings name it; the same study from it and a second generator finds the cluster the
+findings name it; the same study with `auto` from a pool of it and a second generator starts
+from the capped one alone, finds it the bottleneck, adds the second and finds the cluster the
 bottleneck."""
 
 from __future__ import annotations
@@ -80,8 +81,10 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
     """Calibrated on the machine: CPU per transaction of a generator (A alone) and of the
     cluster's server give B a quota of 70 % of what saturating the cluster takes from one
     generator. The study from B alone (k = 1) is client-bound, the findings naming it; the
-    same study from A and B (k = 2, B driving half the clients) finds the cluster the
-    bottleneck, and measures more."""
+    same study with `auto` over the pool [B, A] starts its first row from B alone, finds B the
+    bottleneck, adds A and measures that count again (B then drives half the clients): every
+    row is measured with k = 2, finds the cluster the bottleneck, and measures more; the later
+    rows start from two."""
     root, site_file, ((a, _), (b, b_group)) = capped
     known = tmp_path / "known_hosts"
     a, b = ({**login, "known_hosts": str(known)} for login in (a, b))
@@ -98,9 +101,9 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
     assert 0 < generator_ms < server_ms, line.to_dict()  # pgbench is the lighter side
     set_machine_cpus(b_group, CAP_SHARE * generator_ms / server_ms)
     results = {}
-    for k, generators in ((1, [b]), (2, [a, b])):
-        work = study_of(tmp_path / f"k{k}", site_file, generators, nodes, READS, clients=[4],
-                        max_clients=4, seconds=3)  # fmt: skip
+    for k, generators in ((1, [b]), (2, [b, a])):
+        work = study_of(tmp_path / f"k{k}", site_file, generators, nodes, READS, auto=k == 2,
+                        clients=[4], max_clients=4, seconds=3)  # fmt: skip
         done = run_snakemake(work, "results/effects.csv", configfile="config/generators.yaml",
                              timeout=900)  # fmt: skip
         assert done.returncode == 0, failed(done)
@@ -108,12 +111,29 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
             pd.read_csv(work / "results" / "ceilings.csv"),
             (work / "results" / "findings.md").read_text(),
         )
+    runs = work / "results" / "runs"
+    order = pd.read_csv(work / "results" / "run_order.csv").sort_values("executed")["run"]
+    first, *later = order.tolist()
+    growth = {run: json.loads((runs / run / "measurement.json").read_text())
+              ["load_generator_growth"] for run in order}  # fmt: skip
+    grown = growth[first]["grown"]  # the first row: from B alone to B and A at 4 clients
+    assert [(g["clients"], g["generators"], g["to"]) for g in grown] == [(4, 1, 2)], growth
+    assert grown[0]["utilisation"]["client"] >= 0.5 and not growth[first]["bound_reached"]
+    (old,) = growth[first]["superseded"]  # its measurement with B alone, kept
+    assert old["line"]["bottleneck"] == "client" and old["line"]["generators"] == 1
+    assert all(growth[run]["start"] == 2 and not growth[run]["grown"] for run in later), growth
+    for run in order:
+        line = pd.read_csv(runs / run / "throughput.csv").iloc[0]
+        assert line["generators"] == 2 and line["bottleneck"] in ("node0", "node1"), line
     one, findings_one = results[1]
     two, findings_two = results[2]
     assert set(one["bottleneck"]) == {"client"}, one[["run", "bottleneck"]]
     assert "4 of 4 rows are client-bound" in findings_one and "run01 client" in findings_one
     assert set(two["bottleneck"]) <= {"node0", "node1"}, two[["run", "bottleneck"]]
     assert "0 of 4 rows are client-bound" in findings_two
+    assert f"Load generators added by auto where they were the bottleneck ({first} 1 → 2 at 4 " in (
+        " ".join(findings_two.split())
+    )
     assert two["empirical_tps"].mean() > one["empirical_tps"].mean()
     print(f"generator {generator_ms:.4f} ms/tx, server {server_ms:.4f} ms/tx; "
           f"k=1 {one['empirical_tps'].round().tolist()} {one['bottleneck'].tolist()}; "

@@ -140,3 +140,76 @@ def test_existing_generators_are_checked_at_dry_run_time_naming_the_field():
         existing.validate_section({"existing": {"load_generators": [login, {"user": "u"}]}})
     one = existing.validate_section({"existing": {"load_generator": login}})
     assert existing.logins(one) == [one["load_generator"]]  # load_generator keeps working
+
+
+def test_existing_auto_needs_a_pool_of_two_logins_named_at_dry_run_time():
+    """existing.load_generators_auto grows through existing.load_generators: one login (or
+    none) is nothing to grow through; the setting is a boolean."""
+    from conftest import row_from_levels
+
+    from ybscale.backends.existing import backend as existing
+
+    login = {"host": "lg1.example", "user": "u", "key": "k"}
+    combos = {"nodes2-small-reploff": {"hosts": ["db1", "db2"]}}
+    row = row_from_levels({"nodes": 2, "node_size": "small", "replication": "off",
+                           "workload": "read"}, 100, "run01")  # fmt: skip
+    for logins in ([login], None):
+        one = existing.validate_section({"existing": {"combinations": combos,
+                                                      "load_generators": logins,
+                                                      "load_generators_auto": True}})  # fmt: skip
+        (error,) = existing.generator_errors(one, [row])
+        assert error.startswith(
+            "config/config.yaml: existing.load_generators_auto: existing.load_generators_auto "
+            f"needs at least two logins in existing.load_generators to add from (it has "
+            f"{len(logins or [])})"
+        )
+    two = [login, {**login, "host": "lg2.example"}]
+    pool = existing.validate_section({"existing": {"combinations": combos, "load_generators": two,
+                                                   "load_generators_auto": True}})  # fmt: skip
+    assert existing.generator_errors(pool, [row]) == []
+    assert existing.validate_section({"existing": {}})["load_generators_auto"] is False
+    with pytest.raises(ValueError, match=r"existing.load_generators_auto: 'yes' is not of type"):
+        existing.validate_section({"existing": {"load_generators_auto": "yes"}})
+
+
+def test_a_spare_generator_joins_with_its_facts_clock_and_cpu():
+    """YsqlCluster.add_generator (existing.load_generators_auto): the next spare drives the
+    second node from then on; the record, the CPU readers and the names follow (`client` becomes
+    `client0`, `client1`); with none left it says so."""
+    from conftest import row_from_levels
+
+    from ybscale.backends.base import BackendError, Endpoint
+    from ybscale.backends.ysql import YsqlCluster
+    from ybscale.measure.generators import ClockOffset
+
+    class Runner:
+        def __init__(self, where: str):
+            self.where = where
+
+        def facts(self, pgbench):
+            return {"cores": 2, "pgbench_version": f"pgbench on {self.where}"}
+
+        def clock_offset(self):
+            return ClockOffset(0.001, 0.0005, 9)
+
+        def proc_stat(self):
+            return "cpu  1 0 1 10 0 0 0 0\ncpu0 1 0 1 10 0 0 0 0\n"
+
+    nodes = [Endpoint("db", 5433 + i, "yugabyte", "yugabyte", role=f"node{i}") for i in (0, 1)]
+    row = row_from_levels({"nodes": 2, "node_size": "small", "replication": "off",
+                           "workload": "read"}, 100)  # fmt: skip
+    first, spare = Runner("lg1"), Runner("lg2")
+    cluster = YsqlCluster(nodes, row, first, generators=[first], spare=[spare], auto=True)
+    record = cluster.generators_record()
+    assert (cluster.generator_bound(), [g["name"] for g in record]) == (2, ["client"])
+    assert [t.generator for t in cluster.targets("read")] == [0, 0]
+    cluster.add_generator()
+    assert [t.generator for t in cluster.targets("read")] == [0, 1]
+    assert [(g["name"], g["where"]) for g in record] == [("client0", "lg1"), ("client1", "lg2")]
+    assert set(cluster.cpu_seconds()) == {"client0", "client1"}
+    assert cluster.cpu_capacity() == {"client0": 2.0, "client1": 2.0}
+    assert cluster.generator_bound() == 2
+    with pytest.raises(BackendError, match="no load generator to add"):
+        cluster.add_generator()
+    fixed = YsqlCluster(nodes, row, first, generators=[first, spare])
+    assert fixed.generator_bound() is None

@@ -205,9 +205,11 @@ READS = {"factors": {  # every row reads one key: the same CPU per transaction o
 
 
 def study_of(tmp_path: Path, site_file: Path, generators: list[dict], ssh=None,
-             design: dict = WORKLOAD_BY_ISOLATION, **measurement) -> Path:  # fmt: skip
+             design: dict = WORKLOAD_BY_ISOLATION, auto: bool = False,
+             **measurement) -> Path:  # fmt: skip
     """A copy of the workflow measuring a 2^2 `design` on the 2-node stand-in cluster from
-    `generators` (SSH logins; `ssh`: existing.ssh, to read the tservers' CPU): its folder
+    `generators` (SSH logins; `ssh`: existing.ssh, to read the tservers' CPU; `auto`: a pool
+    grown from its first, existing.load_generators_auto): its folder
     (config/generators.yaml)."""
     where = json.loads(site_file.read_text())
     work = copy_workflow(tmp_path)
@@ -218,7 +220,8 @@ def study_of(tmp_path: Path, site_file: Path, generators: list[dict], ssh=None,
     study["measurement"] |= {"clients": [2, 4], "max_clients": 4, "seconds": 2, **measurement}
     entry = {"hosts": where["tservers"]["2"], "port": where["ysql_port"], "password_env": None}
     study["existing"] = {"combinations": {"nodes2-small-reploff": entry},
-                         "load_generators": generators, "ssh": ssh}  # fmt: skip
+                         "load_generators": generators, "ssh": ssh,
+                         "load_generators_auto": auto}  # fmt: skip
     (work / "config" / "generators.yaml").write_text(yaml.safe_dump(study))
     return work
 

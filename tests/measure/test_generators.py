@@ -98,3 +98,167 @@ def test_the_barrier_starts_a_command_at_the_agreed_instant_and_says_when(tmp_pa
     assert start <= when < start + 0.2  # the same clock: started at the instant
     assert generators.started("no mark\n") == (None, "no mark\n")
     assert math.isnan(generators.skew([when]))
+
+
+# ------------------------------------------------------------- auto: more generators
+def _line(util: dict[str, float], tps: float = 1000.0) -> dict:
+    """A count's throughput line as the sweep writes it: util_* and the bottleneck."""
+    from ybscale.measure import utilisation
+
+    capacity = dict.fromkeys(util, 1.0)
+    return {**{f"util_{k}": u for k, u in util.items()},
+            **utilisation.bottleneck(util, tps, capacity)}  # fmt: skip
+
+
+def test_auto_adds_a_generator_only_while_the_busiest_resource_is_a_saturated_generator():
+    grow = generators.Growth(bound=3)
+    # the generator is the busiest, at half its CPU or more: one more, at the count showing it
+    assert grow.add(8, 1, _line({"client": 0.95, "node0": 0.6, "host": 0.99}))
+    assert grow.grown == [{"clients": 8, "generators": 1, "to": 2, "bottleneck": "client",
+                           "utilisation": {"client": 0.95}}]  # fmt: skip
+    # the busiest is a generator, but below the threshold: it limits nothing
+    assert not grow.add(16, 2, _line({"client0": 0.45, "client1": 0.4, "node0": 0.42}))
+    # a generator at 85 % while a node is at 99 %: the cluster is the bottleneck
+    assert not grow.add(16, 2, _line({"client0": 0.85, "client1": 0.83, "node0": 0.99}))
+    assert grow.add(32, 2, _line({"client0": 0.9, "client1": 0.97, "node0": 0.8}))
+    # at the bound: kept, and said
+    assert not grow.add(64, 3, _line({"client0": 0.9, "client1": 0.9, "client2": 0.99}))
+    record = grow.record()
+    assert [g["clients"] for g in record["grown"]] == [8, 32]
+    assert record["bound_reached"] and record["client_bound_at_bound"][0]["clients"] == 64
+    # fixed generators (no auto): never
+    assert not generators.Growth(bound=None).add(8, 1, _line({"client": 1.0, "node0": 0.1}))
+    assert generators.client_bound("client1", generators.SATURATED)
+    assert not generators.client_bound("node1", 1.0)
+    assert not generators.client_bound("client", math.nan)
+
+
+class _Pool:
+    """A cluster that `auto` can give up to `bound` generators: each generator serves 4
+    clients at most, 50 tps each, at 90 % of its CPU (99 % once more wait); the node serves
+    `cap` clients at most and is at 95 % with `saturates` tps."""
+
+    def __init__(self, bound: int, cap: float = math.inf, saturates: float = 400.0):
+        self.bound, self.k, self.added = bound, 1, 0
+        self.cap, self.saturates = cap, saturates
+
+    def generator_bound(self) -> int:
+        return self.bound
+
+    def generator_names(self) -> list[str]:
+        return generators.names(self.k)
+
+    def add_generator(self) -> None:
+        self.k += 1
+        self.added += 1
+
+    def tps(self, clients: int) -> float:
+        return 50.0 * min(clients, 4 * self.k, self.cap)
+
+    def util(self, clients: int) -> dict[str, float]:
+        gen = min(0.99, 0.9 * clients / (4 * self.k))
+        node = 0.95 * self.tps(clients) / self.saturates
+        return {**dict.fromkeys(self.generator_names(), gen), "node0": node}
+
+    def targets(self, kind):
+        from ybscale.backends.base import Endpoint, Target
+
+        return [Target(Endpoint("h", 1, "db", "u", role="node0"), {}, 0)]
+
+    def clock_offsets(self):
+        return [0.0] * self.k
+
+    def cpu_seconds(self):
+        return {}
+
+    def cpu_capacity(self):
+        return dict.fromkeys([*self.generator_names(), "node0"], 1.0)
+
+    def load_cores(self, generator=0):
+        return 1
+
+    def reset(self, kind): ...
+    def check(self): ...
+    def verify_layout(self, when): ...
+
+
+def _model_sweep(pool: _Pool, measurement: dict, logs: Path, monkeypatch):
+    """bench.measure_sweep on `pool` (pgbench, the logs' reduction and the CPU window modelled):
+    (lines, repetition rows, record)."""
+    from conftest import row_from_levels
+
+    from ybscale.measure.pgbench import PgbenchResult
+
+    def fake_pgbench(cluster, kind, script, env, clients, seconds, settings, prefix, *a, **kw):
+        if kw.get("ended"):
+            kw["ended"]()
+        return PgbenchResult(cluster.tps(clients), 1.0, 0.1, 10, 0, 0, 0, clients, 1, 1.0, False)
+
+    monkeypatch.setattr(bench, "run_pgbench", fake_pgbench)
+    monkeypatch.setattr(
+        bench,
+        "steady_throughput",
+        lambda prefixes, s, skip, fallback, offsets: (fallback, 1.0, np.ones(3)),
+    )
+    monkeypatch.setattr(bench, "window_utilisation",
+                        lambda cluster, kind, clients, readings: cluster.util(clients))  # fmt: skip
+    row = row_from_levels({"operation_size": 1, "workload": "read", "nodes": 1,
+                           "node_size": "small", "replication": "off"}, 100)  # fmt: skip
+    m = {"seconds": 1, "skip_seconds": 0, "warmup": 0, **measurement}
+    reps, record = [], {}
+    lines = bench.measure_sweep(row, pool, Path("x.sql"), {}, m, logs, reps, print, record)
+    return lines, reps, record
+
+
+def test_auto_measures_a_client_bound_count_again_with_one_more_generator(tmp_path, monkeypatch):
+    """Grid 2, 8, 16 on a pool of two: 8 clients saturate one generator, so a second joins and
+    8 is measured again (the first measurement kept in the record, out of the tables); 16 starts
+    with two and is client-bound at the bound."""
+    pool = _Pool(bound=2)
+    (logs := tmp_path / "logs").mkdir()
+    (logs / "c008_r1_node0.123").write_text("")  # the first measurement's log, set aside
+    m = {"clients": [2, 8, 16], "sweep": "grid", "repetitions": 1, "max_repetitions": 1}
+    lines, reps, record = _model_sweep(pool, m, logs, monkeypatch)
+    assert pool.added == 1
+    assert [(line["clients"], line["generators"]) for line in lines] == [(2, 1), (8, 2), (16, 2)]
+    by = {line["clients"]: line for line in lines}
+    assert by[8]["bottleneck"] == "node0" and by[8]["tps"] == 400
+    assert by[16]["bottleneck"] == "client0"  # at the bound: measured as before
+    assert [(r["clients"], r["generators"]) for r in reps] == [(2, 1), (8, 2), (16, 2)]
+    growth = record["load_generator_growth"]
+    assert (growth["start"], growth["bound"], growth["bound_reached"]) == (1, 2, True)
+    assert [(g["clients"], g["generators"], g["to"]) for g in growth["grown"]] == [(8, 1, 2)]
+    assert growth["grown"][0]["utilisation"] == {"client": 0.99}
+    (old,) = growth["superseded"]
+    assert (old["clients"], old["generators"], old["why"]) == (8, 1, "client-bound")
+    assert old["line"]["bottleneck"] == "client" and old["line"]["tps"] == 200
+    assert [r["generators"] for r in old["repetitions"]] == [1]
+    assert (logs / old["logs"] / "c008_r1_node0.123").is_file()
+    assert not (logs / "c008_r1_node0.123").exists()
+
+
+def test_auto_measures_again_a_count_the_sweep_returns_to_with_more_generators(
+    tmp_path, monkeypatch
+):
+    """Adaptive sweep on a node saturated by 2 clients: 2 clients measured with one generator,
+    8 (as fast, the generator the busiest) grows the pool to two; when the race returns to 2,
+    its repetition with one generator is superseded and it is measured from the start with
+    two: no count mixes repetitions of different k."""
+    pool = _Pool(bound=2, cap=2, saturates=100.0)
+    (logs := tmp_path / "logs").mkdir()
+    m = {"clients": [2, 8], "sweep": "adaptive", "repetitions": 2, "max_repetitions": 2,
+         "max_clients": 8}  # fmt: skip
+    lines, reps, record = _model_sweep(pool, m, logs, monkeypatch)
+    assert [(line["clients"], line["generators"]) for line in lines] == [(2, 2), (8, 2)]
+    assert {(r["clients"], r["generators"]) for r in reps} == {(2, 2), (8, 2)}
+    superseded = record["load_generator_growth"]["superseded"]
+    assert [(s["clients"], s["generators"], s["why"]) for s in superseded] == [
+        (8, 1, "client-bound"),
+        (2, 1, "measured with 1 generator(s), 2 since"),
+    ]
+    # a count the race leaves below the best keeps the k it was measured with
+    (logs := tmp_path / "below").mkdir()
+    lines, reps, record = _model_sweep(_Pool(bound=2), m, logs, monkeypatch)
+    assert [(line["clients"], line["generators"]) for line in lines] == [(2, 1), (8, 2)]
+    assert lines[0]["stopped"] == "below_best"
+    assert [s["clients"] for s in record["load_generator_growth"]["superseded"]] == [8]

@@ -163,6 +163,16 @@ class Cluster(abc.ABC):
         """A load generator as an error names it (its login where it is remote)."""
         return self.generator_names()[generator]
 
+    def generator_bound(self) -> int | None:
+        """With `auto` load generators (`existing.load_generators_auto`): how many can drive
+        this cluster at most (`add_generator` up to it); None: the generators are fixed."""
+        return None
+
+    def add_generator(self) -> None:
+        """One more load generator drives the cluster from the next measurement on (`auto`:
+        the generators were the bottleneck); BackendError when there is none to add."""
+        raise BackendError("this cluster's load generators are fixed: none to add")
+
     def cpu_seconds(self) -> dict[str, float]:
         """CPU seconds used so far by each resource measured (nodes by name, `client`: the
         load generator, `host`: the whole machine); {} when the backend cannot tell."""

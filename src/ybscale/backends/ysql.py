@@ -242,6 +242,8 @@ class YsqlCluster(Cluster):
         settle=None,
         cpu: MachineCpu | None = None,
         generators: Sequence[Runner] | None = None,
+        spare: Sequence[Runner] = (),
+        auto: bool = False,
     ):
         if not endpoints:
             raise BackendError("no SQL endpoints")
@@ -250,6 +252,8 @@ class YsqlCluster(Cluster):
         self.rows = row.dataset_rows
         self.runner = runner  # psql, and pgbench unless `generators` names several runners
         self.generators = list(generators or [runner])
+        self.spare = list(spare)  # `auto`: the generators `add_generator` adds, in order
+        self.auto = auto  # the generators may grow (through `spare`), and the row records it
         if len(self.generators) > len(self.endpoints):
             raise BackendError(
                 f"{len(self.generators)} load generators for {len(self.endpoints)} nodes: each "
@@ -273,6 +277,7 @@ class YsqlCluster(Cluster):
         self._version: str | None = None
         self._facts: list[dict] | None = None
         self._offsets: list[ClockOffset] | None = None
+        self._records: list[dict] = []  # applied()'s `load_generators`, grown by add_generator
         self._columns: dict[str, tuple[list[str], str]] = {}
 
     @property
@@ -327,14 +332,39 @@ class YsqlCluster(Cluster):
 
     def generators_record(self) -> list[dict]:
         """What measurement.json says of each load generator: name, where, cores, pgbench
-        version, clock offset (and its uncertainty)."""
+        version, clock offset (and its uncertainty). One list, refilled when `auto` adds a
+        generator (the names change: `client` becomes `client0`)."""
         self.clock_offsets()
-        return [
+        self._records[:] = [
             {"name": name, "where": runner.where, **facts, **offset.to_dict()}
             for name, runner, facts, offset in zip(self.generator_names(), self.generators,
                                                    self.generator_facts(), self._offsets,
                                                    strict=True)
         ]  # fmt: skip
+        return self._records
+
+    def generator_bound(self) -> int | None:
+        return len(self.generators) + len(self.spare) if self.auto else None
+
+    def add_generator(self) -> None:
+        """The next spare generator joins: its facts and clock offset read, its CPU measured
+        from the next reading on (the generators' resource names follow their count)."""
+        if len(self.generators) >= len(self.endpoints) or not self.spare:
+            raise BackendError(
+                f"no load generator to add: {len(self.generators)} drive "
+                f"{len(self.endpoints)} node(s), {len(self.spare)} spare"
+            )
+        runner = self.spare.pop(0)
+        self.generator_facts()
+        self.clock_offsets()
+        self._facts.append(runner.facts(self.pgbench))
+        self._offsets.append(runner.clock_offset())
+        self.generators.append(runner)
+        self.cpu.clients = self.generator_readers()
+        if "measured" in self.cpu.record:  # measurement.json's cpu_readings: what is read now
+            nodes = [name for name in self.cpu.record["measured"] if not gens.is_generator(name)]
+            self.cpu.record["measured"] = [*self.cpu.clients, *nodes]
+        self.generators_record()
 
     def psql(self, sql: str, endpoint: Endpoint | None = None, env=None, timeout=PSQL_TIMEOUT):
         endpoint = endpoint or self.endpoints[0]

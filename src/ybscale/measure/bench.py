@@ -27,7 +27,7 @@ from ybscale.measure import generators, latency, pgbench, precision, utilisation
 from ybscale.measure.generators import split
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.measure.per_second import COLUMNS as PER_SECOND_COLUMNS
-from ybscale.measure.per_second import per_second
+from ybscale.measure.per_second import node_logs, per_second
 from ybscale.measure.pgbench import PgbenchCommand
 
 THROUGHPUT_COLUMNS = [
@@ -290,14 +290,41 @@ def busiest(util: Mapping[str, float]) -> str:
     return f", busiest: {name} {100 * named[name]:.0f} %"
 
 
-def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, progress) -> list:
-    """Every client count the sweep chooses, each repeated to the stated precision."""
+def measure_sweep(
+    row: Row, cluster, script, env, settings, logs, rep_rows, progress, record=None
+) -> list:
+    """Every client count the sweep chooses, each repeated to the stated precision.
+
+    With `auto` load generators (`cluster.generator_bound()` not None): a count that finds the
+    generators the bottleneck (`generators.Growth`) adds one (`cluster.add_generator`) while
+    fewer than the bound drive the cluster, and is measured again; a count measured with fewer
+    generators than drive the cluster when the sweep comes back to it is measured again too.
+    What a count measured before is kept in `record` (`superseded`, its logs in a folder of
+    pgbench-logs of their own), never in the tables; each line says its `generators`."""
     run, kind, variables = row.run, row.kind, row.variables
     protocol = MeasuringProtocol.of(settings)
     seconds, skip = protocol.seconds, protocol.skip_seconds
     lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
     # each repetition: (pgbench result, steady seconds, utilisation, latencies counted)
     measured: dict[int, list] = {}
+    measured_with: dict[int, int] = {}  # the generators each count's repetitions ran with
+    growth = generators.Growth(cluster.generator_bound(), len(cluster.generator_names()))
+    superseded: list[dict] = []
+
+    def supersede(clients: int, why: str) -> None:
+        """The count's measurements so far out of the tables, into the record."""
+        k = lines[clients]["generators"]
+        gone = [r for r in rep_rows if r["clients"] == clients]
+        rep_rows[:] = [r for r in rep_rows if r["clients"] != clients]
+        aside = logs / f"superseded-c{clients:03d}-k{k}"
+        aside.mkdir(exist_ok=True)
+        for rep in {r["repetition"] for r in gone}:
+            for path in node_logs(logs, clients, rep):
+                path.rename(aside / path.name)
+        superseded.append({"clients": clients, "generators": k, "why": why,
+                           "line": dict(lines[clients]), "repetitions": gone,
+                           "logs": aside.name})  # fmt: skip
+        measured[clients] = []
 
     def checked(when: str) -> None:
         """Every node up (and the replication quorum); MeasurementError naming when."""
@@ -367,10 +394,12 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         util = window_utilisation(cluster, kind, clients, readings)
         measured[clients].append((result, span, util, lat))
+        measured_with[clients] = len(cluster.generator_names())
         rep_rows.append(
             {
                 "clients": clients,
                 "repetition": rep,
+                "generators": len(cluster.generator_names()),
                 "random_seed": seed,
                 **vars(result),
                 "tps_pgbench": result.tps,
@@ -386,6 +415,36 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         return steady
 
     def one_count(
+        clients: int, previous: list[float], at_most: int | None, below_best: bool
+    ) -> list[float]:
+        """The count measured (`count`), again with one more generator while `auto` finds the
+        generators the bottleneck; again from the start when more generators drive the cluster
+        than when it was measured."""
+        k = len(cluster.generator_names())
+        if previous and not below_best and lines[clients]["generators"] != k:
+            supersede(clients, f"measured with {lines[clients]['generators']} generator(s), "
+                               f"{k} since")  # fmt: skip
+            previous = []
+        values = count(clients, previous, at_most, below_best)
+        if not below_best and growth.add(clients, k, lines[clients]):
+            line = lines[clients]
+            supersede(clients, "client-bound")
+            try:
+                cluster.add_generator()
+            except BackendError as exc:
+                raise MeasurementError(
+                    f"{run}, {clients} clients: the load generators are the bottleneck and "
+                    f"generator {k + 1} could not join: {exc}"
+                ) from exc
+            progress(
+                f"{run}: {clients:>4} clients: the load generators are the bottleneck "
+                f"({line['bottleneck']} {100 * line['bottleneck_util']:.0f} %): {k + 1} "
+                "generators from now on, this count measured again"
+            )
+            return one_count(clients, [], at_most, False)
+        return values
+
+    def count(
         clients: int, previous: list[float], at_most: int | None, below_best: bool
     ) -> list[float]:
         """The count's repetitions (after `previous`) until the rule is done or it has
@@ -424,10 +483,13 @@ def measure_sweep(row: Row, cluster, script, env, settings, logs, rep_rows, prog
         lines[clients] |= utilisation.bottleneck(
             util, lines[clients]["tps"], capacity(cluster, kind, clients)
         )
+        lines[clients]["generators"] = measured_with[clients]
         return list(rule.values)
 
     protocol.run(one_count)
     checked("after the last repetition")  # the others are followed by the next one's check
+    if record is not None and growth.bound is not None:
+        record["load_generator_growth"] = {**growth.record(), "superseded": superseded}
     return sorted(lines.values(), key=lambda line: line["clients"])
 
 
@@ -455,7 +517,8 @@ def measure(
     applied = cluster.applied()  # raises when a setting in effect differs from the row
     for warning in applied.get("warnings", []):
         progress(f"{run}: WARNING: {warning}")
-    lines = measure_sweep(row, cluster, script, env, settings, logs, rep_rows, progress)
+    growth: dict = {}
+    lines = measure_sweep(row, cluster, script, env, settings, logs, rep_rows, progress, growth)
     finished = dt.datetime.now(dt.UTC)
     write_csv(staged / "repetitions.csv", rep_rows)
     seconds = per_second(staged / "repetitions.csv", logs, run=run)  # what the charts draw
@@ -474,6 +537,7 @@ def measure(
         "applied": applied,
         "warnings": applied.get("warnings", []),
         "versions": _versions(getattr(cluster, "pgbench", "pgbench"), applied),
+        **growth,
     }
     (staged / "measurement.json").write_text(json.dumps(meta, indent=2, default=str))
     path = staged / "throughput.csv"

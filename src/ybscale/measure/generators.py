@@ -12,18 +12,27 @@ All generators start their pgbench at one agreed instant (`at_instant`: the comm
 its own machine until the instant in that machine's clock, prints when it started, then runs
 pgbench), launched `LEAD` seconds ahead; the spread of the starts on the reference clock is the
 measured skew of the barrier (`skew`). One generator runs as it always has: no barrier.
+
+The generators are the bottleneck at a count (`client_bound`, the one definition: the
+measuring sweep's growth and the findings both ask it) when the resource with the largest
+service demand there is a generator and it is at least `SATURATED` busy. With `auto`
+(`Growth`), a client-bound count adds a generator, up to a bound, and is measured again.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 LEAD = 1.0  # seconds between launching the generators' commands and their agreed start
 MARK = "ybscale-start-ns"  # the line the barrier writes to stderr just before pgbench starts
 _MARK = re.compile(rf"^{MARK} (\d+)\n?", re.M)
+GENERATOR = re.compile(r"^client\d*$")  # a load generator: `client`, or `client0`... of several
+# a generator this busy (its CPU time over the cores its pgbench threads can use), and the
+# busiest resource, limits the count; low, as a generator starved by a busy machine reads less
+SATURATED = 0.5
 
 
 @dataclass(frozen=True)
@@ -109,3 +118,68 @@ def skew(starts: Sequence[float]) -> float:
     than two)."""
     starts = [s for s in starts if s is not None and math.isfinite(s)]
     return max(starts) - min(starts) if len(starts) >= 2 else math.nan
+
+
+def is_generator(resource: str) -> bool:
+    """A load generator's resource name (`client`, `client0`...), not a node's or `host`."""
+    return bool(GENERATOR.fullmatch(str(resource)))
+
+
+def client_bound(bottleneck: str, utilisation: float) -> bool:
+    """The generators are the bottleneck: the resource with the largest service demand
+    (`ybscale.measure.utilisation.bottleneck`) is a load generator at `SATURATED` or more of
+    its CPUs. Both conditions: with two generators one may be 70 % busy while a node is at
+    100 %, and a generator busiest at 30 % limits nothing (latency, locks do)."""
+    try:
+        utilisation = float(utilisation)
+    except (TypeError, ValueError):
+        return False
+    return is_generator(bottleneck) and math.isfinite(utilisation) and utilisation >= SATURATED
+
+
+@dataclass
+class Growth:
+    """`auto`'s decision after each count: add a generator while the generators are the
+    bottleneck (`client_bound`) and fewer than `bound` drive the cluster. `bound` None: the
+    generators are fixed (no `auto`), nothing grows. What happened goes to the row's record:
+    each growth (`grown`: the count, k before and after, the generators' utilisations) and
+    each client-bound count at the bound (`at_bound`)."""
+
+    bound: int | None
+    start: int = 1
+    grown: list[dict] = field(default_factory=list)
+    at_bound: list[dict] = field(default_factory=list)
+
+    def add(self, clients: int, k: int, line: Mapping) -> bool:
+        """Whether a generator is added after `clients` measured with `k` generators (`line`:
+        its throughput line, with `bottleneck`, `bottleneck_util` and `util_*`)."""
+        if self.bound is None:
+            return False
+        if not client_bound(line.get("bottleneck", ""), line.get("bottleneck_util", math.nan)):
+            return False
+        seen = {
+            "clients": clients,
+            "generators": k,
+            "bottleneck": line["bottleneck"],
+            "utilisation": {
+                name[5:]: float(u)
+                for name, u in line.items()
+                if name.startswith("util_") and is_generator(name[5:])
+            },
+        }
+        if k < self.bound:
+            self.grown.append({**seen, "to": k + 1})
+            return True
+        self.at_bound.append(seen)
+        return False
+
+    def record(self) -> dict:
+        """The row's record of `auto` (measurement.json's `load_generator_growth`)."""
+        return {
+            "auto": self.bound is not None,
+            "start": self.start,
+            "bound": self.bound,
+            "grown": self.grown,
+            "bound_reached": bool(self.at_bound),
+            "client_bound_at_bound": self.at_bound,
+        }

@@ -8,33 +8,67 @@ its CPU milliseconds per transaction (Jain ch. 33, operational laws).
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from ybscale.design.factorial import Design
+from ybscale.measure.generators import SATURATED, client_bound
 
 HOST_SATURATED = 0.95  # the machine's busy share above which the host, not a quota, limited
-GENERATOR = re.compile(r"^client\d*$")  # a load generator: `client`, or `client0`... of several
 
 
 def generator_bound(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows whose bottleneck at the ceiling is a load generator."""
-    return rows[rows["bottleneck"].astype(str).str.fullmatch(GENERATOR.pattern)]
+    """The rows whose generators are the bottleneck at the ceiling (`client_bound`: the
+    definition `auto` grows by)."""
+    utilisation = rows.get("bottleneck_utilisation", pd.Series(math.nan, index=rows.index))
+    bound = [client_bound(b, u) for b, u in zip(rows["bottleneck"], utilisation, strict=True)]
+    return rows[bound]
 
 
-def generator_text(rows: pd.DataFrame) -> str:
-    """How many rows are client-bound, naming each one's generator (empty-handed: none)."""
+def generator_text(rows: pd.DataFrame, growth: Mapping[str, Mapping] | None = None) -> str:
+    """How many rows are client-bound, naming each one's generator (empty-handed: none);
+    with `auto` (`growth`: each run's measurement.json `load_generator_growth`), the rows
+    where generators were added and those still client-bound at the bound."""
+    growth = growth or {}
+    grew = [
+        f"{run} {g['grown'][0]['generators']} → {g['grown'][-1]['to']} at "
+        + ", ".join(str(step["clients"]) for step in g["grown"])
+        + " clients"
+        for run, g in growth.items()
+        if g.get("grown")
+    ]
+    added = (
+        f" Load generators added by auto where they were the bottleneck ({'; '.join(grew)})."
+        if grew
+        else ""
+    )
     bound = generator_bound(rows)
+    share = f"{100 * SATURATED:.0f} %"
     if bound.empty:
-        return f"0 of {len(rows)} rows are client-bound (no load generator is the busiest)."
+        return (
+            f"0 of {len(rows)} rows are client-bound (no load generator is the busiest at "
+            f"{share} or more of its CPUs)." + added
+        )
     named = ", ".join(f"{r.run} {r.bottleneck}" for r in bound.itertuples())
+    at_bound = [
+        f"{r.run} with all {growth[r.run]['bound']}"
+        for r in bound.itertuples()
+        if growth.get(r.run, {}).get("bound_reached")
+    ]
+    bound_words = (
+        f" There auto had reached its bound ({', '.join(at_bound)} load generators): list more "
+        "logins in existing.load_generators."
+        if at_bound
+        else ""
+    )
     return (
-        f"{len(bound)} of {len(rows)} rows are client-bound: a load generator is the busiest "
-        f"({named}); there the study measured its client, not the cluster: more load "
-        "generators (existing.load_generators, gcp.load_generators) split the clients."
+        f"{len(bound)} of {len(rows)} rows are client-bound: a load generator is the busiest, "
+        f"at {share} or more of its CPUs ({named}); there the study measured its client, not "
+        "the cluster: more load generators (existing.load_generators, gcp.load_generators) "
+        "split the clients." + bound_words + added
     )
 
 
@@ -50,9 +84,15 @@ def _geometric_mean(values: pd.Series) -> float:
     return float(np.exp(np.log(x).mean())) if len(x) else math.nan
 
 
-def bottleneck_text(design: Design, ceilings: pd.DataFrame, active: list[str]) -> list[str]:
+def bottleneck_text(
+    design: Design,
+    ceilings: pd.DataFrame,
+    active: list[str],
+    growth: Mapping[str, Mapping] | None = None,
+) -> list[str]:
     """A paragraph naming each row's bottleneck at its ceiling, one per active main effect
-    saying how it moved; [] when the rows recorded no utilisation."""
+    saying how it moved; [] when the rows recorded no utilisation. `growth`: `auto`'s record
+    by run (`generator_text`)."""
     if "bottleneck" not in ceilings:
         return []
     rows = ceilings[ceilings["bottleneck"].fillna("").astype(str) != ""]
@@ -64,7 +104,8 @@ def bottleneck_text(design: Design, ceilings: pd.DataFrame, active: list[str]) -
     lines = [
         "**What saturates.** At each row's ceiling, the resource with the largest service "
         "demand D = U/X (U: its CPU time over the counted seconds per CPU it may use; "
-        f"operational laws, Jain ch. 33) and its utilisation: {each}. " + generator_text(rows)
+        f"operational laws, Jain ch. 33) and its utilisation: {each}. "
+        + generator_text(rows, growth)
     ]
     if "host_utilisation" in rows:
         busy = rows.loc[rows["host_utilisation"] >= HOST_SATURATED, "run"].astype(str).tolist()

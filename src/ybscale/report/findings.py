@@ -686,7 +686,16 @@ def findings_blocks(
         *strata_text.findings_text(_terms(study), _backend(study), number, clusters),
         *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
-        *bottlenecks.bottleneck_text(study.design, study.ceilings, _active_terms(study)),
+        *bottlenecks.bottleneck_text(
+            study.design,
+            study.ceilings,
+            _active_terms(study),
+            {
+                run: m["load_generator_growth"]
+                for run, m in study.measurements.items()
+                if "load_generator_growth" in m
+            },
+        ),
         *recommendation_section(study),
         *backend_section(study),
         *next_section(study, files),

@@ -88,10 +88,21 @@ def logins(settings: Mapping) -> list[Mapping]:
     return [settings["load_generator"]] if settings.get("load_generator") else []
 
 
+GROWN = "load_generators.json"  # in a cluster's folder: how many generators `auto` reached
+
+
 def generator_errors(settings: Mapping, rows: Sequence[Row]) -> list[str]:
-    """`existing.load_generators` beside `existing.load_generator`, or more generators than
-    the hosts of a combination a row is measured on (each generator drives whole hosts)."""
+    """`existing.load_generators` beside `existing.load_generator`, `auto` without two logins
+    to grow through, or more generators than the hosts of a combination a row is measured on
+    (each generator drives whole hosts)."""
     errors = []
+    if settings.get("load_generators_auto") and len(settings.get("load_generators") or []) < 2:
+        errors.append(
+            f"{source_of('existing.load_generators_auto')}: existing.load_generators_auto needs "
+            f"at least two logins in existing.load_generators to add from (it has "
+            f"{len(settings.get('load_generators') or [])}): auto starts with the first and "
+            "adds the next while the generators are the bottleneck"
+        )
     if settings.get("load_generators") and settings.get("load_generator"):
         errors.append(
             f"{source_of('existing.load_generators')}: existing.load_generators and "
@@ -138,6 +149,14 @@ def _endpoint_key(entry: Mapping | None, combination: str) -> str:
     if not entry:
         return combination
     return json.dumps([entry.get("hosts"), entry.get("port"), entry.get("database")])
+
+
+def _grown_to(path: Path, pool: int) -> int:
+    """`auto`'s starting count: what the cluster's earlier rows grew to (1 at first)."""
+    try:
+        return max(1, min(pool, int(json.loads(path.read_text())["load_generators"])))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 1
 
 
 class ExistingBackend(Backend):
@@ -191,7 +210,7 @@ class ExistingBackend(Backend):
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:
         """Nothing is started: check that every endpoint answers (SELECT 1) where pgbench
-        runs (here, or on `existing.load_generator`)."""
+        runs (here, or on each load generator, `auto`'s spares included)."""
         combo, entry = definition["combination"], definition["endpoints"]
         if entry is None:
             raise BackendError(f"{source_of('existing.combinations')}.{combo}: no endpoints")
@@ -209,10 +228,14 @@ class ExistingBackend(Backend):
                 f"{source_of('existing.combinations')}.{combo}: not reachable: "
                 + "; ".join(problems)
             )
+        (Path(folder) / GROWN).unlink(missing_ok=True)  # `auto` starts again from one
         return {"combination": combo, "endpoints": dict(entry)}
 
     @contextmanager
     def measure(self, row, endpoints: Mapping, folder: Path) -> Iterator[Cluster]:
+        """The row's cluster, driven by every load generator, or with
+        `existing.load_generators_auto` by as many as the cluster's earlier rows grew to (the
+        first alone at first) and the rest spare for `add_generator`."""
         table = self.settings["table"]
         nodes = endpoints_of(endpoints["endpoints"])
         record = {
@@ -220,21 +243,31 @@ class ExistingBackend(Backend):
             "combination": row.combination,
             "load_generator_host": None,
         }
-        with (
-            ExistingBackend._runners(self.settings, table, record) as runners,
-            MachineCpu(generator_readers(runners), node_hosts(self.settings["ssh"], nodes)) as cpu,
-        ):
-            yield YsqlCluster(
-                nodes,
-                row,
-                runners[0],
-                table=table,
-                sharding=self.settings["sharding"],
-                record=record,
-                pgbench=self.settings["pgbench"],
-                cpu=cpu,
-                generators=runners,
-            )
+        auto = bool(self.settings["load_generators_auto"])
+        grown = Path(folder) / GROWN
+        with ExistingBackend._runners(self.settings, table, record) as runners:
+            start = _grown_to(grown, len(runners)) if auto else len(runners)
+            used, spare = runners[:start], runners[start:]
+            hosts = node_hosts(self.settings["ssh"], nodes)
+            with MachineCpu(generator_readers(used), hosts) as cpu:
+                cluster = YsqlCluster(
+                    nodes,
+                    row,
+                    runners[0],
+                    table=table,
+                    sharding=self.settings["sharding"],
+                    record=record,
+                    pgbench=self.settings["pgbench"],
+                    cpu=cpu,
+                    generators=used,
+                    spare=spare,
+                    auto=auto,
+                )
+                try:
+                    yield cluster
+                finally:  # the cluster's next row starts from the grown count
+                    if auto and len(cluster.generators) > start:
+                        grown.write_text(json.dumps({"load_generators": len(cluster.generators)}))
 
     @staticmethod
     @contextmanager
