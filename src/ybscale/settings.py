@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ybscale.config_sources import read_yaml, source_of
 from ybscale.files import write_whole
-from ybscale.validation import schema_errors
+from ybscale.validation import explained, schema_errors
 
 
 class SettingsError(ValueError):
@@ -122,7 +122,7 @@ def validated(data: Mapping, name: str, prefix: str = "", source: str | None = N
             where = ".".join([p for p in [prefix] if p] + [str(p) for p in err.absolute_path])
             where = where or "<top level>"
             lines.append(f"{source}: {where}" if source else source_of(where))
-            lines[-1] += f": {err.message}"
+            lines[-1] += f": {explained(err)}"
         raise SettingsError("\n".join(lines))
     return fill_defaults(schema_, data)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import metadata
@@ -60,3 +61,19 @@ def _plain(value: object) -> bool:
     if isinstance(value, list):
         return all(_plain(v) for v in value)
     return value is None or isinstance(value, str | int | float)
+
+
+EXPLAINED = ("type", "enum", "pattern", "minimum", "maximum", "exclusiveMinimum", "minItems")
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)[.;]\s")  # not at "e.g. " or "i.e. "
+
+
+def explained(err) -> str:
+    """jsonschema's message for `err`, with the first sentence of the field's description when
+    the value had the wrong form (what a field holds, e.g. "letter -> product of base factor
+    letters, e.g. E: BC"), so the error says what to write instead."""
+    description = err.schema.get("description") if isinstance(err.schema, Mapping) else None
+    if err.validator not in EXPLAINED or not description:
+        return err.message
+    text = " ".join(str(description).split())
+    end = _SENTENCE_END.search(text)
+    return f"{err.message} ({text[: end.start() if end else len(text)].rstrip('.')})"

@@ -256,6 +256,24 @@ def _broken(tmp_path, mutate) -> str:
     return message
 
 
+def test_a_value_of_the_wrong_form_is_told_what_the_field_holds(tmp_path):
+    """R FrF2's way of writing generators ("E = BC" in a list) is not this file's: the error
+    names the file and field and says what the field holds (its schema's description), so the
+    user need not open the schema; a config field too."""
+    msg = _broken(tmp_path, lambda d: d.update(generators=["E = BC", "F = AB"]))
+    assert "generators: ['E = BC', 'F = AB'] is not of type 'object' (Generated factors: " in msg
+    assert "letter -> product of base factor letters, e.g. E: BC means" in msg
+    from ybscale import settings
+
+    bad = {"measurement": {"clients": [1], "repetitions": 0}}
+    with pytest.raises(ValueError) as info:
+        settings.validated(bad, "config", source="config/mine.yaml")
+    assert (
+        "config/mine.yaml: measurement.repetitions: 0 is less than the minimum of 1 "
+        "(fewest repetitions per client count)"
+    ) in str(info.value)
+
+
 def test_unknown_factor_in_generator(tmp_path):
     msg = _broken(tmp_path, lambda d: d["generators"].update(E="BX"))
     assert "generators.E" in msg and "unknown factor 'X' in 'BX'" in msg

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 from ybscale import settings
 from ybscale.config_sources import FileError, read_yaml_file
 from ybscale.design import knobs
-from ybscale.validation import schema_errors
+from ybscale.validation import explained, schema_errors
 
 # A signed word: (sign, letters). The identity I is (1, frozenset()).
 Word = tuple[int, frozenset]
@@ -420,7 +420,7 @@ def _validate_schema(data: object, source: str) -> None:
         lines = _renamed_keys(data, source)
         for err in errors:
             where = ".".join(str(p) for p in err.absolute_path) or "<top level>"
-            lines.append(f"{source}: {where}: {err.message}")
+            lines.append(f"{source}: {where}: {explained(err)}")
         raise DesignError("\n".join(lines))
 
 
