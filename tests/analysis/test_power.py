@@ -109,7 +109,8 @@ def test_plan_detect_prints_replications_from_the_studys_noise(tmp_path, capsys)
     expected, _ = replications_needed(2_000.0, 800.0, 16)
     assert f"Replications needed: {expected} " in out
     assert "sigma of one run = 800 tps from Lenth's PSE" in out
-    assert f"about {expected * 16 / 60:.2f} h" in out
+    minutes = expected * 16  # one-minute rows
+    assert f"about {minutes} min of measurement at the measured 60 s per row" in out, out
     assert "gcp:" not in out  # no cost on the local backend
     config.write_text(config.read_text().replace("backend: local", "backend: gcp"))
     assert plan_main(["--config", str(config), "--detect", "10%", "--analysis", str(results)]) == 0

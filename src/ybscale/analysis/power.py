@@ -68,6 +68,15 @@ def power(delta: float, sigma: float, n_runs: int, df: float, alpha: float = 0.0
     return float((1.0 - nctdtr(df, ncp, crit)) + nctdtr(df, ncp, -crit))
 
 
+def duration(seconds: float) -> str:
+    """A time as a reader takes it in: '40 s', '12 min', '3.4 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def effect_alpha(alpha: float, rule: str, n_rows: int, r: int) -> float:
     """The level one effect is tested at: Lenth's per-column α for r = 1, else the rule's."""
     return alpha if r < 2 else mult.column_alpha(alpha, rule, n_rows - 1)
@@ -208,8 +217,8 @@ def detect(text: str, design, config: dict, files: StudyFiles, cost=None) -> str
     hours = _row_hours(files.runs)
     if math.isfinite(hours):
         lines.append(
-            f"Time: about {runs * hours:.2f} h of measurement at the measured {hours * 60:.1f} "
-            "min per row (the original runs can be kept as replicate 1)."
+            f"Time: about {duration(runs * hours * 3600)} of measurement at the measured "
+            f"{duration(hours * 3600)} per row (the original runs can be kept as replicate 1)."
         )
     if cost is not None:
         lines.append(cost(r))
