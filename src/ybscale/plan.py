@@ -24,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--design", default=None, help="default: the config's design")
     parser.add_argument("--detect", default=None, help="replications to detect e.g. 10%% or 500")
     parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
+    parser.add_argument(
+        "--response", default=None,
+        help="with --detect: the response to size (analysis.responses; default: the first)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         config = read_yaml_file(args.config) or {}
@@ -54,7 +58,7 @@ def _report(config: dict, args) -> int:
         cost = None
         if loaded.settings["backend"] == "gcp":
             cost = partial(replicated_cost, loaded.design, loaded.settings)
-        print(detect(args.detect, loaded.design, loaded.settings, files, cost))
+        print(detect(args.detect, loaded.design, loaded.settings, files, cost, args.response))
         return 0
     chosen = config.get("backend", "local")
     config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on

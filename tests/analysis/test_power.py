@@ -122,6 +122,46 @@ def test_plan_detect_prints_replications_from_the_studys_noise(tmp_path, capsys)
     assert f"gcp: {cost.vm_hours():.1f} VM-hours, estimated USD {cost.cost():.2f}" in out
 
 
+def test_plan_detect_sizes_the_response_asked_for_on_its_own_noise_and_mean(tmp_path, capsys):
+    """Two responses of one unreplicated study (effects.csv's `response` column): the ceiling
+    (mean 20,000 tps, Lenth's PSE 400 -> sigma 800) and throughput per dollar (mean 40, PSE 2 ->
+    sigma 4). `--response throughput_per_dollar` sizes 10 % of 40 = 4 against sigma 4, in the
+    response's own unit; without it, the first; an unknown one is named with those there are."""
+    design = seed_design()
+    results = tmp_path / "results"
+    results.mkdir()
+    effect = np.linspace(-1, 1, 15)
+    lines = [
+        {"term": term, "effect": e * scale, "std_error": se, "response": name}
+        for name, scale, se in (("ceiling", 1000, 400.0), ("throughput_per_dollar", 2, 2.0))
+        for term, e in zip(design.terms, effect, strict=True)
+    ]
+    table = pd.DataFrame(lines).assign(method="lenth", model="additive")
+    table.to_csv(results / "effects.csv", index=False)
+    ceilings = {"run": design.run_ids, "response": 20_000.0, "ceiling": 20_000.0}
+    pd.DataFrame({**ceilings, "throughput_per_dollar": 40.0}).to_csv(
+        results / "ceilings.csv", index=False
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"design: {seed_design_path()}\nbackend: local\n"
+        f"workloads: {REPO / 'workloads'}\nmeasurement: {{clients: [1]}}\n"
+    )
+    args = ["--config", str(config), "--detect", "10%", "--analysis", str(results)]
+    assert plan_main([*args, "--response", "throughput_per_dollar"]) == 0
+    out = capsys.readouterr().out
+    assert "10 % of the mean of throughput per dollar = 4 tps per price/h" in out, out
+    assert "sigma of one run = 4 tps per price/h from Lenth's PSE" in out, out
+    expected, _ = replications_needed(4.0, 4.0, 16, rule="holm")  # the default multiplicity
+    assert f"Replications needed: {expected} " in out
+    assert plan_main(args) == 0  # the first response: the ceiling
+    out = capsys.readouterr().out
+    assert "10 % of the mean of the ceiling = 2,000 tps" in out and "= 800 tps" in out, out
+    assert plan_main([*args, "--response", "latency"]) == 1
+    err = capsys.readouterr().err
+    assert "no response 'latency_at_load_ms' (the table has ceiling, throughput_per_dollar)" in err
+
+
 def test_plan_detect_sizes_a_split_plot_on_its_noisier_stratum(tmp_path):
     """A split plot's effects.csv lists its largest effect in the sub-plot stratum (standard
     error 100) and the whole-plot columns with 400: the headline σ of one run is the whole-plot

@@ -35,7 +35,7 @@ from scipy.special import nctdtr, stdtrit  # scipy.stats' own t and noncentral t
 
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis.study_files import StudyFiles
-from ybscale.analysis.terms import of_response
+from ybscale.analysis.terms import RESPONSE_COLUMNS, of_response, response_words
 from ybscale.design.strata import SUB, WHOLE, stratified
 
 POWER = 0.8
@@ -102,11 +102,14 @@ def replications_needed(
     return None, best
 
 
-def parse_size(text: str, mean: float, model: str) -> tuple[float, str]:
-    """``"10%"`` -> 10 % of the mean response; ``"500"`` -> 500 tps; on the model's scale."""
+def parse_size(
+    text: str, mean: float, model: str, what: str = "the ceiling", unit: str = "tps"
+) -> tuple[float, str]:
+    """``"10%"`` -> 10 % of the mean response; ``"500"`` -> 500 (`unit`, tps for the ceiling);
+    on the model's scale."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(%?)\s*", text)
     if not match:
-        raise ValueError(f"--detect: {text!r} is not a size like 10% or 500 (tps)")
+        raise ValueError(f"--detect: {text!r} is not a size like 10% or 500 ({unit})")
     value, pct = float(match.group(1)), bool(match.group(2))
     if value <= 0:
         raise ValueError(f"--detect: the effect size must be positive, got {text!r}")
@@ -114,7 +117,9 @@ def parse_size(text: str, mean: float, model: str) -> tuple[float, str]:
         ratio = 1 + value / 100 if pct else 1 + value / (10**mean)
         return math.log10(ratio), f"×{ratio:.3g} (log10 {math.log10(ratio):.4g})"
     delta = value / 100 * mean if pct else value
-    label = f"{value:g} % of the mean ceiling = {delta:,.0f} tps" if pct else f"{delta:,.0f} tps"
+    amount = f"{delta:,.0f} {unit}" if abs(delta) >= 100 else f"{delta:.3g} {unit}"
+    amount = amount.rstrip()
+    label = f"{value:g} % of the mean of {what} = {amount}" if pct else amount
     return delta, label
 
 
@@ -134,14 +139,16 @@ def _repetition_sigma(runs: dict[str, Path], ceilings: pd.DataFrame) -> float:
     return math.sqrt(sum(variances) / sum(dfs)) if dfs else math.nan
 
 
-def study_noise(files: StudyFiles) -> Noise:
-    """σ of one run from the effects table (and the ceilings table for the mean)."""
-    effects = of_response(pd.read_csv(files.effects))  # the main response's
+def study_noise(files: StudyFiles, response: str | None = None) -> Noise:
+    """σ of one run of `response` (the main one when None) from the effects table, and its
+    mean from the ceilings table."""
+    effects = of_response(pd.read_csv(files.effects), response)
     terms = effects[effects["term"].astype(str) != "error"]
     ceilings = pd.read_csv(files.ceilings)
     n = len(ceilings)
     model = str(terms["model"].iloc[0]) if "model" in terms else "additive"
-    y = ceilings["response"].astype(float)
+    name = str(effects["response"].iloc[0]) if "response" in effects else "response"
+    y = ceilings[name if name in ceilings else "response"].astype(float)
     mean = float(np.log10(y).mean() if model == "multiplicative" else y.mean())
     se = float(terms["std_error"].dropna().iloc[0]) if terms["std_error"].notna().any() else 0.0
     where = ""
@@ -173,17 +180,22 @@ def _row_hours(runs: dict[str, Path]) -> float:
     return float(np.mean(spans)) / 3600 if spans else math.nan
 
 
-def detect(text: str, design, config: dict, files: StudyFiles, cost=None) -> str:
-    """The `ybscale plan --detect SIZE` report; `cost(replications)` adds a cost line (gcp)."""
-    noise = study_noise(files)
+def detect(
+    text: str, design, config: dict, files: StudyFiles, cost=None, response: str | None = None
+) -> str:
+    """The `ybscale plan --detect SIZE` report on `response` (the main one when None);
+    `cost(replications)` adds a cost line (gcp)."""
+    response = RESPONSE_COLUMNS.get(response, response)  # analysis.responses' name or the column
+    noise = study_noise(files, response)
+    what, unit, *_ = response_words(response or "ceiling")
     alpha = float(config["analysis"]["alpha"])
     rule = config["analysis"].get("multiplicity", mult.DEFAULT)
-    delta, label = parse_size(text, noise.mean, noise.model)
+    delta, label = parse_size(text, noise.mean, noise.model, what, unit)
     r, reached = replications_needed(delta, noise.sigma, design.n_rows, alpha, rule=rule)
     reps = design.replications
     level = effect_alpha(alpha, rule, design.n_rows, reps)
     now = power(delta, noise.sigma, noise.runs, error_df(design.n_rows, reps), level)
-    unit = "" if noise.model == "multiplicative" else " tps"
+    unit = "" if noise.model == "multiplicative" or not unit else f" {unit}"
     adjusted = (
         f" (replicated: each of the {design.n_rows - 1} columns at alpha/{design.n_rows - 1}, "
         f"the first step of {rule})"
@@ -202,7 +214,7 @@ def detect(text: str, design, config: dict, files: StudyFiles, cost=None) -> str
         )
         + ".",
         f"Power of the study as run ({design.replications} replication(s)): {now:.2f}.",
-        *detect_lines(files.effects, design, delta, alpha, unit),
+        *detect_lines(files.effects, design, delta, alpha, unit, response),
     ]
     if r is None:
         lines.append(
@@ -225,9 +237,11 @@ def detect(text: str, design, config: dict, files: StudyFiles, cost=None) -> str
     return "\n".join(lines)
 
 
-def detect_lines(effects_path, design, delta: float, alpha: float, unit: str = "") -> list[str]:
+def detect_lines(
+    effects_path, design, delta: float, alpha: float, unit: str = "", response: str | None = None
+) -> list[str]:
     """`plan --detect` per stratum: replications to detect `delta` against each stratum's σ."""
-    effects = of_response(pd.read_csv(effects_path))
+    effects = of_response(pd.read_csv(effects_path), response)
     if not stratified(effects):
         return []
     n = design.n_runs

@@ -37,3 +37,26 @@ RESPONSE_COLUMNS = {
     "throughput_per_dollar": "throughput_per_dollar",
     "latency": "latency_at_load_ms",
 }
+
+
+# each response (effects.csv's `response`, ceilings.csv's column) in words: what, unit, whether
+# more is better, and the word for better and for worse (price/h: the price per hour of the
+# row's cluster in the unit of its price_basis, USD unless analysis.prices is relative)
+RESPONSE_WORDS = {
+    "ceiling": ("the ceiling", "tps", True, "faster", "slower"),
+    "response": ("the ceiling", "tps", True, "faster", "slower"),
+    "throughput_per_dollar": (
+        "throughput per dollar",
+        "tps per price/h",
+        True,
+        "cheaper",
+        "dearer",
+    ),
+    "latency_at_load_ms": ("latency at the reference load", "ms", False, "quicker", "laggier"),
+}
+
+
+def response_words(name: str) -> tuple[str, str, bool, str, str]:
+    """(what, unit, more is better, better, worse) of response `name`; a response without
+    words of its own is named by itself, more being better."""
+    return RESPONSE_WORDS.get(name, (name, "", True, f"higher {name}", f"lower {name}"))

@@ -28,7 +28,13 @@ import pandas as pd
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis import power, recommend, sensitivity
 from ybscale.analysis.study_files import StudyFiles
-from ybscale.analysis.terms import BLOCK_TERM, ERROR_TERM, of_response, response_names
+from ybscale.analysis.terms import (
+    BLOCK_TERM,
+    ERROR_TERM,
+    of_response,
+    response_names,
+    response_words,
+)
 from ybscale.design import followup, strata
 from ybscale.design.factorial import Design, load_design
 from ybscale.design.record import clusters_of
@@ -197,22 +203,6 @@ def summary_table(design: Design, terms: pd.DataFrame, responses: Responses | No
 
 # ---------------------------------------------------------------------------- several responses
 
-# ceilings.csv's response columns (analysis.responses) in words: what, unit, whether more is
-# better, and the word for better and for worse (price/h: the price per hour of the row's
-# cluster in the unit of its price_basis, USD unless analysis.prices is relative)
-RESPONSE_WORDS = {
-    "ceiling": ("the ceiling", "tps", True, "faster", "slower"),
-    "response": ("the ceiling", "tps", True, "faster", "slower"),
-    "throughput_per_dollar": (
-        "throughput per dollar",
-        "tps per price/h",
-        True,
-        "cheaper",
-        "dearer",
-    ),
-    "latency_at_load_ms": ("latency at the reference load", "ms", False, "quicker", "laggier"),
-}
-
 
 @dataclass
 class Responses:
@@ -226,9 +216,7 @@ class Responses:
         return response_names(self.effects)
 
     def words(self, name: str) -> tuple[str, str, bool, str, str]:
-        what, unit, more, good, bad = RESPONSE_WORDS.get(
-            name, (name, "", True, f"higher {name}", f"lower {name}")
-        )
+        what, unit, more, good, bad = response_words(name)
         if name == "latency_at_load_ms" and self.latency_load:
             what = f"latency ({self.latency_load})"
         return what, unit, more, good, bad

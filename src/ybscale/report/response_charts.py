@@ -16,16 +16,8 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from ybscale.analysis.terms import of_response, response_names
+from ybscale.analysis.terms import of_response, response_names, response_words
 from ybscale.report.charts import ACTIVE_COLOR, NOT_EFFECTS, save
-
-# each response's panel title and unit (the findings' words)
-TITLES = {
-    "ceiling": ("the ceiling", "tps"),
-    "response": ("the ceiling", "tps"),
-    "throughput_per_dollar": ("throughput per dollar", "tps per price/h"),
-    "latency_at_load_ms": ("latency at the reference load", "ms"),
-}
 
 
 def response_rows(effects: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -45,7 +37,7 @@ def response_rows(effects: pd.DataFrame, name: str) -> pd.DataFrame:
 
 
 def _panel(rows: pd.DataFrame, name: str, order: list[str]) -> alt.LayerChart:
-    what, unit = TITLES.get(name, (name, ""))
+    what, unit, *_ = response_words(name)
     ratio = bool((rows["scale"] == "ratio (log scale)").all())
     axis = "× (high level / low level)" if ratio else f"effect ({unit})" if unit else "effect"
     scale = alt.Scale(type="log" if ratio else "linear", zero=False)
