@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from conftest import (
     authorized_keys,
     copy_workflow,
     failed,
+    jobs_in,
     ram_root,
     row_from_levels,
     servers_under,
@@ -58,6 +60,12 @@ from ybscale.measure.bench import MeasurementError
 RUNNING = "pgbench -n -M prepared"  # a measuring pgbench's command line (not its version's)
 SKEW_BOUND_MS = 250  # the barrier's start skew on this (shared, 2-core) machine, at most
 pytestmark = pytest.mark.slow
+# the mission's three commands (README, "The study"), as a user types them on any backend
+MISSION = (
+    ["--cores", "4", "results/effects.csv"],
+    ["--report", "report.html"],
+    ["--cores", "4", "-f", "results/runs/run03/throughput.csv"],
+)
 
 
 @pytest.fixture(scope="module")
@@ -227,15 +235,20 @@ def study_of(tmp_path: Path, site_file: Path, generators: list[dict], ssh=None,
 
 
 def test_a_study_with_two_generators_runs_through_the_analysis(sshd, site, second, tmp_path):
-    """k = 2 end to end: every row measured from both generators (each one's CPU, pgbench and
-    clock offset recorded, the barrier's skew bounded), the analysis and findings written,
-    and no session left on either generator."""
+    """k = 2 on the existing backend through the mission's three commands as written (the
+    study, its report, one row forced by its path): every row measured from both generators
+    (each one's CPU, pgbench and clock offset recorded, the barrier's skew bounded), the
+    analysis, findings and an offline report written, the forced row alone measured again, and
+    no session left on either generator."""
     root, site_file = site
     work = study_of(tmp_path / "study", site_file, logins(sshd, second, tmp_path / "known"))
-    # the findings (and the effects and ANOVA they read): the charts are the tiny study's
-    out = run_snakemake(work, "results/findings.md", configfile="config/generators.yaml",
-                        timeout=900)  # fmt: skip
-    assert out.returncode == 0, failed(out)
+    for command in MISSION:
+        out = run_snakemake(work, *command, configfile="config/generators.yaml", timeout=900)
+        assert out.returncode == 0, f"{command}: {failed(out)}"
+    log = out.stdout + out.stderr  # the forced row's run
+    assert jobs_in(log)["measure"] == {"run03"}, log[-3000:]
+    html = (work / "report.html").read_text(encoding="utf-8")
+    assert "Findings" in html and not re.search(r"<script[^>]+src=[\"']https?://", html)
     for run in ("run01", "run02", "run03", "run04"):
         folder = work / "results" / "runs" / run
         meta = json.loads((folder / "measurement.json").read_text())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -267,17 +268,25 @@ def clusters_were_ready(work: Path) -> int:
 @pytest.mark.slow
 @HALF_A
 def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path):
-    """A 2^2 design run twice, each replicate on clusters of its own (4 clusters taking turns
-    in 2 slots), through the default target: the measurements and the whole analysis of them.
+    """The mission's three commands as written, on gcp: a 2^2 design run twice, each replicate
+    on clusters of its own (4 clusters taking turns in 2 slots), to results/effects.csv (the
+    measurements and the whole analysis of them), its offline report, then one row forced.
     (Rows of a combination taking turns on one cluster: here and in the failing-row runs.)"""
     root, site_file = site
     work, study = gcp_study(tmp_path, design=REPLICATED)
     runs = [f"run{i:02d}" for i in range(1, 9)]
     remote = remote_folders(work, runs)
     env = {**engine_env, SITE_ENV: str(site_file)}
-    out = run_snakemake(work, configfile="config/loopback.yaml", env=env, timeout=900)
+    out = run_snakemake(work, "--cores", "4", "results/effects.csv",  # as the README says
+                        configfile="config/loopback.yaml", env=env, timeout=900)  # fmt: skip
     assert out.returncode == 0, failed(out)
     assert (work / "results" / "findings.md").exists()
+    report = run_snakemake(work, "--report", "report.html", configfile="config/loopback.yaml",
+                           env=env, timeout=600)  # fmt: skip
+    assert report.returncode == 0, failed(report)
+    html = (work / "report.html").read_text(encoding="utf-8")
+    assert "Backend: <strong>gcp</strong>" in html
+    assert not re.search(r"<script[^>]+src=[\"']https?://", html)  # offline
     stand_ins = servers_under(root)
     master = json.loads(site_file.read_text())["master_ip"]
     assert len(stand_ins) == 2, stand_ins  # one stand-in server per cluster, nothing else
@@ -296,7 +305,7 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path)
 
     # one forced row on its shared cluster (issue 36): one bring-up, that row alone measured,
     # the stack destroyed, and the next plain run has only the analysis left
-    out = run_snakemake(work, "-f", "results/runs/run03/throughput.csv",
+    out = run_snakemake(work, "--cores", "4", "-f", "results/runs/run03/throughput.csv",
                         configfile="config/loopback.yaml", env=env, timeout=600)  # fmt: skip
     assert out.returncode == 0, failed(out)
     log = out.stdout + out.stderr
