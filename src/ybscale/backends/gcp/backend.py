@@ -28,6 +28,7 @@ from ybscale.backends.base import (
     settings_by_source,
 )
 from ybscale.backends.gcp.balancer import load_balancer_idle
+from ybscale.backends.gcp.config import bound_errors
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
@@ -129,6 +130,12 @@ class GcpBackend(Backend):
         release = self.settings["yugabyte"]["version"]
         per_replicate = self.settings["cluster_per_replicate"]
         tservers = {cluster_label(row, per_replicate): row.cluster.nodes for row in rows}
+        types = self.settings["machine_types"]
+        shapes = {
+            cluster_label(row, per_replicate): (row.cluster.nodes, types[row.cluster.node_size])
+            for row in rows
+            if row.cluster.node_size in types  # a missing size is its own error
+        }
         k = self.settings["load_generators"]
         too_many = [
             f"{source_of('gcp.load_generators')}: {k} load generators, but {label} has "
@@ -141,6 +148,7 @@ class GcpBackend(Backend):
             + yb_catalogue.server_setting_errors(server, release)
             + vm_name_errors(self.settings, tservers)
             + too_many
+            + bound_errors(self.settings, shapes)
         )
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:

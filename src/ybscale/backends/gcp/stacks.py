@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, alive
-from ybscale.backends.gcp.config import load_generators
+from ybscale.backends.gcp.config import load_generators, load_generators_bound
 from ybscale.config_sources import source_of
 from ybscale.design.row import ClusterShape
 from ybscale.files import write_json
@@ -120,7 +120,8 @@ def shape_of(combo: str) -> ClusterShape:
 class ClusterMachines:
     """One cluster's VMs: a tserver per node, a master per copy (the replication factor: 1, or
     every node with replication on) and its load generators (gcp.load_generators), with their
-    machine types."""
+    machine types. `loadgens_max`: how many load generators `auto` may grow to (the same as
+    `loadgens` when they are fixed)."""
 
     tservers: int
     masters: int
@@ -128,14 +129,16 @@ class ClusterMachines:
     master_type: str
     loadgen_type: str
     loadgens: int = 1
+    loadgens_max: int = 1
 
-    def counts(self) -> dict[str, int]:
-        """Machine type -> how many VMs of it."""
+    def counts(self, bound: bool = False) -> dict[str, int]:
+        """Machine type -> how many VMs of it (`bound`: with as many load generators as `auto`
+        may grow to)."""
         out: dict[str, int] = {}
         for machine, n in (
             (self.tserver_type, self.tservers),
             (self.master_type, self.masters),
-            (self.loadgen_type, self.loadgens),
+            (self.loadgen_type, self.loadgens_max if bound else self.loadgens),
         ):
             out[machine] = out.get(machine, 0) + n
         return out
@@ -155,6 +158,7 @@ def cluster_machines(shape: ClusterShape, settings: Mapping, combo: str) -> Clus
         master_type=types["master"],
         loadgen_type=types["loadgen"],
         loadgens=load_generators(settings, shape.nodes, types[shape.node_size]),
+        loadgens_max=load_generators_bound(settings, shape.nodes, types[shape.node_size]),
     )
 
 
