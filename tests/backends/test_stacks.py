@@ -822,3 +822,75 @@ def test_destroying_a_cut_stack_forgets_its_clusters_endpoints(settings, tmp_pat
     assert not stacks.destroy_stack(name, settings, auto=FakeAuto(), log=quiet, clusters=clusters)
     assert not ClusterFiles.of(clusters, label).endpoints.exists()
     assert ClusterFiles.of(clusters, other).endpoints.exists()
+
+
+def loopback_site_file(tmp_path: Path, generators: int) -> Path:
+    """A site for the loopback program's stacks alone (nothing listens): a 3-tserver cluster,
+    `generators` load generators."""
+    keys = tmp_path / "authorized_keys"
+    keys.write_text("")
+    site = {"tservers": {"3": ["127.0.3.1", "127.0.3.2", "127.0.3.3"]}, "ysql_port": 5433,
+            "ssh_port": 2222, "tserver_ssh_port": 2223, "ssh_user": "u",
+            "authorized_keys": str(keys), "ready_file": "/ready", "yb_admin": "/yb-admin",
+            "master_ip": "127.9.0.1",
+            "generators": [[f"127.0.0.{i}", 2222 + i] for i in range(2, generators + 1)],
+            }  # fmt: skip
+    path = tmp_path / "site.json"
+    path.write_text(json.dumps(site))
+    return path
+
+
+def last_update_changes(settings, name: str) -> tuple[int, dict]:
+    """(the stack's updates so far, the last one's resource changes), as the engine recorded
+    them (`pulumi stack history`)."""
+    with stacks.workspace(settings) as kwargs:
+        stack = real_auto.select_stack(stack_name=name, project_name=settings["name"],
+                                       program=lambda: None,
+                                       opts=real_auto.LocalWorkspaceOptions(**kwargs))  # fmt: skip
+        history = stack.history(show_secrets=False)
+    return len(history), dict(history[0].resource_changes or {})
+
+
+def test_real_engine_grow_adds_one_load_generator_and_changes_nothing_else(
+    engine, tmp_path, monkeypatch
+):
+    """Issue 38, `auto` on gcp: `stacks.grow` takes the loopback program's stack (a resource
+    per load generator, as the real program has a VM each) from one load generator to two: the
+    engine's own record of that update is one resource created, none updated, replaced or
+    deleted; the expiry stays the bring-up's. An update that would delete a resource is
+    refused before anything changes, and a failed one leaves the stack as it was, never
+    destroyed (cluster_down releases it)."""
+    import pulumi
+    from loopback import SITE_ENV
+    from loopback import program as loopback
+
+    monkeypatch.setenv(SITE_ENV, str(loopback_site_file(tmp_path, 2)))
+    settings = {**engine, "load_generators": "auto"}  # 3 x n2-standard-2: starts with one
+    combo = "nodes3-small-reploff"
+    name = stacks.stack_name(combo, settings)
+
+    def with_extra():  # and a resource the plain program does not declare
+        loopback()
+        pulumi.ComponentResource("ybscale:loopback:Extra", "extra")
+
+    first = stacks.up(combo, settings, now=NOW, log=quiet, program=with_extra)
+    assert first["loadgen_names"] == ["loopback-loadgen"]
+    updates, _ = last_update_changes(settings, name)
+    grown = stacks.grow(combo, settings, first, 2, log=quiet, program=with_extra)
+    assert grown["loadgen_names"] == ["loopback-loadgen", "loopback-loadgen-1"]
+    assert grown["loadgen_ssh_ports"] == [2222, 2224] and grown["created"] == first["created"]
+    count, changes = last_update_changes(settings, name)
+    assert count == updates + 1
+    assert changes.pop("create") == 1 and set(changes) == {"same"}, changes
+    (info,) = stacks.list_stacks(settings)
+    assert info["expiry"] == NOW + dt.timedelta(hours=8)  # the bring-up's, not the growth's
+    with pytest.raises(BackendError, match=r"loadgen-1 \(2 load generators\) not added: the "
+                       r"update would delete urn:pulumi:.*Extra::extra"):  # fmt: skip
+        stacks.grow(combo, settings, grown, 2, log=quiet, program=loopback)
+    # a failed update (the site has no third generator): the stack is left, not destroyed
+    with pytest.raises(BackendError, match=r"loadgen-2 \(3 load generators\) not added"):
+        stacks.grow(combo, settings, grown, 3, log=quiet, program=with_extra)
+    count, changes = last_update_changes(settings, name)
+    assert count == updates + 1  # neither ran an update: the stack is as the growth left it
+    assert stacks.destroy(combo, settings, log=quiet, program=with_extra)
+    assert stacks.list_stacks(settings) == []

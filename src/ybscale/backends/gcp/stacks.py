@@ -428,6 +428,130 @@ def save_serial_output(name: str, args, settings: Mapping, logdir: Path, log=pri
     return saved
 
 
+def configure(stack, settings: Mapping, name: str, args, auto) -> None:
+    """The stack's config: where (project, region, zone), its name, its ClusterArgs and expiry
+    (what the program reads)."""
+    stack.set_all_config(
+        {
+            "gcp:project": auto.ConfigValue(settings["project"]),
+            "gcp:region": auto.ConfigValue(settings["region"]),
+            "gcp:zone": auto.ConfigValue(settings["zone"]),
+            "ybscale:name": auto.ConfigValue(name),
+            "ybscale:cluster": auto.ConfigValue(json.dumps(dataclasses.asdict(args))),
+            "ybscale:expiry": auto.ConfigValue(args.labels["expiry"]),
+        }
+    )
+
+
+# what an `up` adding a load generator may do to a resource: create it (the new VM), update it
+# in place (the tservers' SSH firewall lets the new generator in), or leave it as it is
+GROWTH_OPS = ("same", "create", "update")
+VM_TYPE = "gcp:compute/instance:Instance"  # never updated by a growth (a VM may be stopped)
+
+
+def growth_problems(events: list[tuple[str, str, str]]) -> list[str]:
+    """What an `up` adding a load generator must not do, from its steps (op, resource type,
+    urn): replace or delete anything, or update a VM."""
+    return [
+        f"{op} {urn}"
+        for op, typ, urn in events
+        if op not in GROWTH_OPS or (op == "update" and typ == VM_TYPE)
+    ]
+
+
+def growth_args(
+    combo: str,
+    settings: Mapping,
+    endpoints: Mapping,
+    loadgens: int,
+    public_key: str,
+    shape: ClusterShape | None = None,
+    server: Mapping[str, str] | None = None,
+):
+    """The ClusterArgs of a live cluster (its `endpoints`, as `up` wrote them) with `loadgens`
+    load generators: those of its bring-up (its creation time, so the same expiry; its zone,
+    gcp.fallback_zone's if it came up there), the count changed."""
+    where = {**settings, "zone": endpoints.get("zone") or settings["zone"]}
+    created = dt.datetime.fromisoformat(endpoints["created"])
+    return cluster_args(combo, {**where, "load_generators": loadgens}, created, public_key,
+                        shape, server)  # fmt: skip
+
+
+def grow(
+    combo: str,
+    settings: Mapping,
+    endpoints: Mapping,
+    loadgens: int,
+    *,
+    auto=None,
+    log: Callable[[str], object] = print,
+    program: Callable | None = None,
+    interrupt_wait: float = 600,
+    shape: ClusterShape | None = None,
+    server: Mapping[str, str] | None = None,
+) -> dict:
+    """Update the live stack of cluster `combo` (its `endpoints`, as `up` wrote them) to
+    `loadgens` load generators; the endpoints with the stack's new outputs.
+
+    The program gets the arguments of the cluster's bring-up (`growth_args`: the same expiry
+    labels and outputs), the one count changed. A preview first: unless every step only
+    creates a resource or updates one that is not a VM in place (`growth_problems`), nothing
+    is changed. Then `up`, without the refresh a bring-up runs. A failure never destroys the
+    stack (cluster_down releases it): a BackendError naming the stack, the generator and the
+    count; an interruption waits for the engine and releases the stack's lock before it is
+    raised."""
+    from ybscale.backends import ssh
+
+    auto = _auto(auto)
+    name = endpoints.get("stack") or stack_name(combo, settings)
+    where = {**settings, "zone": endpoints.get("zone") or settings["zone"]}
+    public_key = ssh.ensure_keypair(Path(settings["ssh_key"])).read_text().strip()
+    args = growth_args(combo, settings, endpoints, loadgens, public_key, shape, server)
+    program, cloud = program_of(settings, program)
+    what = f"{name}: load generator {vm_names(name, args)[-1]} ({loadgens} load generators)"
+    with workspace(settings, auto) as kwargs:
+        try:
+            stack = auto.select_stack(
+                stack_name=name,
+                project_name=settings["name"],
+                program=program,
+                opts=auto.LocalWorkspaceOptions(**kwargs),
+            )
+        except auto.StackNotFoundError as exc:
+            raise BackendError(f"{what} not added: the stack does not exist") from exc
+        try:
+            configure(stack, where, name, args, auto)
+            if cloud:
+                stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
+            steps: list[tuple[str, str, str]] = []
+
+            def step(event) -> None:
+                pre = getattr(event, "resource_pre_event", None)
+                if pre is not None:
+                    meta = pre.metadata
+                    steps.append((str(getattr(meta.op, "value", meta.op)), meta.type, meta.urn))
+
+            stack.preview(on_event=step)
+            refused = growth_problems(steps)
+            if refused:
+                raise BackendError("the update would " + "; ".join(refused))
+            result = stack.up(on_output=log, show_secrets=False)
+            done = [(str(getattr(op, "value", op)), "", "")
+                    for op in (result.summary.resource_changes or {})]  # fmt: skip
+            if growth_problems(done):
+                raise BackendError(f"the update did {result.summary.resource_changes}")
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # interrupted: the stack's lock released
+                if wait_pulumi(interrupt_wait, log):
+                    release_lock(stack, log)
+                raise
+            log(f"{what} not added ({exc}); the stack is left for cluster_down")
+            raise BackendError(f"{what} not added: {exc}") from exc
+        outputs = {k: getattr(v, "value", v) for k, v in result.outputs.items()}
+    log(f"{what}: added")
+    return {**endpoints, **outputs}
+
+
 def up(
     combo: str,
     settings: Mapping,
@@ -468,16 +592,7 @@ def up(
             program=program,
             opts=auto.LocalWorkspaceOptions(**kwargs),
         )
-        stack.set_all_config(
-            {
-                "gcp:project": auto.ConfigValue(settings["project"]),
-                "gcp:region": auto.ConfigValue(settings["region"]),
-                "gcp:zone": auto.ConfigValue(settings["zone"]),
-                "ybscale:name": auto.ConfigValue(name),
-                "ybscale:cluster": auto.ConfigValue(json.dumps(dataclasses.asdict(args))),
-                "ybscale:expiry": auto.ConfigValue(args.labels["expiry"]),
-            }
-        )
+        configure(stack, settings, name, args, auto)
         try:
             if cloud:
                 stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
