@@ -214,6 +214,13 @@ def test_a_spare_generator_joins_with_its_facts_clock_and_cpu():
         cluster.add_generator()
     fixed = YsqlCluster(nodes, row, first, generators=[first, spare])
     assert fixed.generator_bound() is None
+    # gcp's spares are made as they join (their VM created then): counted, not made before
+    made = []
+    lazy = YsqlCluster(nodes, row, first, generators=[first],
+                       spare=[lambda: made.append("vm") or spare], auto=True)  # fmt: skip
+    assert (lazy.generator_bound(), made) == (2, [])
+    lazy.add_generator()
+    assert made == ["vm"] and [g["where"] for g in lazy.generators_record()] == ["lg1", "lg2"]
 
 
 def with_auto(**gcp) -> dict:

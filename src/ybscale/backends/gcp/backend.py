@@ -15,6 +15,7 @@ Where those files live is the rules' choice: `files.ClusterFiles` is handed the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -28,7 +29,7 @@ from ybscale.backends.base import (
     settings_by_source,
 )
 from ybscale.backends.gcp.balancer import load_balancer_idle
-from ybscale.backends.gcp.config import bound_errors
+from ybscale.backends.gcp.config import bound_errors, load_generators_bound
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
@@ -36,6 +37,7 @@ from ybscale.backends.gcp.reach import (
     generator_hosts,
     masters_health,
     node_hosts,
+    ssh_host,
     tserver_endpoints,
 )
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
@@ -181,7 +183,12 @@ class GcpBackend(Backend):
 
     @contextmanager
     def measure(self, row, endpoints: Mapping, folder: Path) -> Iterator[Cluster]:
+        """The row's cluster, driven by its load generators: with gcp.load_generators: auto
+        as many as its earlier rows grew to (`ClusterFiles.with_growth`), and up to
+        gcp.load_generators_max by `add_generator`, which adds a VM to the stack then
+        (`clusters.grow`)."""
         files = ClusterFiles(folder)
+        endpoints = files.with_growth(dict(endpoints))
         hosts = generator_hosts(endpoints, self.settings, files.known_hosts)
         host = hosts[0]  # psql, yb-admin and the tservers' CPU go through the first
         nodes = tserver_endpoints(endpoints)
@@ -213,6 +220,22 @@ class GcpBackend(Backend):
             cpu = stack.enter_context(
                 MachineCpu(readers, node_hosts(host, nodes, tserver_ssh_port))
             )
+            auto = self.settings["load_generators"] == "auto"
+            bound = load_generators_bound(self.settings, len(nodes), record["machine_type"])
+            grown = [endpoints]  # the cluster's endpoints as its load generators grow
+
+            def join(k: int) -> LoadgenRunner:
+                """Generator k + 1 (0-based k): its VM added to the stack, reached over SSH."""
+                from ybscale.backends.gcp import clusters
+
+                grown[0] = clusters.grow(files.combination, self.config, files, grown[0],
+                                         k + 1, row)  # fmt: skip
+                new = ssh_host(grown[0], self.settings, files.known_hosts, k)
+                stack.enter_context(ssh_session(new))
+                record["load_generator_names"] = grown[0].get("loadgen_names")
+                return LoadgenRunner(new)
+
+            spare = [functools.partial(join, k) for k in range(len(hosts), bound)] if auto else []
             yield YsqlCluster(
                 nodes,
                 row,
@@ -224,4 +247,6 @@ class GcpBackend(Backend):
                 health=masters_health(host, endpoints),
                 settle=load_balancer_idle(host, endpoints, timeout) if timeout else None,
                 cpu=cpu,
+                spare=spare,
+                auto=auto,
             )
