@@ -73,9 +73,13 @@ class GcpBackend(Backend):
 
     @classmethod
     def measuring_settings(cls, settings: Mapping) -> dict:
-        """How the dataset is laid out; prices, slots and the stacks' settings are not (a
+        """How the dataset is laid out, and how far `auto` may grow the load generators
+        (gcp.load_generators_max, when set); prices, slots and the stacks' settings are not (a
         cluster's definition reaches a row through its endpoints)."""
-        return {"table_sharding": settings["gcp"]["table_sharding"]}
+        gcp = settings["gcp"]
+        bound = gcp.get("load_generators_max")
+        return {"table_sharding": gcp["table_sharding"],
+                **({"load_generators_max": bound} if bound is not None else {})}  # fmt: skip
 
     @classmethod
     def cluster_labels(cls, settings: Mapping, rows) -> dict[str, str]:
