@@ -364,6 +364,7 @@ def test_auto_on_gcp_adds_a_generator_vm_to_the_live_cluster(
     try:
         with backend.measure(row, endpoints, files.folder) as cluster:
             assert (cluster.generator_names(), cluster.generator_bound()) == (["client"], 2)
+            applied = cluster.applied()  # what the row records, read before it grows (bench)
             cluster.add_generator()
             record = cluster.generators_record()
             assert [g["where"].split("@")[1] for g in record] == [
@@ -371,6 +372,8 @@ def test_auto_on_gcp_adds_a_generator_vm_to_the_live_cluster(
             ]  # fmt: skip
             assert [t.generator for t in cluster.targets("read")] == [0, 1]
             assert cluster.generators[1].psql(cluster.endpoints[1], "SELECT 1", {}, 30).strip()
+            assert applied["load_generator_names"] == ["loopback-loadgen", "loopback-loadgen-1"]
+            assert [g["name"] for g in applied["load_generators"]] == ["client0", "client1"]
         grown = json.loads(files.grown.read_text())
         assert grown["loadgen_names"] == ["loopback-loadgen", "loopback-loadgen-1"]
         with backend.measure(row, endpoints, files.folder) as cluster:  # the cluster's next row

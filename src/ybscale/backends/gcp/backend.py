@@ -208,8 +208,10 @@ class GcpBackend(Backend):
             "yugabyte_version": endpoints.get("yugabyte_version"),
             "zone": endpoints.get("zone"),
             "load_generator": endpoints.get("loadgen_name"),
-            "load_generator_names": endpoints.get("loadgen_names")
-            or [endpoints.get("loadgen_name")],
+            # one list, grown in place as `auto` adds VMs (the row's record holds it)
+            "load_generator_names": list(
+                endpoints.get("loadgen_names") or [endpoints.get("loadgen_name")]
+            ),
             "min_cpu_platform": endpoints.get("min_cpu_platform"),
             "cpu_platforms": endpoints.get("cpu_platforms"),
         }
@@ -236,7 +238,8 @@ class GcpBackend(Backend):
                                          k + 1, row)  # fmt: skip
                 new = ssh_host(grown[0], self.settings, files.known_hosts, k)
                 stack.enter_context(ssh_session(new))
-                record["load_generator_names"] = grown[0].get("loadgen_names")
+                names = record["load_generator_names"]
+                names[:] = grown[0].get("loadgen_names") or names
                 return LoadgenRunner(new)
 
             spare = [functools.partial(join, k) for k in range(len(hosts), bound)] if auto else []
