@@ -227,7 +227,8 @@ class GcpBackend(Backend):
                 MachineCpu(readers, node_hosts(host, nodes, tserver_ssh_port))
             )
             auto = self.settings["load_generators"] == "auto"
-            bound = load_generators_bound(self.settings, len(nodes), record["machine_type"])
+            tserver_type = self.settings["machine_types"][row.cluster.node_size]
+            bound = load_generators_bound(self.settings, len(nodes), tserver_type)
             grown = [endpoints]  # the cluster's endpoints as its load generators grow
 
             def join(k: int) -> LoadgenRunner:
