@@ -498,6 +498,19 @@ def cloudfree_program():
 STALL_ENDS = threading.Event()
 
 
+def then_stall_ends() -> None:
+    """SIGTERM: the handler in place first, then STALL_ENDS (an interrupted driver's)."""
+    handled = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum, frame):
+        try:
+            handled(signum, frame)
+        finally:
+            STALL_ENDS.set()
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 @pytest.fixture
 def engine(tmp_path, monkeypatch):
     """Settings of a project whose state is a local file backend, driven by the real CLI."""
@@ -670,16 +683,9 @@ sys.path[:0] = {tests!r}
 from ybscale.backends.gcp import backend as gcp
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp import stacks
-import signal
-from test_stacks import cloudfree_program, CLUSTERS, NOW, STALL_ENDS
+from test_stacks import cloudfree_program, CLUSTERS, NOW, then_stall_ends
 stacks.install_signal_handlers()
-handled = signal.getsignal(signal.SIGTERM)
-def handler(signum, frame):  # stacks' own handler first, then the stalled program returns
-    try:
-        handled(signum, frame)
-    finally:
-        STALL_ENDS.set()
-signal.signal(signal.SIGTERM, handler)
+then_stall_ends()  # stacks' own handler first, then the stalled program returns
 settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
 try:
     stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program,
@@ -689,18 +695,11 @@ except KeyboardInterrupt:
 """
 
 
-def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
-    marker = tmp_path / "registered"
-    script = INTERRUPTED_UP.format(tests=[str(p) for p in _TEST_FOLDERS])
-    env = {**os.environ, "YBSCALE_TEST_SLOW": str(marker)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def sigterm_once_registered(script: str, marker: Path, cwd: Path, env=None) -> str:
+    """Run `script` (a driver whose program writes `marker`, then stalls), SIGTERM it once the
+    marker exists; its output, once it exited with 130 (KeyboardInterrupt)."""
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     deadline = time.monotonic() + 120
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -708,6 +707,14 @@ def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, out
+    return out
+
+
+def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
+    marker = tmp_path / "registered"
+    script = INTERRUPTED_UP.format(tests=[str(p) for p in _TEST_FOLDERS])
+    env = {**os.environ, "YBSCALE_TEST_SLOW": str(marker)}
+    out = sigterm_once_registered(script, marker, tmp_path, env)
     assert "bring-up interrupted" in out and "destroyed and removed" in out, out
     assert stacks.list_stacks(engine) == []
     assert not ClusterFiles.of(CLUSTERS, "nodes3-small-reploff").endpoints.exists()
@@ -894,3 +901,48 @@ def test_real_engine_grow_adds_one_load_generator_and_changes_nothing_else(
     assert count == updates + 1  # neither ran an update: the stack is as the growth left it
     assert stacks.destroy(combo, settings, log=quiet, program=with_extra)
     assert stacks.list_stacks(settings) == []
+
+
+INTERRUPTED_GROW = """
+import os, sys
+sys.path[:0] = {tests!r}
+from ybscale.backends.gcp import backend as gcp
+from ybscale.backends.gcp import stacks
+from ybscale.backends import lifecycle
+from test_stacks import cloudfree_program, NOW, then_stall_ends
+lifecycle.interrupt_on_signals()  # the measuring job's: SIGTERM raises KeyboardInterrupt
+then_stall_ends()  # the job's handler first, then the stalled program returns
+settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
+first = stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program)
+os.environ["YBSCALE_TEST_SLOW"] = {marker!r}  # the growth's program stalls
+try:
+    stacks.grow("nodes3-small-reploff", settings, first, 2, program=cloudfree_program)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_real_engine_sigterm_during_grow_leaves_the_stack_unlocked(engine, tmp_path):
+    """SIGTERM to the measuring job (its handler raises KeyboardInterrupt) while `stacks.grow`
+    runs the engine: the engine is asked to cancel, the growth waits for it and releases the
+    stack's lock, and the stack is left as it was for cluster_down (never destroyed)."""
+    marker = tmp_path / "registered"
+    script = INTERRUPTED_GROW.format(tests=[str(p) for p in _TEST_FOLDERS], marker=str(marker))
+    out = sigterm_once_registered(script, marker, tmp_path)
+    assert "(2 load generators): interrupted" in out and "left for cluster_down" in out, out
+    (info,) = stacks.list_stacks(engine)
+    assert info["resource_count"] > 0  # not destroyed
+    name = stacks.stack_name("nodes3-small-reploff", engine)
+    locks = tmp_path / "state" / "ybscale" / "pulumi-state" / ".pulumi" / "locks"
+    assert not [p for p in locks.rglob("*") if p.is_file()]
+    home = f"PULUMI_HOME={tmp_path / 'pulumi-home'}".encode()  # the engine fixture's
+    left = []
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            if home in (proc_dir / "environ").read_bytes().split(b"\0"):
+                left.append((proc_dir / "cmdline").read_bytes().replace(b"\0", b" "))
+        except OSError:
+            continue
+    assert left == [], left  # no engine left running after the job
+    assert stacks.destroy("nodes3-small-reploff", engine, log=quiet, program=cloudfree_program)
+    assert stacks.stale_locks(name, engine) == []

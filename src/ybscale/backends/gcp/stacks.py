@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -346,6 +347,37 @@ def install_signal_handlers() -> None:
         signal.signal(sig, handler)
 
 
+@contextmanager
+def engine_cancelled_on_signals() -> Iterator[None]:
+    """While the engine runs in a process whose own SIGTERM/SIGHUP handler does not tell it
+    (the measuring job's, `lifecycle.interrupt_on_signals`): the first such signal asks the
+    engine to cancel gracefully, then the handler in place runs (none: KeyboardInterrupt).
+    Ctrl-C reaches the engine from the terminal itself. Outside the main thread (no signal
+    handlers there), nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    fired: list[int] = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            interrupt_pulumi()
+        previous = before[signum]
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in before:
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, previous in before.items():
+            signal.signal(sig, previous)
+
+
 def teardown(stack, log=print) -> None:
     """Destroy the stack's resources, refreshing them first in the same engine run (VMs
     deleted behind its back are then seen as gone). An interrupted `up` leaves pending creates
@@ -531,17 +563,19 @@ def grow(
                     meta = pre.metadata
                     steps.append((str(getattr(meta.op, "value", meta.op)), meta.type, meta.urn))
 
-            stack.preview(on_event=step)
-            refused = growth_problems(steps)
-            if refused:
-                raise BackendError("the update would " + "; ".join(refused))
-            result = stack.up(on_output=log, show_secrets=False)
+            with engine_cancelled_on_signals():
+                stack.preview(on_event=step)
+                refused = growth_problems(steps)
+                if refused:
+                    raise BackendError("the update would " + "; ".join(refused))
+                result = stack.up(on_output=log, show_secrets=False)
             done = [(str(getattr(op, "value", op)), "", "")
                     for op in (result.summary.resource_changes or {})]  # fmt: skip
             if growth_problems(done):
                 raise BackendError(f"the update did {result.summary.resource_changes}")
         except BaseException as exc:
             if not isinstance(exc, Exception):  # interrupted: the stack's lock released
+                log(f"{what}: interrupted ({exc!r}); the stack is left for cluster_down")
                 if wait_pulumi(interrupt_wait, log):
                     release_lock(stack, log)
                 raise
