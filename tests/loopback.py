@@ -10,8 +10,9 @@ master's `/api/v1/masters` answered on port 7000 of a 127.9.*.* address; a yb-ad
 saying the load balancer is idle (`yb_admin` output); the load generator is the `sshd` fixture on
 127.0.0.1, where pgbench and psql run; a second sshd on every tserver address stands in for the
 tserver VMs' (their CPU is read there, through the load generator). The program authorizes the
-study's key there, as a VM's metadata does, and registers component resources only: `pulumi up`
-and `destroy` are real, no cloud provider is involved.
+study's key there, as a VM's metadata does, and registers component resources only (the
+cluster, one per tserver and one per load generator): `pulumi up` and `destroy` are real, no
+cloud provider is involved.
 """
 
 from __future__ import annotations
@@ -54,11 +55,18 @@ def program():
             "ybscale:loopback:TServer", f"tserver-{i}", opts=pulumi.ResourceOptions(parent=cluster)
         )
     # the load generators: the site's sshd on 127.0.0.1, then those a test added to the site
-    # file (`generators`: [address, port] each), as many as gcp.load_generators asks
+    # file (`generators`: [address, port] each), as many as gcp.load_generators asks; one
+    # resource each, named as the real program names their VMs (an `up` from k to k + 1
+    # generators creates one resource, `stacks.grow`)
     generators = [["127.0.0.1", site["ssh_port"]], *site.get("generators", [])]
     generators = generators[: args.load_generators]
     if len(generators) < args.load_generators:
         raise ValueError(f"the loopback site has {len(generators)} load generators")
+    for i in range(args.load_generators):
+        pulumi.ComponentResource(
+            "ybscale:loopback:LoadGenerator", "loadgen" + (f"-{i}" if i else ""),
+            opts=pulumi.ResourceOptions(parent=cluster),
+        )  # fmt: skip
     outputs = {
         "tserver_ips": ips,
         "master_addresses": f"{site['master_ip']}:7100",

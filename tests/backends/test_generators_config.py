@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pulumi
 import pytest
+import yaml
 from test_infra import RecordingMocks, instances, make_args, settle
 from test_plan import CONFIG, RATES, plan_of
 from ybscale_infra import IAP_RANGE, YugabyteCluster
@@ -213,3 +214,72 @@ def test_a_spare_generator_joins_with_its_facts_clock_and_cpu():
         cluster.add_generator()
     fixed = YsqlCluster(nodes, row, first, generators=[first, spare])
     assert fixed.generator_bound() is None
+    # gcp's spares are made as they join (their VM created then): counted, not made before
+    made = []
+    lazy = YsqlCluster(nodes, row, first, generators=[first],
+                       spare=[lambda: made.append("vm") or spare], auto=True)  # fmt: skip
+    assert (lazy.generator_bound(), made) == (2, [])
+    lazy.add_generator()
+    assert made == ["vm"] and [g["where"] for g in lazy.generators_record()] == ["lg1", "lg2"]
+
+
+def with_auto(**gcp) -> dict:
+    return {**CONFIG, "gcp": {**CONFIG["gcp"], "load_generators": "auto", **gcp}}
+
+
+def test_the_bound_of_auto_on_gcp_is_checked_at_dry_run_time_naming_file_and_field(tmp_path):
+    """gcp.load_generators_max (issue 38): below auto's starting count of a cluster (the vCPU
+    rule: 3 for 5 n2-standard-4 tservers driven from e2-standard-4), or set without auto, is
+    refused when the study is loaded (`snakemake -n`), naming the file that set it."""
+    from ybscale.config_sources import file_sources, sources_in_use
+
+    mine = tmp_path / "mine.yaml"
+    for gcp, expected in (
+        ({"load_generators": "auto", "load_generators_max": 2},
+         r"mine.yaml: gcp.load_generators_max: 2, below the 3 load generators auto starts "
+         r"nodes5-large-reploff with \(5 x n2-standard-4"),
+        ({"load_generators": 2, "load_generators_max": 3},
+         r"mine.yaml: gcp.load_generators_max: only meaningful with gcp.load_generators: auto"),
+    ):  # fmt: skip
+        mine.write_text(yaml.safe_dump({"gcp": gcp}))
+        config = {**CONFIG, "gcp": {**CONFIG["gcp"], **gcp}}
+        with sources_in_use(file_sources([str(mine)])), pytest.raises(RowError, match=expected):
+            study.load(config)
+    with pytest.raises(SettingsError, match="gcp.load_generators_max"):
+        gcp_section(with_auto(load_generators_max=0))
+    study.load(with_auto(load_generators_max=3))  # every cluster starts with 3 or fewer
+    settings = gcp_section(with_auto())
+    assert settings["load_generators_max"] is None  # default: the tservers
+
+
+def test_the_plan_prices_autos_bound_beside_its_start():
+    """`ybscale plan` with auto and gcp.load_generators_max: 4: each cluster's start (the vCPU
+    rule) as scheduled, its bound (4, at most its tservers) as the worst case: VMs, E2 vCPUs
+    at the peak, cost."""
+    start, grown = plan_of(with_auto()), plan_of(with_auto(load_generators_max=4))
+    by = {c.cluster: c for c in grown.clusters}
+    small, large = by["nodes3-small-reploff"], by["nodes5-large-reploff"]
+    assert (small.loadgens, small.loadgens_max) == (1, 3)  # at most one per tserver
+    assert (large.loadgens, large.loadgens_max) == (3, 4)
+    assert small.at_bound().machine_types["e2-standard-4"] == 3
+    assert small.at_bound().vms == small.vms + 2
+    # as scheduled: the starting counts, as before the bound existed
+    assert grown.cost(worst=False) == pytest.approx(start.cost(worst=False))
+    assert grown.peaks == start.peaks
+    # the worst case: every cluster at its bound until max_run_duration
+    extra = sum(
+        (c.at_bound().loadgens - c.loadgens) * RATES["vm_hour"]["e2-standard-4"] * c.hours_max
+        for c in grown.clusters
+    )
+    fixed = plan_of(with_generators(1))
+    assert extra > 0
+    worst_vms = grown.costs()["VMs"] - fixed.costs()["VMs"]
+    started = sum((c.loadgens - 1) * RATES["vm_hour"]["e2-standard-4"] * c.hours_max
+                  for c in grown.clusters)  # fmt: skip
+    assert worst_vms == pytest.approx(started + extra)
+    assert grown.vm_hours() > plan_of(with_auto(load_generators_max=3)).vm_hours()
+    live = max(grown.peaks_max["E2_CPUS"][1], 0)
+    assert live > grown.peaks["E2_CPUS"][1] and live % 4 == 0
+    text = plan_mod.format_plan(grown)
+    assert "1-3" in text and "1x e2-standard-4 (up to 3)" in text
+    assert "gcp.load_generators_max" in text and "at auto's bound" in text

@@ -44,6 +44,7 @@ from test_rehearsal import (
     ctrl_c_when,
     descendants,
     engine_env,  # noqa: F401 (the real engine: a fixture)
+    gcp_settings,
     gcp_study,
     processes_with_env,
     remote_folders,
@@ -338,3 +339,60 @@ def test_a_gcp_study_with_two_load_generators_on_loopback(
     assert settled(lambda: no_session_left(sshd, second)) == []
     for folder in remote:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_auto_on_gcp_adds_a_generator_vm_to_the_live_cluster(
+    engine_env,  # noqa: F811 (the fixture imported above)
+    sshd,
+    site,
+    second,
+    tmp_path,
+    monkeypatch,
+):
+    """gcp.load_generators: auto on the loopback program (the real engine): a 2-tserver cluster
+    starts from one generator (the vCPU rule), may grow to two (the tservers); the measuring
+    code's `add_generator` updates its stack to two generators (the second, the sshd on
+    127.0.0.2, ready and reached over SSH), which then drives the second tserver; the
+    cluster's next row starts from two (load_generators.json), and the stack's destroy
+    forgets them."""
+    from ybscale.backends.gcp import GcpBackend
+    from ybscale.backends.gcp.files import ClusterFiles
+    from ybscale.backends.gcp.reach import wait_ready
+
+    root, site_file = site
+    where = json.loads(site_file.read_text())
+    where["generators"] = [["127.0.0.2", second[1]]]  # what the stack may grow to
+    mine = tmp_path / "site.json"
+    mine.write_text(json.dumps(where))
+    monkeypatch.setenv(SITE_ENV, str(mine))
+    gcp = {**gcp_settings(tmp_path / "state"), "load_generators": "auto",
+           "ssh_key": str(tmp_path / "ssh" / "id_ed25519")}  # fmt: skip
+    backend = GcpBackend(settings_with(backend="gcp", gcp=gcp))
+    settings, combo = backend.settings, "nodes2-small-reploff"
+    files = ClusterFiles(tmp_path / "clusters" / combo)
+    row = row_from_levels(ROW, 2000)
+    endpoints = stacks.up(combo, settings, out=files.endpoints, log=lambda _: None,
+                          shape=row.cluster, server=row.server,
+                          ready=lambda e, s: wait_ready(e, s, files.known_hosts, row,
+                                                        log=lambda _: None))  # fmt: skip
+    try:
+        with backend.measure(row, endpoints, files.folder) as cluster:
+            assert (cluster.generator_names(), cluster.generator_bound()) == (["client"], 2)
+            applied = cluster.applied()  # what the row records, read before it grows (bench)
+            cluster.add_generator()
+            record = cluster.generators_record()
+            assert [g["where"].split("@")[1] for g in record] == [
+                f"127.0.0.1:{sshd.port}", f"127.0.0.2:{second[1]}"
+            ]  # fmt: skip
+            assert [t.generator for t in cluster.targets("read")] == [0, 1]
+            assert cluster.generators[1].psql(cluster.endpoints[1], "SELECT 1", {}, 30).strip()
+            assert applied["load_generator_names"] == ["loopback-loadgen", "loopback-loadgen-1"]
+            assert [g["name"] for g in applied["load_generators"]] == ["client0", "client1"]
+        grown = json.loads(files.grown.read_text())
+        assert grown["loadgen_names"] == ["loopback-loadgen", "loopback-loadgen-1"]
+        with backend.measure(row, endpoints, files.folder) as cluster:  # the cluster's next row
+            assert cluster.generator_names() == ["client0", "client1"]
+    finally:
+        stacks.destroy(combo, settings, out=files.released, log=lambda _: None)
+    assert not files.grown.exists() and not files.endpoints.exists()
+    assert settled(lambda: no_session_left(sshd, second)) == []

@@ -707,6 +707,39 @@ def test_a_second_up_later_changes_only_fields_updated_in_place():
     assert not_labels == [], not_labels
 
 
+def test_one_more_load_generator_adds_its_vm_and_changes_only_the_tservers_ssh_firewall():
+    """Issue 38, `auto` growing a live cluster (`stacks.grow`, hours after its bring-up): the
+    program with the arguments of k + 1 load generators (`stacks.growth_args`) re-declares
+    every resource of the bring-up's k with the same inputs (the expiry labels included) but
+    one, the tservers' SSH firewall, whose sources gain the new generator's address, and
+    declares one resource more, the new generator's VM."""
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.config import gcp_section
+    from ybscale.design.row import ClusterShape
+
+    settings = gcp_section({"gcp": {"project": "p", "owner": "ada", "load_generators": "auto",
+                                    "fallback_zone": "us-central1-b"}})  # fmt: skip
+    shape, now = ClusterShape(3, "small", True), dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    server, key = {"work_mem": "16MB"}, "ssh-ed25519 AAAA k"
+    # brought up in the fallback zone (out of capacity in gcp.zone), with auto's start: 1
+    one = stacks.cluster_args("c", {**settings, "zone": "us-central1-b"}, now, key, shape, server)
+    assert one.load_generators == 1
+    endpoints = {"created": now.isoformat(), "zone": "us-central1-b"}  # what `up` wrote
+    two = stacks.growth_args("c", settings, endpoints, 2, key, shape, server)
+    before, after = record_program(one), record_program(two)
+    assert set(after) - set(before) == {"ybscale-c-loadgen-1"} and set(before) <= set(after)
+    typ, vm = after["ybscale-c-loadgen-1"]
+    assert typ == "gcp:compute/instance:Instance" and vm["labels"]["role"] == "loadgen"
+    changed = []
+    for name, (_, inputs) in before.items():
+        old, new = dict(leaves(inputs)), dict(leaves(after[name][1]))
+        changed += [(name, path, old.get(path), new.get(path))
+                    for path in sorted(old.keys() | new.keys(), key=str)
+                    if old.get(path) != new.get(path)]  # fmt: skip
+    (second,) = two.loadgen_ips()[1:]
+    assert changed == [("ybscale-c-fw-ssh-db", ("sourceRanges", 2), None, f"{second}/32")]
+
+
 # ------------------------------------------------------- unit files: systemd's own quoting
 
 _C_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "s": " ", "r": "\r"}

@@ -498,6 +498,19 @@ def cloudfree_program():
 STALL_ENDS = threading.Event()
 
 
+def then_stall_ends() -> None:
+    """SIGTERM: the handler in place first, then STALL_ENDS (an interrupted driver's)."""
+    handled = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum, frame):
+        try:
+            handled(signum, frame)
+        finally:
+            STALL_ENDS.set()
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 @pytest.fixture
 def engine(tmp_path, monkeypatch):
     """Settings of a project whose state is a local file backend, driven by the real CLI."""
@@ -670,16 +683,9 @@ sys.path[:0] = {tests!r}
 from ybscale.backends.gcp import backend as gcp
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp import stacks
-import signal
-from test_stacks import cloudfree_program, CLUSTERS, NOW, STALL_ENDS
+from test_stacks import cloudfree_program, CLUSTERS, NOW, then_stall_ends
 stacks.install_signal_handlers()
-handled = signal.getsignal(signal.SIGTERM)
-def handler(signum, frame):  # stacks' own handler first, then the stalled program returns
-    try:
-        handled(signum, frame)
-    finally:
-        STALL_ENDS.set()
-signal.signal(signal.SIGTERM, handler)
+then_stall_ends()  # stacks' own handler first, then the stalled program returns
 settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
 try:
     stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program,
@@ -689,18 +695,11 @@ except KeyboardInterrupt:
 """
 
 
-def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
-    marker = tmp_path / "registered"
-    script = INTERRUPTED_UP.format(tests=[str(p) for p in _TEST_FOLDERS])
-    env = {**os.environ, "YBSCALE_TEST_SLOW": str(marker)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def sigterm_once_registered(script: str, marker: Path, cwd: Path, env=None) -> str:
+    """Run `script` (a driver whose program writes `marker`, then stalls), SIGTERM it once the
+    marker exists; its output, once it exited with 130 (KeyboardInterrupt)."""
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     deadline = time.monotonic() + 120
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -708,6 +707,14 @@ def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, out
+    return out
+
+
+def test_real_engine_sigterm_during_up_leaves_nothing(engine, tmp_path):
+    marker = tmp_path / "registered"
+    script = INTERRUPTED_UP.format(tests=[str(p) for p in _TEST_FOLDERS])
+    env = {**os.environ, "YBSCALE_TEST_SLOW": str(marker)}
+    out = sigterm_once_registered(script, marker, tmp_path, env)
     assert "bring-up interrupted" in out and "destroyed and removed" in out, out
     assert stacks.list_stacks(engine) == []
     assert not ClusterFiles.of(CLUSTERS, "nodes3-small-reploff").endpoints.exists()
@@ -822,3 +829,120 @@ def test_destroying_a_cut_stack_forgets_its_clusters_endpoints(settings, tmp_pat
     assert not stacks.destroy_stack(name, settings, auto=FakeAuto(), log=quiet, clusters=clusters)
     assert not ClusterFiles.of(clusters, label).endpoints.exists()
     assert ClusterFiles.of(clusters, other).endpoints.exists()
+
+
+def loopback_site_file(tmp_path: Path, generators: int) -> Path:
+    """A site for the loopback program's stacks alone (nothing listens): a 3-tserver cluster,
+    `generators` load generators."""
+    keys = tmp_path / "authorized_keys"
+    keys.write_text("")
+    site = {"tservers": {"3": ["127.0.3.1", "127.0.3.2", "127.0.3.3"]}, "ysql_port": 5433,
+            "ssh_port": 2222, "tserver_ssh_port": 2223, "ssh_user": "u",
+            "authorized_keys": str(keys), "ready_file": "/ready", "yb_admin": "/yb-admin",
+            "master_ip": "127.9.0.1",
+            "generators": [[f"127.0.0.{i}", 2222 + i] for i in range(2, generators + 1)],
+            }  # fmt: skip
+    path = tmp_path / "site.json"
+    path.write_text(json.dumps(site))
+    return path
+
+
+def last_update_changes(settings, name: str) -> tuple[int, dict]:
+    """(the stack's updates so far, the last one's resource changes), as the engine recorded
+    them (`pulumi stack history`)."""
+    with stacks.workspace(settings) as kwargs:
+        stack = real_auto.select_stack(stack_name=name, project_name=settings["name"],
+                                       program=lambda: None,
+                                       opts=real_auto.LocalWorkspaceOptions(**kwargs))  # fmt: skip
+        history = stack.history(show_secrets=False)
+    return len(history), dict(history[0].resource_changes or {})
+
+
+def test_real_engine_grow_adds_one_load_generator_and_changes_nothing_else(
+    engine, tmp_path, monkeypatch
+):
+    """Issue 38, `auto` on gcp: `stacks.grow` takes the loopback program's stack (a resource
+    per load generator, as the real program has a VM each) from one load generator to two: the
+    engine's own record of that update is one resource created, none updated, replaced or
+    deleted; the expiry stays the bring-up's. An update that would delete a resource is
+    refused before anything changes, and a failed one leaves the stack as it was, never
+    destroyed (cluster_down releases it)."""
+    import pulumi
+    from loopback import SITE_ENV
+    from loopback import program as loopback
+
+    monkeypatch.setenv(SITE_ENV, str(loopback_site_file(tmp_path, 2)))
+    settings = {**engine, "load_generators": "auto"}  # 3 x n2-standard-2: starts with one
+    combo = "nodes3-small-reploff"
+    name = stacks.stack_name(combo, settings)
+
+    def with_extra():  # and a resource the plain program does not declare
+        loopback()
+        pulumi.ComponentResource("ybscale:loopback:Extra", "extra")
+
+    first = stacks.up(combo, settings, now=NOW, log=quiet, program=with_extra)
+    assert first["loadgen_names"] == ["loopback-loadgen"]
+    updates, _ = last_update_changes(settings, name)
+    grown = stacks.grow(combo, settings, first, 2, log=quiet, program=with_extra)
+    assert grown["loadgen_names"] == ["loopback-loadgen", "loopback-loadgen-1"]
+    assert grown["loadgen_ssh_ports"] == [2222, 2224] and grown["created"] == first["created"]
+    count, changes = last_update_changes(settings, name)
+    assert count == updates + 1
+    assert changes.pop("create") == 1 and set(changes) == {"same"}, changes
+    (info,) = stacks.list_stacks(settings)
+    assert info["expiry"] == NOW + dt.timedelta(hours=8)  # the bring-up's, not the growth's
+    with pytest.raises(BackendError, match=r"loadgen-1 \(2 load generators\) not added: the "
+                       r"update would delete urn:pulumi:.*Extra::extra"):  # fmt: skip
+        stacks.grow(combo, settings, grown, 2, log=quiet, program=loopback)
+    # a failed update (the site has no third generator): the stack is left, not destroyed
+    with pytest.raises(BackendError, match=r"loadgen-2 \(3 load generators\) not added"):
+        stacks.grow(combo, settings, grown, 3, log=quiet, program=with_extra)
+    count, changes = last_update_changes(settings, name)
+    assert count == updates + 1  # neither ran an update: the stack is as the growth left it
+    assert stacks.destroy(combo, settings, log=quiet, program=with_extra)
+    assert stacks.list_stacks(settings) == []
+
+
+INTERRUPTED_GROW = """
+import os, sys
+sys.path[:0] = {tests!r}
+from ybscale.backends.gcp import backend as gcp
+from ybscale.backends.gcp import stacks
+from ybscale.backends import lifecycle
+from test_stacks import cloudfree_program, NOW, then_stall_ends
+lifecycle.interrupt_on_signals()  # the measuring job's: SIGTERM raises KeyboardInterrupt
+then_stall_ends()  # the job's handler first, then the stalled program returns
+settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
+first = stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program)
+os.environ["YBSCALE_TEST_SLOW"] = {marker!r}  # the growth's program stalls
+try:
+    stacks.grow("nodes3-small-reploff", settings, first, 2, program=cloudfree_program)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_real_engine_sigterm_during_grow_leaves_the_stack_unlocked(engine, tmp_path):
+    """SIGTERM to the measuring job (its handler raises KeyboardInterrupt) while `stacks.grow`
+    runs the engine: the engine is asked to cancel, the growth waits for it and releases the
+    stack's lock, and the stack is left as it was for cluster_down (never destroyed)."""
+    marker = tmp_path / "registered"
+    script = INTERRUPTED_GROW.format(tests=[str(p) for p in _TEST_FOLDERS], marker=str(marker))
+    out = sigterm_once_registered(script, marker, tmp_path)
+    assert "(2 load generators): interrupted" in out and "left for cluster_down" in out, out
+    (info,) = stacks.list_stacks(engine)
+    assert info["resource_count"] > 0  # not destroyed
+    name = stacks.stack_name("nodes3-small-reploff", engine)
+    locks = tmp_path / "state" / "ybscale" / "pulumi-state" / ".pulumi" / "locks"
+    assert not [p for p in locks.rglob("*") if p.is_file()]
+    home = f"PULUMI_HOME={tmp_path / 'pulumi-home'}".encode()  # the engine fixture's
+    left = []
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            if home in (proc_dir / "environ").read_bytes().split(b"\0"):
+                left.append((proc_dir / "cmdline").read_bytes().replace(b"\0", b" "))
+        except OSError:
+            continue
+    assert left == [], left  # no engine left running after the job
+    assert stacks.destroy("nodes3-small-reploff", engine, log=quiet, program=cloudfree_program)
+    assert stacks.stale_locks(name, engine) == []

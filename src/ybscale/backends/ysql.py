@@ -15,7 +15,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -242,7 +242,7 @@ class YsqlCluster(Cluster):
         settle=None,
         cpu: MachineCpu | None = None,
         generators: Sequence[Runner] | None = None,
-        spare: Sequence[Runner] = (),
+        spare: Sequence[Runner | Callable[[], Runner]] = (),
         auto: bool = False,
     ):
         if not endpoints:
@@ -252,7 +252,9 @@ class YsqlCluster(Cluster):
         self.rows = row.dataset_rows
         self.runner = runner  # psql, and pgbench unless `generators` names several runners
         self.generators = list(generators or [runner])
-        self.spare = list(spare)  # `auto`: the generators `add_generator` adds, in order
+        # `auto`: the generators `add_generator` adds, in order: runners, or functions that
+        # make one when it joins (gcp's create its VM)
+        self.spare = list(spare)
         self.auto = auto  # the generators may grow (through `spare`), and the row records it
         if len(self.generators) > len(self.endpoints):
             raise BackendError(
@@ -355,6 +357,8 @@ class YsqlCluster(Cluster):
                 f"{len(self.endpoints)} node(s), {len(self.spare)} spare"
             )
         runner = self.spare.pop(0)
+        if callable(runner):  # made as it joins (gcp: its VM created then)
+            runner = runner()
         self.generator_facts()
         self.clock_offsets()
         self._facts.append(runner.facts(self.pgbench))

@@ -15,6 +15,7 @@ Where those files live is the rules' choice: `files.ClusterFiles` is handed the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from ybscale.backends.base import (
     settings_by_source,
 )
 from ybscale.backends.gcp.balancer import load_balancer_idle
+from ybscale.backends.gcp.config import bound_errors, load_generators_bound
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
@@ -35,6 +37,7 @@ from ybscale.backends.gcp.reach import (
     generator_hosts,
     masters_health,
     node_hosts,
+    ssh_host,
     tserver_endpoints,
 )
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
@@ -70,9 +73,13 @@ class GcpBackend(Backend):
 
     @classmethod
     def measuring_settings(cls, settings: Mapping) -> dict:
-        """How the dataset is laid out; prices, slots and the stacks' settings are not (a
+        """How the dataset is laid out, and how far `auto` may grow the load generators
+        (gcp.load_generators_max, when set); prices, slots and the stacks' settings are not (a
         cluster's definition reaches a row through its endpoints)."""
-        return {"table_sharding": settings["gcp"]["table_sharding"]}
+        gcp = settings["gcp"]
+        bound = gcp.get("load_generators_max")
+        return {"table_sharding": gcp["table_sharding"],
+                **({"load_generators_max": bound} if bound is not None else {})}  # fmt: skip
 
     @classmethod
     def cluster_labels(cls, settings: Mapping, rows) -> dict[str, str]:
@@ -129,6 +136,12 @@ class GcpBackend(Backend):
         release = self.settings["yugabyte"]["version"]
         per_replicate = self.settings["cluster_per_replicate"]
         tservers = {cluster_label(row, per_replicate): row.cluster.nodes for row in rows}
+        types = self.settings["machine_types"]
+        shapes = {
+            cluster_label(row, per_replicate): (row.cluster.nodes, types[row.cluster.node_size])
+            for row in rows
+            if row.cluster.node_size in types  # a missing size is its own error
+        }
         k = self.settings["load_generators"]
         too_many = [
             f"{source_of('gcp.load_generators')}: {k} load generators, but {label} has "
@@ -141,6 +154,7 @@ class GcpBackend(Backend):
             + yb_catalogue.server_setting_errors(server, release)
             + vm_name_errors(self.settings, tservers)
             + too_many
+            + bound_errors(self.settings, shapes)
         )
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:
@@ -173,7 +187,12 @@ class GcpBackend(Backend):
 
     @contextmanager
     def measure(self, row, endpoints: Mapping, folder: Path) -> Iterator[Cluster]:
+        """The row's cluster, driven by its load generators: with gcp.load_generators: auto
+        as many as its earlier rows grew to (`ClusterFiles.with_growth`), and up to
+        gcp.load_generators_max by `add_generator`, which adds a VM to the stack then
+        (`clusters.grow`)."""
         files = ClusterFiles(folder)
+        endpoints = files.with_growth(dict(endpoints))
         hosts = generator_hosts(endpoints, self.settings, files.known_hosts)
         host = hosts[0]  # psql, yb-admin and the tservers' CPU go through the first
         nodes = tserver_endpoints(endpoints)
@@ -189,8 +208,10 @@ class GcpBackend(Backend):
             "yugabyte_version": endpoints.get("yugabyte_version"),
             "zone": endpoints.get("zone"),
             "load_generator": endpoints.get("loadgen_name"),
-            "load_generator_names": endpoints.get("loadgen_names")
-            or [endpoints.get("loadgen_name")],
+            # one list, grown in place as `auto` adds VMs (the row's record holds it)
+            "load_generator_names": list(
+                endpoints.get("loadgen_names") or [endpoints.get("loadgen_name")]
+            ),
             "min_cpu_platform": endpoints.get("min_cpu_platform"),
             "cpu_platforms": endpoints.get("cpu_platforms"),
         }
@@ -205,6 +226,24 @@ class GcpBackend(Backend):
             cpu = stack.enter_context(
                 MachineCpu(readers, node_hosts(host, nodes, tserver_ssh_port))
             )
+            auto = self.settings["load_generators"] == "auto"
+            tserver_type = self.settings["machine_types"][row.cluster.node_size]
+            bound = load_generators_bound(self.settings, len(nodes), tserver_type)
+            grown = [endpoints]  # the cluster's endpoints as its load generators grow
+
+            def join(k: int) -> LoadgenRunner:
+                """Generator k + 1 (0-based k): its VM added to the stack, reached over SSH."""
+                from ybscale.backends.gcp import clusters
+
+                grown[0] = clusters.grow(files.combination, self.config, files, grown[0],
+                                         k + 1, row)  # fmt: skip
+                new = ssh_host(grown[0], self.settings, files.known_hosts, k)
+                stack.enter_context(ssh_session(new))
+                names = record["load_generator_names"]
+                names[:] = grown[0].get("loadgen_names") or names
+                return LoadgenRunner(new)
+
+            spare = [functools.partial(join, k) for k in range(len(hosts), bound)] if auto else []
             yield YsqlCluster(
                 nodes,
                 row,
@@ -216,4 +255,6 @@ class GcpBackend(Backend):
                 health=masters_health(host, endpoints),
                 settle=load_balancer_idle(host, endpoints, timeout) if timeout else None,
                 cpu=cpu,
+                spare=spare,
+                auto=auto,
             )

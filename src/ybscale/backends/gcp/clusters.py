@@ -29,6 +29,7 @@ from ybscale.backends.gcp.reach import wait_ready
 from ybscale.config_sources import file_sources, source_of, sources_in_use
 from ybscale.design.factorial import load_design
 from ybscale.design.row import Row, resolve_rows
+from ybscale.files import write_json
 from ybscale.settings import load as load_settings
 
 
@@ -117,6 +118,7 @@ def up(
         )
     row = on_it[0]  # the combination's shape
     files.known_hosts.unlink(missing_ok=True)
+    files.grown.unlink(missing_ok=True)  # `auto` starts again from its starting count
     capacity.up_with_fallback(
         stacks.up,
         combo,
@@ -127,6 +129,27 @@ def up(
         server=row.server,
         serial_logs=serial_logs,
     )
+
+
+def grow(combo: str, config: Mapping, files: ClusterFiles, endpoints: Mapping, loadgens: int,
+         row: Row) -> dict:  # fmt: skip
+    """One more load generator for the live cluster `combo` (gcp.load_generators: auto): its
+    stack updated to `loadgens` generators (`stacks.grow`: an `up` that only adds; a failure
+    leaves the stack to cluster_down), then the wait for it as at bring-up (`wait_ready`:
+    every generator's startup finished, the cluster answering); the new endpoints, kept in
+    `files.grown` for the cluster's later rows. BackendError naming the generator and the
+    count."""
+    settings = gcp_section(config)
+    grown = stacks.grow(combo, settings, endpoints, loadgens, shape=row.cluster,
+                        server=row.server)  # fmt: skip
+    names = grown.get("loadgen_names") or []
+    name = names[loadgens - 1] if len(names) >= loadgens else f"load generator {loadgens}"
+    try:
+        wait_ready(grown, settings, files.known_hosts, row)
+    except BackendError as exc:
+        raise BackendError(f"{name} ({loadgens} load generators) not ready: {exc}") from exc
+    write_json(files.grown, grown)
+    return grown
 
 
 def down(combo: str, config: Mapping, out: Path) -> dict:

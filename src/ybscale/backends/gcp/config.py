@@ -84,3 +84,33 @@ def load_generators(settings: Mapping, tservers: int, tserver_type: str) -> int:
     loadgen = vcpus(settings["machine_types"]["loadgen"])
     need = tservers * vcpus(tserver_type) / (TSERVER_VCPUS_PER_GENERATOR_VCPU * loadgen)
     return max(1, min(tservers, math.ceil(need)))
+
+
+def load_generators_bound(settings: Mapping, tservers: int, tserver_type: str) -> int:
+    """How many load-generator VMs a cluster of `tservers` may grow to: with `auto`,
+    gcp.load_generators_max (default: the tserver count), never more than the tservers; else
+    the fixed count (`load_generators`)."""
+    start = load_generators(settings, tservers, tserver_type)
+    if settings["load_generators"] != "auto":
+        return start
+    return max(start, min(tservers, settings.get("load_generators_max") or tservers))
+
+
+def bound_errors(settings: Mapping, clusters: Mapping[str, tuple[int, str]]) -> list[str]:
+    """gcp.load_generators_max set without `auto`, or below `auto`'s starting count of a
+    cluster (label -> its tservers and their machine type), one line per problem."""
+    bound = settings.get("load_generators_max")
+    if bound is None:
+        return []
+    if settings["load_generators"] != "auto":
+        return [
+            f"{source_of('gcp.load_generators_max')}: only meaningful with gcp.load_generators: "
+            f"auto (it is {settings['load_generators']}): remove it, or set auto"
+        ]
+    return [
+        f"{source_of('gcp.load_generators_max')}: {bound}, below the {start} load generators "
+        f"auto starts {label} with ({tservers} x {machine}: one generator vCPU per "
+        f"{TSERVER_VCPUS_PER_GENERATOR_VCPU} tserver vCPUs); raise it to {start} or more"
+        for label, (tservers, machine) in sorted(clusters.items())
+        if bound < (start := load_generators(settings, tservers, machine))
+    ]

@@ -1,5 +1,6 @@
 """What the pipeline keeps of one gcp cluster, in the folder the rules name
-(``results/clusters/<label>``): endpoints, released marker, row lock, host keys."""
+(``results/clusters/<label>``): endpoints, released marker, row lock, host keys, the grown
+load generators."""
 
 from __future__ import annotations
 
@@ -41,6 +42,21 @@ class ClusterFiles:
         """Host keys of this cluster's incarnation (removed by up/down: new VMs, new keys)."""
         return self.folder / "known_hosts"
 
+    @property
+    def grown(self) -> Path:
+        """With gcp.load_generators: auto, the endpoints after the cluster's load generators
+        grew (`clusters.grow`): its later rows start from them; removed by up and down."""
+        return self.folder / "load_generators.json"
+
+    def with_growth(self, endpoints: dict) -> dict:
+        """`endpoints`, or the same cluster's after its load generators grew (same creation
+        time: not a former incarnation's)."""
+        try:
+            grown = json.loads(self.grown.read_text())
+        except (OSError, ValueError):
+            return endpoints
+        return grown if grown.get("created") == endpoints.get("created") else endpoints
+
     @contextmanager
     def lock(self) -> Iterator[None]:
         """One row at a time per cluster (its single load generator); rows of different
@@ -60,6 +76,7 @@ class ClusterFiles:
         the next run brings it up again instead of SSHing into deleted VMs."""
         self.endpoints.unlink(missing_ok=True)
         self.known_hosts.unlink(missing_ok=True)
+        self.grown.unlink(missing_ok=True)
 
     def load(self) -> dict:
         """endpoints.json of a live cluster; BackendError when missing or already destroyed."""

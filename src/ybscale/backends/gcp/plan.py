@@ -7,6 +7,7 @@ printed with it. Quotas are compared with the peak need, per region and project-
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,10 +50,27 @@ class ClusterPlan:
     end_seconds: float = 0.0  # scheduled tear-down
     external_ips: int = NAT_IPS_PER_CLUSTER  # the NAT's, and the load generators' when public
     loadgens: int = 1  # load-generator VMs (gcp.load_generators)
+    # with gcp.load_generators: auto, the VMs and addresses if it grew to its bound
+    # (gcp.load_generators_max); None: the generators are fixed
+    machine_types_max: dict[str, int] | None = None
+    loadgens_max: int | None = None
+    external_ips_max: int | None = None
 
     @property
     def vms(self) -> int:
         return sum(self.machine_types.values())
+
+    def at_bound(self) -> ClusterPlan:
+        """The cluster with as many load generators as `auto` may grow to (its worst case)."""
+        if self.loadgens_max is None:
+            return self
+        types = self.machine_types_max or self.machine_types
+        return dataclasses.replace(
+            self, machine_types=types, loadgens=self.loadgens_max,
+            external_ips=self.external_ips_max or self.external_ips, machine_types_max=None,
+            loadgens_max=None, external_ips_max=None,
+            disk_gb=sum(types.values()) * (self.disk_gb // max(self.vms, 1)),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -76,30 +94,44 @@ class Plan:
     ttl_hours: float = 0.0
     replicates: int = 1  # the design's replications
     cluster_per_replicate: bool = True  # gcp.cluster_per_replicate
+    # with gcp.load_generators: auto, the peak needs if every cluster grew to its bound
+    peaks_max: dict = field(default_factory=dict)
+
+    def worst_clusters(self, worst: bool = True) -> list[ClusterPlan]:
+        """The clusters, each at `auto`'s bound when `worst` (`ClusterPlan.at_bound`)."""
+        return [c.at_bound() for c in self.clusters] if worst else list(self.clusters)
+
+    def grows(self) -> bool:
+        """Whether a cluster may grow its load generators (`auto`, a bound above the start)."""
+        return any(c.at_bound().vms > c.vms for c in self.clusters)
 
     def vm_hours(self, worst: bool = True) -> float:
-        return sum(c.vms * (c.hours_max if worst else c.hours_min) for c in self.clusters)
+        """VM-hours as scheduled, or at most: until max_run_duration, at `auto`'s bound."""
+        return sum(c.vms * (c.hours_max if worst else c.hours_min)
+                   for c in self.worst_clusters(worst))  # fmt: skip
 
     def costs(self, worst: bool = True) -> dict[str, float]:
-        """Estimated cost by item (USD)."""
+        """Estimated cost by item (USD): as scheduled with the starting load generators, or at
+        most (`worst`: until max_run_duration, at `auto`'s bound)."""
 
         def hours(c: ClusterPlan) -> float:
             return c.hours_max if worst else c.hours_min
 
         disk_hour = self.rates.get("disk_gb_month", {}).get(self.disk_type, 0.0) / HOURS_PER_MONTH
-        vms = sum(c.vms for c in self.clusters)
+        clusters = self.worst_clusters(worst)
+        vms = sum(c.vms for c in clusters)
         return {
             "VMs": sum(
                 n * self.prices.get(mt, 0.0) * hours(c)
-                for c in self.clusters
+                for c in clusters
                 for mt, n in c.machine_types.items()
             ),
-            "disks": sum(c.disk_gb * disk_hour * hours(c) for c in self.clusters),
+            "disks": sum(c.disk_gb * disk_hour * hours(c) for c in clusters),
             "Cloud NAT": sum(
-                c.vms * self.rates.get("nat_vm_hour", 0.0) * hours(c) for c in self.clusters
+                c.vms * self.rates.get("nat_vm_hour", 0.0) * hours(c) for c in clusters
             ),  # fmt: skip
             "external IPs": sum(
-                c.external_ips * self.rates.get("ip_hour", 0.0) * hours(c) for c in self.clusters
+                c.external_ips * self.rates.get("ip_hour", 0.0) * hours(c) for c in clusters
             ),  # fmt: skip
             "NAT data": vms * self.nat_gb_per_vm * self.rates.get("nat_gb", 0.0),
             "egress": len(self.row_seconds)
@@ -110,11 +142,12 @@ class Plan:
     def cost(self, worst: bool = True) -> float:
         return sum(self.costs(worst).values())
 
-    def over_quota(self) -> list[str]:
+    def over_quota(self, bound: bool = False) -> list[str]:
         """One line per quota (when read) whose peak need exceeds what is free (limit - usage):
-        the quota, the need and what is free."""
+        the quota, the need and what is free. `bound`: the need if `auto` grew every cluster
+        to its bound (a growth past the quota fails its row, the cluster is still released)."""
         lines = []
-        for metric, (what, peak) in sorted(self.peaks.items()):
+        for metric, (what, peak) in sorted((self.peaks_max if bound else self.peaks).items()):
             limit, usage = (self.quotas or {}).get(metric, (None, 0))
             if limit is not None and peak > limit - usage:
                 lines.append(
@@ -290,6 +323,7 @@ def plan(
         machine_types = machines.counts()
         own = [r for r in runs if key[r] == combo]
         slot, start, end = slots[combo]
+        grows = machines.loadgens_max > machines.loadgens  # gcp.load_generators: auto
         clusters.append(
             ClusterPlan(
                 cluster=combo,
@@ -297,6 +331,10 @@ def plan(
                 masters=machines.masters,
                 tservers=machines.tservers,
                 loadgens=machines.loadgens,
+                loadgens_max=machines.loadgens_max if grows else None,
+                machine_types_max=machines.counts(bound=True) if grows else None,
+                external_ips_max=NAT_IPS_PER_CLUSTER
+                + machines.loadgens_max * (settings["ssh_access"] == "public"),
                 machine_types=machine_types,
                 measure_seconds=sum(seconds[r] for r in own),
                 hours_min=busy[combo] / 3600,
@@ -334,6 +372,7 @@ def plan(
         egress_gb_per_row=settings["egress_gb_per_row"],
         max_clusters=settings["max_clusters"],
         peaks=peak_needs(clusters, settings["disk_type"]),
+        peaks_max=peak_needs([c.at_bound() for c in clusters], settings["disk_type"]),
         quotas=quota_table,
         quota_note=quota_note,
         ttl_hours=settings["ttl_hours"],
@@ -409,16 +448,30 @@ def format_plan(p: Plan) -> str:
         f"{'VMs':>4}  machine types",
     ]
     for c in p.clusters:
-        types = ", ".join(f"{n}x {mt}" for mt, n in c.machine_types.items())
-        counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {c.loadgens:>8} {c.vms:>4}"
+        top = c.at_bound()  # with `auto`: its starting count, then its bound
+        types = ", ".join(
+            f"{n}x {mt}" + (f" (up to {most})" if (most := top.machine_types[mt]) > n else "")
+            for mt, n in c.machine_types.items()
+        )
+        loadgens = f"{c.loadgens}-{top.loadgens}" if top.loadgens > c.loadgens else c.loadgens
+        vms = f"{c.vms}-{top.vms}" if top.vms > c.vms else c.vms
+        counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {loadgens:>8} {vms:>4}"
         lines.append(f"{c.cluster:<{width}} {counts}  {types}")
+    if p.grows():
+        lines.append(
+            "Load generators: gcp.load_generators auto starts each cluster with the first count "
+            f"and may add VMs up to the second ({source_of('gcp.load_generators_max')}, "
+            "default the tservers) while they are the bottleneck; the 'at most' figures below "
+            "count every cluster at that bound, the 'as scheduled' ones at its start"
+        )
     lines += [
         f"Expected wall time: {_hm(p.wall_seconds)}: at most {p.max_clusters} clusters at a time "
         "(gcp.max_clusters), each destroyed after its last row; the rows of one cluster one at a "
         "time on its load generator, rows of different clusters in parallel; "
         f"{p.provisioning_minutes:g} min provisioning per cluster",
         f"VM-hours: {p.vm_hours(False):.1f} as scheduled; at most {p.vm_hours():.1f} if every VM "
-        "ran until max_run_duration (gcp.ttl_hours) deletes it",
+        "ran until max_run_duration (gcp.ttl_hours) deletes it"
+        + (", every cluster grown to auto's bound" if p.grows() else ""),
         f"Estimated cost: USD {p.cost(False):.2f} as scheduled (at most USD {p.cost():.2f}) -- an "
         f"ESTIMATE from the editable price table {source_of('gcp.prices')}.{p.region}: "
         + ", ".join(f"{item} {value:.2f}" for item, value in p.costs(False).items()),
@@ -433,6 +486,11 @@ def format_plan(p: Plan) -> str:
             limit, usage = quota
             flag = " EXCEEDS the free quota" if peak > limit - usage else ""
             text = f"{what} {peak:g} ({metric}: limit {limit:g}, in use {usage:g}){flag}"
+        at_bound = p.peaks_max.get(metric, (what, peak))[1]
+        if at_bound > peak:
+            limit = (p.quotas or {}).get(metric)
+            over = limit is not None and at_bound > limit[0] - limit[1]
+            text += f" [{at_bound:g} at auto's bound" + (", EXCEEDS it" if over else "") + "]"
         needs[metric in PROJECT_METRICS].append(text)
     lines.append(
         f"Peak need in {p.region}: " + "; ".join(needs[False])
@@ -442,6 +500,13 @@ def format_plan(p: Plan) -> str:
         lines.append(
             "STOP: a cluster is not brought up while a quota it needs has less free than it "
             f"needs (set {source_of('gcp.allow_over_quota')} to true to try anyway)"
+        )
+    elif p.over_quota(bound=True):
+        lines.append(
+            "WARNING: grown to auto's bound the clusters would need more than the quota leaves "
+            "free: " + "; ".join(p.over_quota(bound=True)) + "; a growth refused by the quota "
+            "fails its row (the cluster is still released): lower "
+            f"{source_of('gcp.load_generators_max')} or raise the quota"
         )
     if p.state_url:
         lines.append(

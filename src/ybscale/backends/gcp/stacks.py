@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from ybscale.backends import yb_catalogue
 from ybscale.backends.base import BackendError, alive
-from ybscale.backends.gcp.config import load_generators
+from ybscale.backends.gcp.config import load_generators, load_generators_bound
 from ybscale.config_sources import source_of
 from ybscale.design.row import ClusterShape
 from ybscale.files import write_json
@@ -120,7 +121,8 @@ def shape_of(combo: str) -> ClusterShape:
 class ClusterMachines:
     """One cluster's VMs: a tserver per node, a master per copy (the replication factor: 1, or
     every node with replication on) and its load generators (gcp.load_generators), with their
-    machine types."""
+    machine types. `loadgens_max`: how many load generators `auto` may grow to (the same as
+    `loadgens` when they are fixed)."""
 
     tservers: int
     masters: int
@@ -128,14 +130,16 @@ class ClusterMachines:
     master_type: str
     loadgen_type: str
     loadgens: int = 1
+    loadgens_max: int = 1
 
-    def counts(self) -> dict[str, int]:
-        """Machine type -> how many VMs of it."""
+    def counts(self, bound: bool = False) -> dict[str, int]:
+        """Machine type -> how many VMs of it (`bound`: with as many load generators as `auto`
+        may grow to)."""
         out: dict[str, int] = {}
         for machine, n in (
             (self.tserver_type, self.tservers),
             (self.master_type, self.masters),
-            (self.loadgen_type, self.loadgens),
+            (self.loadgen_type, self.loadgens_max if bound else self.loadgens),
         ):
             out[machine] = out.get(machine, 0) + n
         return out
@@ -155,6 +159,7 @@ def cluster_machines(shape: ClusterShape, settings: Mapping, combo: str) -> Clus
         master_type=types["master"],
         loadgen_type=types["loadgen"],
         loadgens=load_generators(settings, shape.nodes, types[shape.node_size]),
+        loadgens_max=load_generators_bound(settings, shape.nodes, types[shape.node_size]),
     )
 
 
@@ -342,6 +347,37 @@ def install_signal_handlers() -> None:
         signal.signal(sig, handler)
 
 
+@contextmanager
+def engine_cancelled_on_signals() -> Iterator[None]:
+    """While the engine runs in a process whose own SIGTERM/SIGHUP handler does not tell it
+    (the measuring job's, `lifecycle.interrupt_on_signals`): the first such signal asks the
+    engine to cancel gracefully, then the handler in place runs (none: KeyboardInterrupt).
+    Ctrl-C reaches the engine from the terminal itself. Outside the main thread (no signal
+    handlers there), nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    fired: list[int] = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            interrupt_pulumi()
+        previous = before[signum]
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in before:
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, previous in before.items():
+            signal.signal(sig, previous)
+
+
 def teardown(stack, log=print) -> None:
     """Destroy the stack's resources, refreshing them first in the same engine run (VMs
     deleted behind its back are then seen as gone). An interrupted `up` leaves pending creates
@@ -424,6 +460,132 @@ def save_serial_output(name: str, args, settings: Mapping, logdir: Path, log=pri
     return saved
 
 
+def configure(stack, settings: Mapping, name: str, args, auto) -> None:
+    """The stack's config: where (project, region, zone), its name, its ClusterArgs and expiry
+    (what the program reads)."""
+    stack.set_all_config(
+        {
+            "gcp:project": auto.ConfigValue(settings["project"]),
+            "gcp:region": auto.ConfigValue(settings["region"]),
+            "gcp:zone": auto.ConfigValue(settings["zone"]),
+            "ybscale:name": auto.ConfigValue(name),
+            "ybscale:cluster": auto.ConfigValue(json.dumps(dataclasses.asdict(args))),
+            "ybscale:expiry": auto.ConfigValue(args.labels["expiry"]),
+        }
+    )
+
+
+# what an `up` adding a load generator may do to a resource: create it (the new VM), update it
+# in place (the tservers' SSH firewall lets the new generator in), or leave it as it is
+GROWTH_OPS = ("same", "create", "update")
+VM_TYPE = "gcp:compute/instance:Instance"  # never updated by a growth (a VM may be stopped)
+
+
+def growth_problems(events: list[tuple[str, str, str]]) -> list[str]:
+    """What an `up` adding a load generator must not do, from its steps (op, resource type,
+    urn): replace or delete anything, or update a VM."""
+    return [
+        f"{op} {urn}"
+        for op, typ, urn in events
+        if op not in GROWTH_OPS or (op == "update" and typ == VM_TYPE)
+    ]
+
+
+def growth_args(
+    combo: str,
+    settings: Mapping,
+    endpoints: Mapping,
+    loadgens: int,
+    public_key: str,
+    shape: ClusterShape | None = None,
+    server: Mapping[str, str] | None = None,
+):
+    """The ClusterArgs of a live cluster (its `endpoints`, as `up` wrote them) with `loadgens`
+    load generators: those of its bring-up (its creation time, so the same expiry; its zone,
+    gcp.fallback_zone's if it came up there), the count changed."""
+    where = {**settings, "zone": endpoints.get("zone") or settings["zone"]}
+    created = dt.datetime.fromisoformat(endpoints["created"])
+    return cluster_args(combo, {**where, "load_generators": loadgens}, created, public_key,
+                        shape, server)  # fmt: skip
+
+
+def grow(
+    combo: str,
+    settings: Mapping,
+    endpoints: Mapping,
+    loadgens: int,
+    *,
+    auto=None,
+    log: Callable[[str], object] = print,
+    program: Callable | None = None,
+    interrupt_wait: float = 600,
+    shape: ClusterShape | None = None,
+    server: Mapping[str, str] | None = None,
+) -> dict:
+    """Update the live stack of cluster `combo` (its `endpoints`, as `up` wrote them) to
+    `loadgens` load generators; the endpoints with the stack's new outputs.
+
+    The program gets the arguments of the cluster's bring-up (`growth_args`: the same expiry
+    labels and outputs), the one count changed. A preview first: unless every step only
+    creates a resource or updates one that is not a VM in place (`growth_problems`), nothing
+    is changed. Then `up`, without the refresh a bring-up runs. A failure never destroys the
+    stack (cluster_down releases it): a BackendError naming the stack, the generator and the
+    count; an interruption waits for the engine and releases the stack's lock before it is
+    raised."""
+    from ybscale.backends import ssh
+
+    auto = _auto(auto)
+    name = endpoints.get("stack") or stack_name(combo, settings)
+    where = {**settings, "zone": endpoints.get("zone") or settings["zone"]}
+    public_key = ssh.ensure_keypair(Path(settings["ssh_key"])).read_text().strip()
+    args = growth_args(combo, settings, endpoints, loadgens, public_key, shape, server)
+    program, cloud = program_of(settings, program)
+    what = f"{name}: load generator {vm_names(name, args)[-1]} ({loadgens} load generators)"
+    with workspace(settings, auto) as kwargs:
+        try:
+            stack = auto.select_stack(
+                stack_name=name,
+                project_name=settings["name"],
+                program=program,
+                opts=auto.LocalWorkspaceOptions(**kwargs),
+            )
+        except auto.StackNotFoundError as exc:
+            raise BackendError(f"{what} not added: the stack does not exist") from exc
+        try:
+            configure(stack, where, name, args, auto)
+            if cloud:
+                stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
+            steps: list[tuple[str, str, str]] = []
+
+            def step(event) -> None:
+                pre = getattr(event, "resource_pre_event", None)
+                if pre is not None:
+                    meta = pre.metadata
+                    steps.append((str(getattr(meta.op, "value", meta.op)), meta.type, meta.urn))
+
+            with engine_cancelled_on_signals():
+                stack.preview(on_event=step)
+                refused = growth_problems(steps)
+                if refused:
+                    raise BackendError("the update would " + "; ".join(refused))
+                result = stack.up(on_output=log, show_secrets=False)
+            done = [(str(getattr(op, "value", op)), "", "")
+                    for op in (result.summary.resource_changes or {})]  # fmt: skip
+            if growth_problems(done):
+                raise BackendError(f"the update did {result.summary.resource_changes}")
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # interrupted: the stack's lock released
+                log(f"{what}: interrupted ({exc!r}); the stack is left for cluster_down")
+                if wait_pulumi(interrupt_wait, log):
+                    release_lock(stack, log)
+                raise
+            log(f"{what} not added ({exc}); the stack is left for cluster_down")
+            raise BackendError(f"{what} not added: {exc}") from exc
+        outputs = {k: getattr(v, "value", v) for k, v in result.outputs.items()}
+    log(f"{what}: added")
+    return {**endpoints, **outputs}
+
+
 def up(
     combo: str,
     settings: Mapping,
@@ -464,16 +626,7 @@ def up(
             program=program,
             opts=auto.LocalWorkspaceOptions(**kwargs),
         )
-        stack.set_all_config(
-            {
-                "gcp:project": auto.ConfigValue(settings["project"]),
-                "gcp:region": auto.ConfigValue(settings["region"]),
-                "gcp:zone": auto.ConfigValue(settings["zone"]),
-                "ybscale:name": auto.ConfigValue(name),
-                "ybscale:cluster": auto.ConfigValue(json.dumps(dataclasses.asdict(args))),
-                "ybscale:expiry": auto.ConfigValue(args.labels["expiry"]),
-            }
-        )
+        configure(stack, settings, name, args, auto)
         try:
             if cloud:
                 stack.workspace.install_plugin("gcp", "v" + metadata.version("pulumi-gcp"))
