@@ -57,6 +57,9 @@ class ClusterArgs:
     yugabyte_sha256: str | None = None  # None: checked against the published <url>.sha
     pg_client_version: int = 16
     max_run_seconds: int = 8 * 3600  # Compute Engine deletes each VM after this, no sweep needed
+    # each load generator's own bound where it is not max_run_seconds: one added to a live
+    # cluster (gcp.load_generators: auto) is deleted when the VMs brought up with it are
+    loadgen_run_seconds: list[int] = field(default_factory=list)
     master_flags: dict[str, str] = field(default_factory=dict)  # server.* knobs: yb-master flags
     tserver_flags: dict[str, str] = field(default_factory=dict)  # server.* knobs: yb-tserver flags
     ysql_pg_conf: dict[str, str] = field(default_factory=dict)  # server.* knobs: YSQL settings
@@ -80,6 +83,12 @@ class ClusterArgs:
             raise ValueError(
                 f"max_run_seconds must be 30 s to 120 days, got {self.max_run_seconds}"
             )
+        for i, seconds in enumerate(self.loadgen_run_seconds):
+            if not 30 <= seconds <= self.max_run_seconds:
+                raise ValueError(
+                    f"loadgen_run_seconds[{i}] must be 30 s to max_run_seconds "
+                    f"({self.max_run_seconds}), got {seconds}"
+                )
         if not 1 <= self.load_generators <= self.nodes:
             raise ValueError(
                 f"load_generators must be 1 to nodes ({self.nodes}), got {self.load_generators}"
@@ -108,6 +117,12 @@ class ClusterArgs:
 
     def loadgen_ip(self) -> str:
         return self.loadgen_ips()[0]
+
+    def loadgen_run_seconds_of(self, i: int) -> int:
+        """Load generator `i`'s max_run_duration: its own (loadgen_run_seconds), else the
+        cluster's."""
+        own = self.loadgen_run_seconds
+        return own[i] if i < len(own) else self.max_run_seconds
 
     @property
     def ssh_source_ranges(self) -> list[str]:
@@ -239,6 +254,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                 ),
                 role="loadgen",
                 public=args.ssh_access == "public",
+                run_seconds=args.loadgen_run_seconds_of(i),
             )
             for i, ip in enumerate(args.loadgen_ips())
         ]
@@ -261,6 +277,9 @@ class YugabyteCluster(pulumi.ComponentResource):
             "loadgen_ips": pulumi.Output.all(*hosts),
             "loadgen_private_ips": args.loadgen_ips(),
             "loadgen_names": pulumi.Output.all(*(vm.name for vm in self.loadgens)),
+            "loadgen_run_seconds": [
+                args.loadgen_run_seconds_of(i) for i in range(args.load_generators)
+            ],
             "ysql_port": startup.YSQL_PORT,
             "zone": args.zone,
             "ssh_access": args.ssh_access,
@@ -290,7 +309,9 @@ class YugabyteCluster(pulumi.ComponentResource):
             )
         )
 
-    def _instance(self, vm_name, machine_type, ip, tags, script, role, public=False):
+    def _instance(
+        self, vm_name, machine_type, ip, tags, script, role, public=False, run_seconds=None
+    ):
         args = self.args
         labels = {**self.labels, "role": role}
         nic = gcp.compute.InstanceNetworkInterfaceArgs(
@@ -328,7 +349,7 @@ class YugabyteCluster(pulumi.ComponentResource):
                 scheduling=gcp.compute.InstanceSchedulingArgs(
                     provisioning_model="STANDARD",
                     max_run_duration=gcp.compute.InstanceSchedulingMaxRunDurationArgs(
-                        seconds=args.max_run_seconds
+                        seconds=run_seconds or args.max_run_seconds
                     ),
                     instance_termination_action="DELETE",
                 ),

@@ -713,6 +713,7 @@ def test_one_more_load_generator_adds_its_vm_and_changes_only_the_tservers_ssh_f
     every resource of the bring-up's k with the same inputs (the expiry labels included) but
     one, the tservers' SSH firewall, whose sources gain the new generator's address, and
     declares one resource more, the new generator's VM."""
+    from ybscale.backends.base import BackendError
     from ybscale.backends.gcp import stacks
     from ybscale.backends.gcp.config import gcp_section
     from ybscale.design.row import ClusterShape
@@ -725,11 +726,25 @@ def test_one_more_load_generator_adds_its_vm_and_changes_only_the_tservers_ssh_f
     one = stacks.cluster_args("c", {**settings, "zone": "us-central1-b"}, now, key, shape, server)
     assert one.load_generators == 1
     endpoints = {"created": now.isoformat(), "zone": "us-central1-b"}  # what `up` wrote
-    two = stacks.growth_args("c", settings, endpoints, 2, key, shape, server)
+    later = now + dt.timedelta(hours=3)  # the count that finds the generator the bottleneck
+    two = stacks.growth_args("c", settings, endpoints, 2, key, shape, server, now=later)
     before, after = record_program(one), record_program(two)
     assert set(after) - set(before) == {"ybscale-c-loadgen-1"} and set(before) <= set(after)
     typ, vm = after["ybscale-c-loadgen-1"]
     assert typ == "gcp:compute/instance:Instance" and vm["labels"]["role"] == "loadgen"
+    # Compute Engine deletes the new VM when it deletes the others: at ttl_hours after the
+    # bring-up, 3 h of them gone (the others keep their max_run_duration: nothing changed)
+    ttl = round(settings["ttl_hours"] * 3600)
+    assert vm["scheduling"]["maxRunDuration"]["seconds"] == ttl - 3 * 3600
+    assert before["ybscale-c-loadgen"][1]["scheduling"]["maxRunDuration"]["seconds"] == ttl
+    # a third, an hour later, from the endpoints the growth returned (their bounds kept)
+    grown = {**endpoints, "loadgen_run_seconds": [ttl, ttl - 3 * 3600]}
+    three = stacks.growth_args("c", settings, grown, 3, key, shape, server,
+                               now=later + dt.timedelta(hours=1))  # fmt: skip
+    assert three.loadgen_run_seconds == [ttl, ttl - 3 * 3600, ttl - 4 * 3600]
+    with pytest.raises(BackendError, match="its VMs are deleted in 10 s .* no load generator"):
+        stacks.growth_args("c", settings, endpoints, 2, key, shape, server,
+                           now=now + dt.timedelta(seconds=ttl - 10))  # fmt: skip
     changed = []
     for name, (_, inputs) in before.items():
         old, new = dict(leaves(inputs)), dict(leaves(after[name][1]))

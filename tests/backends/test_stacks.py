@@ -37,6 +37,7 @@ from ybscale.design.row import ClusterShape
 _TEST_FOLDERS = (Path(__file__).resolve().parent, Path(__file__).resolve().parents[1])
 
 NOW = dt.datetime(2026, 11, 22, 15, 0, tzinfo=dt.UTC)
+LATER = NOW + dt.timedelta(hours=1)  # a growth an hour into the cluster's run
 CLUSTERS = Path("results/clusters")  # the rules' folder; every test runs in its own tmp_path
 GCP = {"project": "my-proj", "owner": "ada", "study_id": "s1"}  # the fake-engine tests' study
 
@@ -883,7 +884,7 @@ def test_real_engine_grow_adds_one_load_generator_and_changes_nothing_else(
     first = stacks.up(combo, settings, now=NOW, log=quiet, program=with_extra)
     assert first["loadgen_names"] == ["loopback-loadgen"]
     updates, _ = last_update_changes(settings, name)
-    grown = stacks.grow(combo, settings, first, 2, log=quiet, program=with_extra)
+    grown = stacks.grow(combo, settings, first, 2, log=quiet, program=with_extra, now=LATER)
     assert grown["loadgen_names"] == ["loopback-loadgen", "loopback-loadgen-1"]
     assert grown["loadgen_ssh_ports"] == [2222, 2224] and grown["created"] == first["created"]
     count, changes = last_update_changes(settings, name)
@@ -893,10 +894,10 @@ def test_real_engine_grow_adds_one_load_generator_and_changes_nothing_else(
     assert info["expiry"] == NOW + dt.timedelta(hours=8)  # the bring-up's, not the growth's
     with pytest.raises(BackendError, match=r"loadgen-1 \(2 load generators\) not added: the "
                        r"update would delete urn:pulumi:.*Extra::extra"):  # fmt: skip
-        stacks.grow(combo, settings, grown, 2, log=quiet, program=loopback)
+        stacks.grow(combo, settings, grown, 2, log=quiet, program=loopback, now=LATER)
     # a failed update (the site has no third generator): the stack is left, not destroyed
     with pytest.raises(BackendError, match=r"loadgen-2 \(3 load generators\) not added"):
-        stacks.grow(combo, settings, grown, 3, log=quiet, program=with_extra)
+        stacks.grow(combo, settings, grown, 3, log=quiet, program=with_extra, now=LATER)
     count, changes = last_update_changes(settings, name)
     assert count == updates + 1  # neither ran an update: the stack is as the growth left it
     assert stacks.destroy(combo, settings, log=quiet, program=with_extra)
@@ -909,14 +910,14 @@ sys.path[:0] = {tests!r}
 from ybscale.backends.gcp import backend as gcp
 from ybscale.backends.gcp import stacks
 from ybscale.backends import lifecycle
-from test_stacks import cloudfree_program, NOW, then_stall_ends
+from test_stacks import cloudfree_program, LATER, NOW, then_stall_ends
 lifecycle.interrupt_on_signals()  # the measuring job's: SIGTERM raises KeyboardInterrupt
 then_stall_ends()  # the job's handler first, then the stalled program returns
 settings = gcp.validate_section({{"gcp": {{"project": "my-proj", "owner": "ada"}}}})
 first = stacks.up("nodes3-small-reploff", settings, now=NOW, program=cloudfree_program)
 os.environ["YBSCALE_TEST_SLOW"] = {marker!r}  # the growth's program stalls
 try:
-    stacks.grow("nodes3-small-reploff", settings, first, 2, program=cloudfree_program)
+    stacks.grow("nodes3-small-reploff", settings, first, 2, program=cloudfree_program, now=LATER)
 except KeyboardInterrupt:
     sys.exit(130)
 """

@@ -499,14 +499,28 @@ def growth_args(
     public_key: str,
     shape: ClusterShape | None = None,
     server: Mapping[str, str] | None = None,
+    now: dt.datetime | None = None,
 ):
     """The ClusterArgs of a live cluster (its `endpoints`, as `up` wrote them) with `loadgens`
     load generators: those of its bring-up (its creation time, so the same expiry; its zone,
-    gcp.fallback_zone's if it came up there), the count changed."""
+    gcp.fallback_zone's if it came up there), the count changed. A generator added `now` gets
+    a max_run_duration of what is left of the others' (ClusterArgs.loadgen_run_seconds; those
+    already there keep theirs), so Compute Engine deletes it with them; BackendError when less
+    than 30 s are left."""
     where = {**settings, "zone": endpoints.get("zone") or settings["zone"]}
     created = dt.datetime.fromisoformat(endpoints["created"])
-    return cluster_args(combo, {**where, "load_generators": loadgens}, created, public_key,
+    args = cluster_args(combo, {**where, "load_generators": loadgens}, created, public_key,
                         shape, server)  # fmt: skip
+    ran = ((now or dt.datetime.now(dt.UTC)) - created).total_seconds()
+    left = int(args.max_run_seconds - ran)
+    if left < 30:
+        raise BackendError(
+            f"{args.labels['stack']}: its VMs are deleted in {max(left, 0)} s "
+            f"(gcp.ttl_hours after {endpoints['created']}): no load generator added"
+        )
+    before = list(endpoints.get("loadgen_run_seconds") or [])  # a stack from before: all full
+    before += [args.max_run_seconds] * (loadgens - 1 - len(before))
+    return dataclasses.replace(args, loadgen_run_seconds=[*before[: loadgens - 1], left])
 
 
 def grow(
@@ -521,9 +535,11 @@ def grow(
     interrupt_wait: float = 600,
     shape: ClusterShape | None = None,
     server: Mapping[str, str] | None = None,
+    now: dt.datetime | None = None,
 ) -> dict:
     """Update the live stack of cluster `combo` (its `endpoints`, as `up` wrote them) to
-    `loadgens` load generators; the endpoints with the stack's new outputs.
+    `loadgens` load generators `now` (by default: now); the endpoints with the stack's new
+    outputs.
 
     The program gets the arguments of the cluster's bring-up (`growth_args`: the same expiry
     labels and outputs), the one count changed. A preview first: unless every step only
@@ -538,7 +554,7 @@ def grow(
     name = endpoints.get("stack") or stack_name(combo, settings)
     where = {**settings, "zone": endpoints.get("zone") or settings["zone"]}
     public_key = ssh.ensure_keypair(Path(settings["ssh_key"])).read_text().strip()
-    args = growth_args(combo, settings, endpoints, loadgens, public_key, shape, server)
+    args = growth_args(combo, settings, endpoints, loadgens, public_key, shape, server, now)
     program, cloud = program_of(settings, program)
     what = f"{name}: load generator {vm_names(name, args)[-1]} ({loadgens} load generators)"
     with workspace(settings, auto) as kwargs:
