@@ -45,6 +45,8 @@ def test_a_generator_busiest_below_saturation_is_not_the_bottleneck_and_auto_is_
     assert text.startswith("2 of 3 rows are client-bound")
     assert "(run01 client0, run03 client1)" in text
     assert "There auto had reached its bound (run03 with all 2 load generators)" in text
+    # how to raise it, on either backend that grows
+    assert "(more logins in existing.load_generators; gcp.load_generators_max)" in text
     assert "Load generators added by auto where they were the bottleneck (run01 1 → 2 at 8 " in text
     assert "run03 1 → 2 at 4 clients)" in text
     assert generator_text(rows.iloc[[1]]).startswith("0 of 1 rows are client-bound")

@@ -59,8 +59,8 @@ def generator_text(rows: pd.DataFrame, growth: Mapping[str, Mapping] | None = No
         if growth.get(r.run, {}).get("bound_reached")
     ]
     bound_words = (
-        f" There auto had reached its bound ({', '.join(at_bound)} load generators): list more "
-        "logins in existing.load_generators."
+        f" There auto had reached its bound ({', '.join(at_bound)} load generators): raise it "
+        "(more logins in existing.load_generators; gcp.load_generators_max)."
         if at_bound
         else ""
     )
