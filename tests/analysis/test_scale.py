@@ -188,6 +188,21 @@ def test_sensitivity_lists_one_scale_only_and_the_margin_split():
     assert "a second study may not confirm it" in split[1]
 
 
+def test_residual_normality_reproduces_shapiro_and_wilks_published_example():
+    """Shapiro & Wilk (1965), Biometrika 52(3/4), 591-611, their worked example: the weights of 11
+    men (lb) give W = 0.79, significant at the 1 % level. The residual check on a
+    constant-only model (residuals: the weights less their mean; W does not depend on location)
+    says the same; with one fitted value there is no low and high half for Levene."""
+    from scipy import stats
+
+    from ybscale.analysis.scale import residual_checks
+
+    weights = pd.Series([148, 154, 158, 160, 161, 162, 166, 170, 182, 195, 236], dtype=float)
+    assert round(float(stats.shapiro(weights - weights.mean()).statistic), 2) == 0.79
+    normal, equal = residual_checks(weights, np.ones((len(weights), 1)))
+    assert normal < 0.01 and np.isnan(equal)
+
+
 def test_residual_checks_find_an_outlier_and_a_spread_that_grows_with_the_ceiling():
     """Shapiro–Wilk and Levene (scipy.stats) on the residuals of the model Box–Cox profiles
     (what effects.csv records as normality_p and homoscedasticity_p), on the seed design run 3
