@@ -65,8 +65,9 @@ def test_a_sign_flip_beyond_sme_disagrees(tmp_path, capsys):
 def test_different_scales_or_designs_are_refused(tmp_path, capsys):
     a = _study(tmp_path / "a", [-3, -2, 2, -1, 0.1], me=0.5, sme=1, design={"n": 1})
     b = _study(tmp_path / "b", [-3, -2, 2, -1, 0.1], me=0.5, sme=1, model="multiplicative")
-    assert cli(["compare", str(a), str(b)]) == 2
-    assert "not comparable" in capsys.readouterr().err
+    assert cli(["compare", str(a), str(b)]) == 2  # two scales, nothing to analyse again
+    err = capsys.readouterr().err
+    assert "is on the additive scale" in err and "design/design.json, " in err
     assert cli(["compare", str(a), str(tmp_path / "nowhere")]) == 2
     assert "effects.csv: no such file" in capsys.readouterr().err
 
@@ -184,3 +185,46 @@ def test_two_half_fractions_of_opposite_sign_are_refused(tmp_path, capsys):
     shutil.rmtree(folders[1] / "design")
     assert cli(["compare", *map(str, folders)]) == 2
     assert "not the same design: column" in capsys.readouterr().err
+
+
+def test_two_scales_are_compared_on_the_one_both_studies_choose(tmp_path, capsys):
+    """Study A analysed with analysis.model auto (log on multiplicative data), study B on the
+    same system forced to additive: compare analyses both responses tables again on the scale
+    the rule picks on both together (log), says so, and agrees; without a responses table it
+    refuses naming the file."""
+    import yaml
+    from designs import seed_design, seed_design_file
+
+    from ybscale.analysis.analyze import main as analyze_main
+
+    design = seed_design_file(tmp_path)
+    x = seed_design().model_matrix().astype(float)
+    rng = np.random.default_rng(45)
+    folders = []
+    for name, model in (("a", "auto"), ("b", "additive")):
+        log_y = 3.5 + 0.45 * x["B"] - 0.3 * x["A"] + 0.1 * x["C"] + rng.normal(0, 0.03, 16)
+        table = pd.DataFrame({"run": x.index, "tps": 10 ** log_y.to_numpy()})
+        table.to_csv(tmp_path / f"{name}.csv", index=False)
+        out = tmp_path / name / "results"
+        args = ["--design", str(design), "--responses", str(tmp_path / f"{name}.csv"),
+                "--out", str(out), "--no-charts", "--model", model]  # fmt: skip
+        assert analyze_main(args) == 0
+        assert (out / "responses.csv").read_text() == (tmp_path / f"{name}.csv").read_text()
+        folders.append(out)
+    models = [pd.read_csv(f / "effects.csv")["model"].iloc[0] for f in folders]
+    assert models == ["multiplicative", "additive"]
+    capsys.readouterr()
+    assert cli(["compare", *map(str, folders), "--out", str(tmp_path / "cmp.csv")]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("AGREE: beyond SME A {B+, A−")
+    assert "(multiplicative scale); " in line
+    assert f"{folders[0]} chose the log scale, {folders[1]} the additive: both analysed again " \
+        "on the log scale, the one both studies' tps choose together" in line  # fmt: skip
+    table = pd.read_csv(tmp_path / "cmp.csv").set_index("term")
+    assert table.loc["B", "effect_a"] == pytest.approx(0.9, abs=0.05)  # log10 units
+    assert yaml.safe_load(design.read_text())["generators"] == {"E": "BC", "F": "AB"}
+    (folders[1] / "responses.csv").unlink()
+    assert cli(["compare", *map(str, folders)]) == 2
+    err = capsys.readouterr().err
+    assert "on the multiplicative scale" in err and "which needs" in err
+    assert f"{folders[1]}/ceilings.csv or responses.csv (no such file)" in err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,14 @@ def write_design_record(design, folder: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(build_record(design, order=None), indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def keep_responses(source: Path, folder: Path) -> None:
+    """``folder/responses.csv``: the responses table as given, so that `ybscale compare` can
+    analyse the study again on another scale (a pipeline's results folder has ceilings.csv)."""
+    target = Path(folder) / "responses.csv"
+    if target.resolve() != Path(source).resolve():
+        shutil.copyfile(source, target)
 
 
 def replicate_blocks(run_order: Path | str, design) -> pd.Series | None:
@@ -316,6 +325,7 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         raise SystemExit(f"ybscale analyze: {where}{text}") from None
     if args.out is not None:
         write_design_record(design, args.out)
+        keep_responses(args.responses, args.out)
     print(_summary(tables, paths))
     return 0
 

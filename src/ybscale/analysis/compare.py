@@ -20,10 +20,17 @@ active with the same sign.
 Several responses (effects.csv's ``response`` column, analysis.responses): each response both
 studies analysed is compared on its own (its table, its verdict); they AGREE when every one does.
 
+Two scales. When the studies' effects are on different scales (each chose its own,
+analysis.model: auto), both responses tables (``ceilings.csv``, or the ``responses.csv`` that
+``ybscale analyze --out`` keeps) are analysed again on one scale and compared there, and the
+summary says so. The one scale is the one the scale rule (ybscale.analysis.scale) chooses on
+both studies' responses together, taken as two replicates of the design: the data of both
+decide, and neither study's choice is preferred.
+
 Exit status: 0 AGREE, 1 DISAGREE, 2 when the folders cannot be compared: a missing or
-malformed effects.csv, two scales, different columns, or different designs (design.json's
-factors, levels, signed defining relation or rows; or the signed alias strings of
-effects.csv).
+malformed effects.csv, two scales without both responses tables and design records to analyse
+again, different columns, or different designs (design.json's factors, levels, signed defining
+relation or rows; or the signed alias strings of effects.csv).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from ybscale.files import TableError, read_table
 
 ALPHA = 0.05
 NOT_TERMS = ("error", "block")
+RESPONSES_FILES = ("ceilings.csv", "responses.csv")
 COLUMNS = [
     "term",
     "effect_a",
@@ -100,13 +108,108 @@ def compare_responses(a: Path, b: Path) -> dict[str | None, pd.DataFrame]:
     has no response column); CompareError when they share none."""
     names_a, names_b = responses_of(a), responses_of(b)
     if not names_a or not names_b:
-        return {None: compare(read_effects(a), read_effects(b))}
+        return {None: compare_pair(a, b, None)}
     shared = [n for n in names_a if n in names_b]
     if not shared:
         raise CompareError(
             f"no response in common: {a} has {', '.join(names_a)}, {b} {', '.join(names_b)}"
         )
-    return {n: compare(read_effects(a, n), read_effects(b, n)) for n in shared}
+    return {n: compare_pair(a, b, n) for n in shared}
+
+
+def compare_pair(a: Path, b: Path, response: str | None) -> pd.DataFrame:
+    """One response's agreement table; on one scale (`on_one_scale`) when the two studies
+    analysed it on different scales."""
+    ea, eb = read_effects(a, response), read_effects(b, response)
+    if _model(ea) == _model(eb):
+        return compare(ea, eb)
+    ea, eb, note = on_one_scale(a, b, response, (_model(ea), _model(eb)))
+    table = compare(ea, eb)
+    table.attrs["rescaled"] = note
+    return table
+
+
+def _model(table: pd.DataFrame) -> str:
+    return str(table["model"].iloc[0])
+
+
+def responses_file(folder: Path) -> Path | None:
+    """The responses table a results folder holds: the pipeline's ceilings.csv, or the
+    responses.csv `ybscale analyze --out` keeps."""
+    for name in RESPONSES_FILES:
+        if (Path(folder) / name).is_file():
+            return Path(folder) / name
+    return None
+
+
+def on_one_scale(
+    a: Path, b: Path, response: str | None, models: tuple[str, str]
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Both studies' effects of `response` analysed again on one scale (module doc), and the
+    sentence that says so."""
+    import tempfile
+
+    from ybscale.analysis.analyze import analyze
+    from ybscale.analysis.responses import ResponsesError, read_responses
+    from ybscale.design.factorial import DesignError, load_design
+    from ybscale.design.record import clusters_of
+
+    words = {"additive": "additive", "multiplicative": "log"}
+    said = f"{a} is on the {models[0]} scale, {b} on the {models[1]}"
+    folders = (Path(a), Path(b))
+    records = [f / "design" / "design.json" for f in folders]
+    files = [responses_file(f) for f in folders]
+    lacking = [str(r) for r in records if not r.is_file()]
+    either = " or ".join(RESPONSES_FILES)
+    lacking += [f"{f}/{either}" for f, p in zip(folders, files, strict=True) if p is None]
+    if lacking:
+        raise CompareError(
+            f"{said}: to compare them on one scale both are analysed again, which needs "
+            f"{', '.join(lacking)} (no such file); or analyse both on one scale yourself "
+            "(ybscale analyze --model ...)"
+        )
+    try:
+        design = load_design(records[0])
+        tables = [read_responses(p, design, response) for p in files]
+    except (DesignError, ResponsesError, ValueError) as exc:
+        raise CompareError(f"{said}; analysing them again: {exc}") from None
+    column = tables[0].attrs["response"]
+    model, reason = common_scale(design, *(t[column] for t in tables))
+    out = []
+    for folder, record, table in zip(folders, records, tables, strict=True):
+        run_order = folder / "run_order.csv"
+        with tempfile.TemporaryDirectory(prefix="ybscale-compare-") as tmp:
+            analyze(
+                design,
+                table,
+                column,
+                Path(tmp),
+                model=model,
+                run_order=run_order if run_order.is_file() else None,
+                clusters=clusters_of(record),
+            )
+            effects = read_effects(Path(tmp), response)
+        effects.attrs["path"] = f"{folder} (on the {words[model]} scale)"
+        out.append(effects)
+    note = (
+        f"{a} chose the {words[models[0]]} scale, {b} the {words[models[1]]}: both analysed again "
+        f"on the {words[model]} scale, the one both studies' {column} choose together as two "
+        f"replicates of the design ({reason})"
+    )
+    return out[0], out[1], note
+
+
+def common_scale(design, y_a: pd.Series, y_b: pd.Series) -> tuple[str, str]:
+    """(model, reason): the scale rule on both studies' responses, study B's runs as the
+    replicates after study A's (every term fitted, the residual pure error)."""
+    from dataclasses import replace
+
+    from ybscale.analysis.scale import choose
+
+    both = replace(design, replications=2 * design.replications)
+    values = np.concatenate([y.loc[design.run_ids].to_numpy(float) for y in (y_a, y_b)])
+    choice = choose(both, pd.Series(values, index=both.run_ids), checks=False)
+    return choice.model, choice.reason
 
 
 def effects_frame(table: pd.DataFrame, path: Path | str = "effects") -> pd.DataFrame:
@@ -202,7 +305,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     if set(a.index) != set(b.index):
         only = sorted(set(a.index) ^ set(b.index))
         raise CompareError(f"not the same design: column(s) {', '.join(only)} in one study only")
-    models = (str(a["model"].iloc[0]), str(b["model"].iloc[0]))
+    models = (_model(a), _model(b))
     if models[0] != models[1]:
         raise CompareError(
             f"{a.attrs.get('path', 'A')} is on the {models[0]} scale, "
@@ -263,6 +366,7 @@ def summary(table: pd.DataFrame) -> str:
         f"{n} columns agree; each interval covers the other's estimate in {covered} of {n}; "
         f"{int(table['differ'].sum())} differ beyond their uncertainty (Holm, α = {ALPHA:g}) "
         f"({table.attrs.get('model', '?')} scale)"
+        + (f"; {table.attrs['rescaled']}" if table.attrs.get("rescaled") else "")
     )
 
 
