@@ -286,3 +286,29 @@ def test_additive_data_with_a_real_interaction_keeps_additive_in_95_percent():
         kept += choose(INJECTION, y, checks=False).model == "additive"
     print(f"additive kept in {kept} of 200")
     assert kept >= 190
+
+
+def test_a_finding_on_one_scale_only_is_shown_with_its_estimate_on_both(tmp_path):
+    """The drill data (Montgomery Example 6.3): mud (D) is active on the log scale only. The
+    effects table carries each column's estimate and interval on both scales (the additive
+    one: the mean at D high less the mean at D low, as numpy computes it), and the Sensitivity
+    item gives both in words."""
+    from ybscale.analysis.sensitivity import one_scale_only
+
+    responses = pd.DataFrame({"rate": DRILL_RATE}, index=DRILL.run_ids)
+    effects = analyze(DRILL, responses, "rate", tmp_path, charts=False)["effects"]
+    row = effects.set_index("term").loc["D"]
+    rate, mud = np.asarray(DRILL_RATE), _signs(DRILL)["D"].to_numpy()
+    assert row["effect_additive"] == pytest.approx(rate[mud > 0].mean() - rate[mud < 0].mean())
+    assert row["effect_multiplicative"] == row["effect"]
+    log_d = np.log10(rate[mud > 0]).mean() - np.log10(rate[mud < 0]).mean()
+    assert row["effect_multiplicative"] == pytest.approx(log_d)
+    assert row["ci_low_additive"] < row["effect_additive"] < row["ci_high_additive"]
+    (item,) = [s for s in one_scale_only(effects, lambda r: effect_sentence(DRILL, r, share=False))
+               if s.startswith("D ")]  # fmt: skip
+    assert item.startswith("D is active only on the log scale (the chosen one)")
+    ratio = f"{10**log_d:.2f}"
+    assert f"On the log scale (active): **mud** high instead of low (D) multiplies the ceiling " \
+        f"by {ratio} [" in item  # fmt: skip
+    assert "On the additive scale (within the noise): **mud** high instead of low (D) raises " \
+        f"the ceiling by {row['effect_additive']:.2f} tps [" in item  # fmt: skip

@@ -19,6 +19,7 @@ from ybscale.analysis import scale as scales
 
 SCALE_WORDS = {"additive": "additive", "multiplicative": "log"}
 ACTIVE_ON = {m: f"active_{m}" for m in SCALE_WORDS}
+ESTIMATE = ("effect", "ci_low", "ci_high")  # each scale's, as effect_<model> ... in the table
 
 
 def _flag(values) -> pd.Series:
@@ -37,11 +38,17 @@ def with_other_scale(
     for model, column in ACTIVE_ON.items():
         if model == choice.model:
             out[column] = out["active"].astype(bool)
+            for name in ESTIMATE:
+                out[f"{name}_{model}"] = out[name]
         elif model == "multiplicative" and not bool((y > 0).all()):
             out[column] = np.nan  # no log scale for non-positive responses
+            for name in ESTIMATE:
+                out[f"{name}_{model}"] = np.nan
         else:
-            other = judged(model).set_index("term")["active"].astype(bool)
-            out[column] = out["term"].map(other).fillna(False).astype(bool)
+            other = judged(model).set_index("term")
+            out[column] = out["term"].map(other["active"].astype(bool)).fillna(False).astype(bool)
+            for name in ESTIMATE:
+                out[f"{name}_{model}"] = out["term"].map(other[name])
     return out
 
 
@@ -79,8 +86,24 @@ def scale_text(effects: pd.DataFrame, describe: Callable[[pd.Series], str]) -> l
     return [text]
 
 
-def one_scale_only(effects: pd.DataFrame) -> list[str]:
-    """Sentences for the effects active on one scale only."""
+def on_scale(row: pd.Series, model: str) -> pd.Series | None:
+    """The effects-table line `row` as the `model` scale estimated it (None when the table
+    holds no estimate on that scale)."""
+    names = [f"{name}_{model}" for name in ESTIMATE]
+    if not set(names) <= set(row.index) or not all(pd.notna(row[n]) for n in names):
+        return None
+    out = row.copy()
+    for name, column in zip(ESTIMATE, names, strict=True):
+        out[name] = float(row[column])
+    out["model"] = model
+    return out
+
+
+def one_scale_only(
+    effects: pd.DataFrame, describe: Callable[[pd.Series], str] | None = None
+) -> list[str]:
+    """Sentences for the effects active on one scale only; with `describe` (which words one
+    effects line) each says the estimate on both scales."""
     if not set(ACTIVE_ON.values()) <= set(effects.columns):
         return []
     chosen = str(effects["model"].iloc[0])
@@ -93,7 +116,7 @@ def one_scale_only(effects: pd.DataFrame) -> list[str]:
         term, word = str(row["term"]), SCALE_WORDS[model]
         kind = "interaction" if len(term) > 1 else "effect"
         if model != chosen:
-            out.append(
+            text = (
                 f"{term} is active only on the {word} scale: an artefact of scale, not an "
                 f"{kind} of the system (on the chosen scale it is within the noise)."
                 if kind == "interaction"
@@ -101,11 +124,26 @@ def one_scale_only(effects: pd.DataFrame) -> list[str]:
                 "the scale the ceiling is read on."
             )
         else:
-            out.append(
+            text = (
                 f"{term} is active only on the {word} scale (the chosen one): the other scale "
                 "hides it."
             )
+        out.append(text + both_estimates(row, model, describe))
     return out
+
+
+def both_estimates(row: pd.Series, active_on: str, describe) -> str:
+    """`` On the log scale (active): ... On the additive scale (within the noise): ...``."""
+    if describe is None:
+        return ""
+    parts = []
+    for model in (active_on, *(m for m in SCALE_WORDS if m != active_on)):
+        line = on_scale(row, model)
+        if line is None:
+            continue
+        state = "active" if model == active_on else "within the noise"
+        parts.append(f" On the {SCALE_WORDS[model]} scale ({state}): {describe(line)}")
+    return "".join(parts) if len(parts) == 2 else ""
 
 
 def margin_split(effects: pd.DataFrame) -> list[str]:
@@ -130,9 +168,12 @@ def margin_split(effects: pd.DataFrame) -> list[str]:
     return out
 
 
-def sensitivity_blocks(effects: pd.DataFrame) -> list:
-    """The findings' **Sensitivity** paragraph and its list (nothing when there is nothing)."""
-    items = margin_split(effects) + one_scale_only(effects)
+def sensitivity_blocks(
+    effects: pd.DataFrame, describe: Callable[[pd.Series], str] | None = None
+) -> list:
+    """The findings' **Sensitivity** paragraph and its list (nothing when there is nothing);
+    `describe` words an effect on either scale (one_scale_only)."""
+    items = margin_split(effects) + one_scale_only(effects, describe)
     if not items:
         return []
     return ["**Sensitivity.** How much the findings depend on the scale and the margin:",

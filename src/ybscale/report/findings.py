@@ -670,7 +670,7 @@ def findings_blocks(
         *(study.responses.describe(study.ceilings) if study.responses else []),
         *sensitivity.scale_text(study.effects, describe),
         *effects_section(study),
-        *sensitivity.sensitivity_blocks(study.effects),
+        *sensitivity.sensitivity_blocks(study.effects, describe),
         *strata_text.findings_text(_terms(study), _backend(study), number, clusters),
         *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
