@@ -26,8 +26,19 @@ was profiled on. With fewer than ``MIN_DF`` residual df (e.g. a saturated resolu
 fraction) no λ is estimated and the additive scale is kept, saying why.
 
 Decision: log (multiplicative) when the interval includes 0 and excludes 1; additive when it
-includes 1; when it includes neither, the nearer of the two to λ̂, and the reason says that
-neither fits. Jain's ymax/ymin screen (Jain 1991, on transformations; Montgomery: a
+includes 1 and excludes 0; when it includes neither, the nearer of the two to λ̂, and the reason
+says that neither fits. When it includes both, the likelihood of λ cannot choose, and the model
+it was profiled on may have decided that (an interaction that exists only on the additive scale
+absorbs the curvature Box–Cox is meant to see, and widens the interval to 1): the scale is
+uncertain, and the reason says so. Then each scale is judged with its own model (the main
+effects plus the interactions Lenth finds on it): when the two models have as many columns,
+neither scale is the simpler and the additive one is kept (no reason to transform); otherwise
+the scale whose model predicts each run better from the others (the leave-one-out, PRESS form
+of the Box–Cox likelihood: each residual e_i / (1 − h_ii), Allen 1974; with the Jacobian, so
+comparable across scales) is chosen. Leaving each run out charges a model for the columns that
+fit single runs (an artefact interaction chasing the largest ceilings) more than AIC does: in
+a 16-run two-level design, where every h_ii = p/16, two more columns cost 4.0 log-likelihood
+units instead of AIC's 2. Jain's ymax/ymin screen (Jain 1991, on transformations; Montgomery: a
 transformation makes little difference when the ratio is below 2 or 3): below ``RANGE_SCREEN``
 the additive scale is kept whatever λ says.
 
@@ -53,6 +64,7 @@ RANGE_SCREEN = 3.0
 MIN_DF = 2
 LAMBDA_BOUND = 3.0
 CONFIDENCE = 0.95
+LAMBDAS = {"additive": 1.0, "multiplicative": 0.0}
 COLUMNS = [
     "model_choice",
     "boxcox_lambda",
@@ -155,6 +167,50 @@ def profile_loglik(lam: float, y: np.ndarray, resid: np.ndarray) -> float:
     return -n / 2.0 * math.log(ssr / n) + (lam - 1.0) * float(np.log(y).sum())
 
 
+def press_loglik(lam: float, y: np.ndarray, x: np.ndarray) -> float:
+    """Leave-one-out (PRESS) Box–Cox log-likelihood at λ of the model x: the profile
+    likelihood with each residual e_i replaced by e_i / (1 − h_ii), h the hat matrix's
+    diagonal (Allen 1974); the Jacobian term as in profile_loglik."""
+    x = np.asarray(x, dtype=float)
+    hat = x @ np.linalg.pinv(x)
+    e = (np.eye(len(x)) - hat) @ boxcox(y, lam)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        press = float(np.sum((e / (1.0 - np.diag(hat))) ** 2))
+    n = len(y)
+    if not math.isfinite(press) or press <= 0:
+        return -math.inf
+    return -n / 2.0 * math.log(press / n) + (lam - 1.0) * float(np.log(y).sum())
+
+
+def tie_break(design, y: pd.Series, alpha: float = 0.05) -> tuple[str, str] | None:
+    """(model, reason) when λ's interval holds both 0 and 1 (module docstring); None when the
+    two scales' models have as many columns (or a scale has no model: not positive, too few
+    df), which keeps the additive scale."""
+    if design.replications > 1:  # every term on both scales: one model
+        return None
+    models = dict(candidate_models(design, y, alpha))
+    if set(models) != {"additive", "multiplicative"}:
+        return None
+    sizes = {scale: len(terms) for scale, terms in models.items()}
+    if sizes["additive"] == sizes["multiplicative"]:
+        return None
+    values = y.to_numpy(float)
+    score = {
+        scale: press_loglik(LAMBDAS[scale], values, _x(design, y.index, terms))
+        for scale, terms in models.items()
+    }
+    best = max(score, key=lambda scale: score[scale])
+    other = next(scale for scale in score if scale != best)
+    words = {"additive": "additive", "multiplicative": "log"}
+    return best, (
+        f"the scale is uncertain: the likelihood cannot choose, and each scale's own model "
+        f"differs ({words[best]}: {model_words(design, models[best])}; {words[other]}: "
+        f"{model_words(design, models[other])}); the {words[best]} one predicts each run "
+        f"better from the others (leave-one-out Box–Cox log-likelihood {score[best]:.1f} "
+        f"against {score[other]:.1f})"
+    )
+
+
 def box_cox(y, x, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """(λ̂, low, high): maximum of the profile likelihood and Montgomery's interval (SS*)."""
     y = np.asarray(y, dtype=float)
@@ -190,6 +246,8 @@ def decide(lam: float, low: float, high: float, ratio: float) -> tuple[str, str]
             f"{where}: the responses span less than {RANGE_SCREEN:g}×, too narrow a range for "
             "the scale to matter; additive kept"
         )
+    if low <= 1.0 <= high and low <= 0.0 <= high:
+        return "additive", f"{where}: the interval includes both 0 (log) and 1 (additive)"
     if low <= 1.0 <= high:
         return "additive", f"{where}: the interval includes 1 (no transformation)"
     if low <= 0.0 <= high:
@@ -200,6 +258,11 @@ def decide(lam: float, low: float, high: float, ratio: float) -> tuple[str, str]
         f"{where}: the interval includes neither 0 (log) nor 1 (additive); neither scale fits "
         f"well, the nearer one ({word}) is used"
     )
+
+
+def uncertain(low: float, high: float, ratio: float) -> bool:
+    """λ's interval holds both 0 and 1 on a range wide enough for the scale to matter."""
+    return ratio >= RANGE_SCREEN and low <= 0.0 <= high and low <= 1.0 <= high
 
 
 def _x(design, index, terms) -> np.ndarray:
@@ -262,6 +325,14 @@ def choose(
         lam, low, high = box_cox(y.to_numpy(), x)
         chosen, reason = decide(lam, low, high, ratio)
         reason, how = reason + on, AUTO
+        broken = tie_break(design, y, alpha) if uncertain(low, high, ratio) else None
+        if broken is not None:
+            chosen, reason = broken[0], f"{reason}; {broken[1]}"
+        elif uncertain(low, high, ratio):
+            reason += (
+                "; the scale is uncertain: each scale's own model has as many columns, so "
+                "neither is the simpler, and the additive scale is kept (no transformation)"
+            )
     if positive and df_resid >= MIN_DF and math.isnan(lam):
         lam, low, high = box_cox(y.to_numpy(), x)
     found = (math.nan, math.nan)

@@ -73,6 +73,12 @@ def scale_text(effects: pd.DataFrame, describe: Callable[[pd.Series], str]) -> l
             " On the additive scale an effect is a difference in tps, the same whatever the "
             "other factors' levels."
         )
+    if choice.choice == scales.AUTO and scales.uncertain(choice.low, choice.high, choice.ratio):
+        text += (
+            " **The scale is uncertain**: λ's interval holds both 0 and 1, so the data do not "
+            "settle it; an effect active on one scale only is listed under Sensitivity with "
+            "its estimate on both."
+        )
     checks = []
     if np.isfinite(choice.normality_p):
         checks.append(f"residual normality p = {choice.normality_p:.2f} (Shapiro–Wilk)")
