@@ -560,7 +560,7 @@ def test_server_knobs_become_master_and_tserver_flags_and_ysql_settings():
     assert "--enable_automatic_tablet_splitting=false" in master
     assert not any("ysql_max_connections" in f or "work_mem" in f for f in master)
     odd = startup.tserver_flags("10.0.0.5", ["10.0.0.2"], "z-a", {}, {"search_path": "a, b"})
-    assert '--ysql_pg_conf_csv="search_path=a, b"' in odd
+    assert "--ysql_pg_conf_csv=\"search_path='a, b'\"" in odd
 
 
 def test_automatic_tablet_splitting_is_off_on_masters_and_tservers_by_default():
@@ -832,3 +832,99 @@ def test_unit_files_pass_knob_values_through_systemd_intact(tmp_path):
     done = subprocess.run([need("systemd-analyze"), "verify", "--man=no", str(path)],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# YugabyteDB's pg_wrapper reads --ysql_pg_conf_csv with this expression (ReadCSVValues,
+# src/yb/yql/pgwrapper/pg_wrapper.cc, yugabyte/yugabyte-db 8147600a; the same in
+# src/yb/util/csv_util.cc later): a field is either unquoted (no comma, no double quote) or
+# double-quoted with "" for a double quote, followed by a comma or the end.
+_YB_CSV_FIELD = re.compile(r'^(?:([^,"]+)|(?:"((?:[^"]|(?:""))*)\"))(?:(?:,)|(?:$))')
+
+
+def yb_read_csv_values(csv: str) -> list[str]:
+    """ReadCSVValues as YugabyteDB's C++ runs it: each match's quoted group (`""` -> `"`) when
+    it is not empty, else its unquoted group; ValueError ("Malformed CSV") when the matches do
+    not reach the end; a trailing comma adds an empty line."""
+    lines, i = [], 0
+    while i < len(csv):
+        match = _YB_CSV_FIELD.search(csv[i:])
+        if not match:
+            break
+        quoted, plain = match[2], match[1]
+        lines.append(quoted.replace('""', '"') if quoted else (plain or ""))
+        i += len(match[0])
+    if i != len(csv):
+        raise ValueError(f"Malformed CSV '{csv}'")
+    if csv.endswith(","):
+        lines.append("")
+    return lines
+
+
+def test_the_csv_reader_double_reads_yugabytes_own_examples():
+    """The double above against the examples in ReadCSVValues' own comment (good and
+    malformed), and the docs' --ysql_pg_conf_csv example (yb-tserver.md, v2024.2)."""
+    assert yb_read_csv_values('1,"two, 2","three ""3""", four ,') == [
+        "1", "two, 2", 'three "3"', " four ", ""
+    ]  # fmt: skip
+    for malformed in ('1,"two', '1, "two"', '1,two "2"', '1,"tw"o"'):
+        with pytest.raises(ValueError, match="Malformed CSV"):
+            yb_read_csv_values(malformed)
+    docs = (
+        "\"log_line_prefix='%m [%p %l %c] %q[%C %R %Z %H] [%r %a %u %d] '\","
+        "\"pgaudit.log='all, -misc'\",pgaudit.log_parameter=on"
+    )
+    assert yb_read_csv_values(docs) == [
+        "log_line_prefix='%m [%p %l %c] %q[%C %R %Z %H] [%r %a %u %d] '",
+        "pgaudit.log='all, -misc'",
+        "pgaudit.log_parameter=on",
+    ]
+
+
+def pg_reads(bindir, conf_lines: list[str], name: str, tmp_path) -> str:
+    """What PostgreSQL's own configuration-file parser makes of `name` in a postgresql.conf of
+    `conf_lines` (`postgres -C`, no server started); AssertionError with its complaint."""
+    import subprocess
+
+    folder = tmp_path / "conf"
+    folder.mkdir(exist_ok=True)
+    (folder / "postgresql.conf").write_text("\n".join(conf_lines) + "\n")
+    done = subprocess.run([str(bindir / "postgres"), "-C", name, "-D", str(folder)],
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rstrip("\n")
+
+
+def test_ysql_settings_reach_postgresql_as_written(tmp_path):
+    """Issue 46: YSQL settings were written `name=value` raw, so a value with a space, quote or
+    `%` broke YSQL's start (`log_line_prefix=%m [%p]` is a syntax error). Each value now goes
+    through --ysql_pg_conf_csv as YugabyteDB's pg_wrapper reads the flag (the double above)
+    and, line by line, as PostgreSQL's own parser reads ysql_pg.conf: the real `postgres -C`
+    prints back every value as written. YugabyteDB's own example, `"log_line_prefix='%m
+    [%p]'"`, is what ybscale writes for log_line_prefix %m [%p]."""
+    from ybscale.backends.local import find_bindir
+
+    bindir = find_bindir()
+    values = {
+        "log_line_prefix": "%m [%p] ",  # space, %, brackets
+        "search_path": '"$user", public',  # double quotes, comma, $
+        "application_name": "it's a \\ test",  # a single quote and a backslash
+        "cluster_name": "a.b",  # a qualified name: PostgreSQL's lexer refuses it bare
+        "work_mem": "64MB",  # an integer with its unit: bare
+        "random_page_cost": "1.5",  # a real: bare
+        "default_text_search_config": "pg_catalog.simple",
+        "TimeZone": "UTC",
+    }
+    csv = startup.pg_conf_csv(values)
+    assert startup.pg_conf_csv({"log_line_prefix": "%m [%p]"}) == "\"log_line_prefix='%m [%p]'\""
+    assert "work_mem=64MB" in csv.split(",") and "random_page_cost=1.5" in csv.split(",")
+    lines = yb_read_csv_values(csv)
+    assert [line.split("=", 1)[0] for line in lines] == sorted(values)
+    shown = {**values, "work_mem": "65536"}  # postgres -C shows an integer in its base unit (kB)
+    for name in values:
+        assert pg_reads(bindir, lines, name, tmp_path) == shown[name], name
+    # what the old writing gave PostgreSQL: a syntax error, as the issue says
+    with pytest.raises(AssertionError, match="syntax error"):
+        pg_reads(bindir, ["log_line_prefix=%m [%p]"], "log_line_prefix", tmp_path)
+    # and a value already written as a PostgreSQL string is kept as it is
+    assert startup.pg_conf_value("'%m [%p] '") == "'%m [%p] '"
+    assert startup.pg_conf_value("") == "''"
