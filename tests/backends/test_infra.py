@@ -543,10 +543,11 @@ def test_server_knobs_become_master_and_tserver_flags_and_ysql_settings():
     shape = ClusterShape(3, "large", False)
     args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
     assert args.ysql_pg_conf == {"work_mem": "16MB"}
-    assert args.tserver_flags == {"ysql_max_connections": "200",
-                                  "enable_automatic_tablet_splitting": "false"}  # fmt: skip
-    assert args.master_flags == {"load_balancer_max_concurrent_moves": "4",
-                                 "enable_automatic_tablet_splitting": "false"}  # fmt: skip
+    # ybscale's defaults: no automatic splitting, YugabyteDB's memory split (issue 46)
+    own = {"enable_automatic_tablet_splitting": "false",
+           "use_memory_defaults_optimized_for_ysql": "true"}  # fmt: skip
+    assert args.tserver_flags == {"ysql_max_connections": "200", **own}
+    assert args.master_flags == {"load_balancer_max_concurrent_moves": "4", **own}
     assert args.machine_type == settings["machine_types"]["large"] and args.nodes == 3
     flags = startup.tserver_flags(
         "10.0.0.5", ["10.0.0.2"], "us-central1-a", args.tserver_flags, args.ysql_pg_conf
@@ -578,6 +579,8 @@ def test_automatic_tablet_splitting_is_off_on_masters_and_tservers_by_default():
     def flags(gcp=None, server=None):
         settings = gcp_section({"gcp": {"project": "p", "owner": "ada", **(gcp or {})}})
         args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+        memory = "use_memory_defaults_optimized_for_ysql"
+        assert args.master_flags.pop(memory) == args.tserver_flags.pop(memory) == "true"
         return args.master_flags, args.tserver_flags
 
     off = {"enable_automatic_tablet_splitting": "false"}
@@ -928,3 +931,52 @@ def test_ysql_settings_reach_postgresql_as_written(tmp_path):
     # and a value already written as a PostgreSQL string is kept as it is
     assert startup.pg_conf_value("'%m [%p] '") == "'%m [%p] '"
     assert startup.pg_conf_value("") == "''"
+
+
+def _cluster_args(server, gcp=None, shape=None):
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.config import gcp_section
+    from ybscale.design.row import ClusterShape
+
+    settings = gcp_section({"gcp": {"project": "p", "owner": "ada", **(gcp or {})}})
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    shape = shape or ClusterShape(3, "large", True)
+    return stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+
+
+def _command_lines(args) -> list[list[str]]:
+    """Every master's and tserver's argv, as the units run them."""
+    masters = args.master_ips()
+    return [
+        *(startup.master_flags(ip, masters, args.replication_factor, args.zone, args.master_flags)
+          for ip in masters),
+        *(startup.tserver_flags(ip, masters, args.zone, args.tserver_flags, args.ysql_pg_conf)
+          for ip in args.tserver_ips()),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("level", "written"), [("off", "false"), ("on", "true")])
+def test_a_boolean_flag_factor_reaches_every_server_as_true_or_false(level, written):
+    """Issue 46, blocker: with `server.enable_automatic_tablet_splitting` at levels off/on (the
+    override the gcp schema documents) every master and tserver command line carried `=off` or
+    `=on`, which gflags refuses (1/t/true/y/yes, 0/f/false/n/no): no server started. Each now
+    says true or false, by gflags' own grammar."""
+    from ybscale.backends.yb_catalogue import gflags
+
+    lines = _command_lines(_cluster_args({"enable_automatic_tablet_splitting": level}))
+    assert len(lines) == 6  # 3 masters (replication on), 3 tservers
+    for argv in lines:
+        [value] = [a.split("=", 1)[1] for a in argv
+                   if a.startswith("--enable_automatic_tablet_splitting=")]  # fmt: skip
+        assert value == written and gflags.parses("bool", value), argv[0]
+
+
+def test_the_memory_split_yugabyte_ships_is_on_every_server_unless_a_knob_says_otherwise():
+    """Issue 46, item 4: --use_memory_defaults_optimized_for_ysql=true on every master and
+    tserver (yugabyted's and YugabyteDB Anywhere's split; its default, false, gives the tserver
+    85 % of RAM and PostgreSQL none); server.use_memory_defaults_optimized_for_ysql overrides it
+    on both, in any boolean spelling."""
+    name = "use_memory_defaults_optimized_for_ysql"
+    for server, written in (({}, "true"), ({name: "off"}, "false"), ({name: "0"}, "false")):
+        for argv in _command_lines(_cluster_args(server)):
+            assert f"--use_memory_defaults_optimized_for_ysql={written}" in argv, argv[0]

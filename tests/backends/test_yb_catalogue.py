@@ -120,6 +120,90 @@ def test_master_flags_go_to_the_master_and_shared_flags_to_both():
     assert pg_conf == {}
 
 
+# gflags' FlagValue::ParseFrom (gflags/gflags src/gflags.cc): what each type takes, case by case
+GFLAGS_CASES = [
+    ("bool", "true", True), ("bool", "YES", True), ("bool", "t", True), ("bool", "0", True),
+    ("bool", "on", False), ("bool", "off", False), ("bool", "", False), ("bool", " true", False),
+    ("int32", "200", True), ("int32", "-1", True), ("int32", "0x1F", True),
+    ("int32", "010", True),  # base 10: a leading 0 is not octal
+    ("int32", " 7", True),  # strtoll skips leading white space
+    ("int32", "7 ", False), ("int32", "lots", False), ("int32", "1.5", False),
+    ("int32", "2147483647", True), ("int32", "2147483648", False), ("int32", "", False),
+    ("int32", "16MB", False),  # gflags takes no units
+    ("uint32", "-1", False), ("uint32", " -1", False), ("uint32", "4294967296", False),
+    ("int64", "9223372036854775807", True), ("int64", "9223372036854775808", False),
+    ("uint64", "18446744073709551615", True), ("uint64", "18446744073709551616", False),
+    ("double", "0.85", True), ("double", "1e3", True), ("double", "-.5", True),
+    ("double", "inf", True), ("double", "0x1p-2", True), ("double", "1e400", False),
+    ("double", "1e-400", False), ("double", "0.5x", False), ("double", "1_0", False),
+    ("string", "", True), ("string", "on", True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "text", "takes"), GFLAGS_CASES)
+def test_flag_values_are_read_by_gflags_grammar(kind, text, takes):
+    from ybscale.backends.yb_catalogue import gflags
+
+    assert gflags.parses(kind, text) is takes
+
+
+def test_a_boolean_flag_is_written_true_or_false_whatever_the_spelling():
+    """Issue 46, blocker: `levels: ["off", "on"]` (or a YAML boolean in defaults.server, which
+    ybscale writes on/off for PostgreSQL) reached the command line as `--flag=off`, which
+    gflags refuses: yb-master and yb-tserver never started. A boolean flag's value is now
+    true/false, a typed flag's bad value is refused, a string flag's on stays on, and an untyped
+    flag's on/off (no gflags type but a string takes them) is true/false."""
+    from ybscale.backends.yb_catalogue import gflags
+
+    split = yb_catalogue.split_server_settings
+    for level, written in (("on", "true"), ("off", "false"), ("ON", "true"), ("1", "true"),
+                           ("no", "false"), ("false", "false")):  # fmt: skip
+        master, tserver, _ = split({"enable_automatic_tablet_splitting": level}, "2024.2")
+        assert master == tserver == {"enable_automatic_tablet_splitting": written}, level
+        assert gflags.parses("bool", written)
+    assert yb_catalogue.flag_type("2024.2", "use_memory_defaults_optimized_for_ysql") == "bool"
+    assert split({"ysql_yb_enable_cbo": "on"}, "2024.2")[1] == {"ysql_yb_enable_cbo": "on"}
+    assert yb_catalogue.flag_type("2024.2", "durable_wal_write") is None  # not read yet
+    assert split({"durable_wal_write": "off"}, "2024.2")[1] == {"durable_wal_write": "false"}
+    assert split({"ysql_max_connections": "200"}, "2024.2")[1] == {"ysql_max_connections": "200"}
+    with pytest.raises(ValueError, match="'maybe' is not a boolean as gflags reads one"):
+        split({"enable_automatic_tablet_splitting": "maybe"}, "2024.2")
+
+
+def test_a_flag_value_its_type_refuses_is_an_error_naming_file_and_field():
+    """`server.ysql_max_connections: lots` (an int32 flag) is refused where it was written; so is
+    a boolean flag's `maybe`; on/off for a boolean flag and numbers are accepted."""
+    errors = yb_catalogue.server_setting_errors(
+        {"ysql_max_connections": {"200": "config/d.yaml: factors.C.levels[0]",
+                                  "lots": "config/d.yaml: factors.C.levels[1]"},
+         "enable_automatic_tablet_splitting": {"off": "config/d.yaml: factors.D.levels[0]",
+                                               "maybe": "config/c.yaml: defaults.server."
+                                                        "enable_automatic_tablet_splitting"},
+         "default_memory_limit_to_ram_ratio": {"0.6": "config/c.yaml: defaults.server.x"}},
+        "2024.2.1.0-b185",
+    )  # fmt: skip
+    where = "YugabyteDB 2024.2 (src/ybscale/backends/yb_catalogue/2024.2.json)"
+    assert errors == [
+        "config/c.yaml: defaults.server.enable_automatic_tablet_splitting: "
+        "server.enable_automatic_tablet_splitting: 'maybe' is not a boolean as gflags reads one "
+        "(1, t, true, y, yes or 0, f, false, n, no; on and off are written true and false) "
+        f"(bool flag of {where})",
+        "config/d.yaml: factors.C.levels[1]: server.ysql_max_connections: 'lots' is not a "
+        f"32-bit integer as gflags reads one (int32 flag of {where})",
+    ]
+
+
+def test_every_typed_flag_is_a_flag_of_the_series_with_a_gflags_type():
+    catalogue = yb_catalogue.load("2024.2")
+    from ybscale.backends.yb_catalogue import gflags
+
+    names = yb_catalogue.master_flags("2024.2") | yb_catalogue.tserver_flags("2024.2")
+    for name, entry in catalogue["flag_types"].items():
+        assert name in names and entry["type"] in gflags.TYPES, name
+        assert entry["read"].startswith(("DEFINE_", "DECLARE_")), name
+        assert entry.get("path") or "string index" in entry["note"], name
+
+
 def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_path):
     """Issue 20: `server.<typo>` with backend gcp fails `snakemake -n` before any cluster; issue
     36: so does a PostgreSQL 13-15 setting (2024.2's YSQL is PostgreSQL 11.2), while 2024.2's

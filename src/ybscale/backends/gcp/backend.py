@@ -191,9 +191,12 @@ class GcpBackend(Backend):
         as many as its earlier rows grew to (`ClusterFiles.with_growth`), and up to
         gcp.load_generators_max by `add_generator`, which adds a VM to the stack then
         (`clusters.grow`)."""
+        from ybscale.backends.gcp.stacks import server_flags
+
         files = ClusterFiles(folder)
         endpoints = files.with_growth(dict(endpoints))
         hosts = generator_hosts(endpoints, self.settings, files.known_hosts)
+        master_flags, tserver_flags, ysql_pg_conf = server_flags(self.settings, row.server)
         host = hosts[0]  # psql, yb-admin and the tservers' CPU go through the first
         nodes = tserver_endpoints(endpoints)
         record = {
@@ -214,6 +217,13 @@ class GcpBackend(Backend):
             ),
             "min_cpu_platform": endpoints.get("min_cpu_platform"),
             "cpu_platforms": endpoints.get("cpu_platforms"),
+            # what the stack told each server beyond its addresses (the row's server.* knobs
+            # and ybscale's defaults, as `stacks.cluster_args` passed them)
+            "server_flags": {
+                "yb-master": master_flags,
+                "yb-tserver": tserver_flags,
+                "ysql_pg_conf": ysql_pg_conf,
+            },
         }
         timeout = self.settings["balancer_timeout"]
         runners = [LoadgenRunner(h) for h in hosts]
