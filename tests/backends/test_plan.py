@@ -218,6 +218,12 @@ def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
     assert "Plan: 8 clusters for 16 rows (60 VMs in all)" in out
     assert "C nodes -> cluster.nodes: 3 | 5" in out
     assert "E (= BC) replication -> cluster.replication: off | on" in out
+    # the seed design's RF moves with its node count (issue 46, item 5): the plan says so
+    assert (
+        "Replication factor (= masters): RF 1 in 4 clusters, RF 3 in 2 clusters, RF 5 in 2 "
+        "clusters; RF 1 with cluster.replication off, RF = the node count with it on (3, 5): "
+        "the node count's effect there includes the RF's"
+    ) in out
     cfg.write_text(yaml.safe_dump({**CONFIG, "gcp": {"zone": 3}, "design": "x"}))
     assert plan_verb.main(["--config", str(cfg)]) == 1
     assert f"{cfg}: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err
@@ -449,3 +455,53 @@ def test_the_plan_says_cluster_up_will_stop_when_a_quota_is_short(seed, tmp_path
         plan_mod.format_plan(plan_of(config, quotas=True))
     )
     assert "STOP" not in plan_mod.format_plan(plan_of(config))  # quotas not read: no claim
+
+
+def test_an_even_replication_factor_is_refused_by_the_plan_and_the_dry_run(tmp_path, capsys):
+    """Issue 46, item 5: with replication on a gcp cluster's replication factor is its node
+    count, so node levels 2 and 4 give RF 2 and 4, which survive no more failed nodes than RF
+    1 and 3 (YugabyteDB's fault tolerance) while every write waits for one more copy.
+    `ybscale plan` (and the dry run, through the same study load) refuses them, naming the
+    level and its file; replication off at an even node count, and odd counts, pass."""
+    design = seed_study()
+    design["factors"]["C"]["levels"] = [2, 5]
+    path = tmp_path / "even.yaml"
+    path.write_text(yaml.safe_dump(design))
+    with pytest.raises(study.RowError) as info:
+        study.load({**CONFIG, "design": str(path)})
+    message = str(info.value)
+    assert (
+        f"{path}: factors.C.levels[0]: cluster.nodes: 2 with cluster.replication on "
+        f"({path}: factors.E.levels[1]) is replication factor 2 on gcp (RF = nodes): an even RF "
+        "survives no more failed nodes than RF 1"
+    ) in message
+    assert "levels[1]: cluster.nodes: 5" not in message  # RF 5 is odd
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({**CONFIG, "design": str(path)}))
+    assert plan_verb.main(["--config", str(cfg)]) == 1
+    assert "cluster.nodes: 2 with cluster.replication on" in capsys.readouterr().err
+    del design["factors"]["E"]  # replication off throughout (the default): even nodes pass
+    design["generators"] = {"F": design["generators"]["F"]}
+    design["factors"]["C"]["levels"] = [2, 4]
+    path.write_text(yaml.safe_dump(design))
+    assert len(study.load({**CONFIG, "design": str(path)}).rows) == 16
+
+
+def test_the_findings_say_which_replication_factor_each_row_ran_with():
+    """Issue 46, item 5: the gcp findings paragraph states every row's RF (from its applied
+    record: the stack's replication_factor) and that it moved with the node count."""
+    from ybscale.registry import backend_class
+
+    def applied(cluster, rf):
+        return {"backend": "gcp", "cluster": cluster, "replication_factor": rf}
+
+    rows = [applied("nodes3-small-reploff", 1), applied("nodes3-small-replon", 3),
+            applied("nodes3-small-replon", 3), applied("nodes5-small-replon", 5)]  # fmt: skip
+    [text] = backend_class("gcp").report_text(rows)
+    assert (
+        "RF 1: 1 row on nodes3-small-reploff; RF 3: 2 rows on nodes3-small-replon; RF 5: 1 row "
+        "on nodes5-small-replon. With replication on the RF moved with the node count"
+    ) in text
+    [one] = backend_class("gcp").report_text(rows[:3])
+    assert "moved" not in one
+    assert backend_class("gcp").report_text([{"backend": "gcp"}]) == []

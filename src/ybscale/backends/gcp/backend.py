@@ -29,7 +29,11 @@ from ybscale.backends.base import (
     settings_by_source,
 )
 from ybscale.backends.gcp.balancer import load_balancer_idle
-from ybscale.backends.gcp.config import bound_errors, load_generators_bound
+from ybscale.backends.gcp.config import (
+    bound_errors,
+    load_generators_bound,
+    replication_errors,
+)
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
@@ -122,14 +126,47 @@ class GcpBackend(Backend):
 
         return hourly_price(settings, row)
 
+    @staticmethod
+    def report_text(applied) -> list[str]:
+        """The findings' sentence on the replication factor each row ran with (its cluster's
+        masters, recorded from the stack), and that it moved with the node count when it did."""
+        rows: dict[int, list[str]] = {}
+        clusters: dict[int, set] = {}
+        for a in applied:
+            rf = a.get("replication_factor")
+            if rf is None:
+                continue
+            rows.setdefault(int(rf), []).append(a.get("cluster") or "?")
+            clusters.setdefault(int(rf), set()).add(a.get("cluster") or "?")
+        if not rows:
+            return []
+        parts = [
+            f"RF {rf}: {len(rows[rf])} row{'s' if len(rows[rf]) > 1 else ''} on "
+            + ", ".join(sorted(clusters[rf]))
+            for rf in sorted(rows)
+        ]
+        moved = len([rf for rf in rows if rf > 1]) > 1
+        return [
+            "**Replication factor.** Each row's cluster had as many yb-masters as its "
+            "replication factor (1 with cluster.replication off, the node count with it on): "
+            + "; ".join(parts)
+            + "."
+            + (
+                " With replication on the RF moved with the node count, so the nodes effect "
+                "among those rows includes the RF's (more copies per write)."
+                if moved
+                else ""
+            )
+        ]
+
     def node_sizes(self) -> list[str]:
         """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""
         return sorted(set(self.settings["machine_types"]) - {"master", "loadgen"})
 
     def check_rows(self, rows) -> list[str]:
-        """Sizes against `gcp.machine_types`; server.* names against the flag list and YSQL
-        settings of the pinned YugabyteDB series (yb_catalogue); VM names against GCE's
-        length limit."""
+        """Sizes against `gcp.machine_types`; server.* names and flag values against the
+        pinned YugabyteDB series (yb_catalogue); VM names against GCE's length limit; an even
+        replication factor (`replication_errors`)."""
         from ybscale.backends.gcp.stacks import vm_name_errors
 
         server = settings_by_source(rows, "server")
@@ -155,6 +192,7 @@ class GcpBackend(Backend):
             + vm_name_errors(self.settings, tservers)
             + too_many
             + bound_errors(self.settings, shapes)
+            + replication_errors(rows)
         )
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:

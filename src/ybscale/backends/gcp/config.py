@@ -114,3 +114,25 @@ def bound_errors(settings: Mapping, clusters: Mapping[str, tuple[int, str]]) -> 
         for label, (tservers, machine) in sorted(clusters.items())
         if bound < (start := load_generators(settings, tservers, machine))
     ]
+
+
+def replication_errors(rows) -> list[str]:
+    """One line per node level that gives an even replication factor: with replication on a
+    cluster's RF is its tserver count (`cluster_machines`: as many masters), and an even RF
+    survives no more failures than the odd one below it while every write waits for one more
+    copy (YugabyteDB's fault tolerance: RF 3 or 4 survives one failed node, 5 or 6 two;
+    docs.yugabyte.com, architecture/concepts/replication). Names the level and its file."""
+    errors = {}
+    for row in rows:
+        n = row.cluster.nodes
+        if row.cluster.replication and n % 2 == 0:
+            where = row.source("cluster.nodes")
+            errors.setdefault(
+                where,
+                f"{where}: cluster.nodes: {n} with cluster.replication on "
+                f"({row.source('cluster.replication')}) is replication factor {n} on gcp (RF = "
+                f"nodes): an even RF survives no more failed nodes than RF {n - 1} and makes "
+                "every write wait for one more copy (YugabyteDB: RF 3 or 4 survives one, 5 or "
+                "6 two); use an odd node count where replication is on, or replication off",
+            )
+    return [errors[where] for where in sorted(errors)]

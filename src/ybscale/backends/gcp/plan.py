@@ -438,6 +438,27 @@ def _replicate_clusters(p: Plan) -> str:
     )
 
 
+def replication_line(p: Plan) -> str:
+    """Each cluster's replication factor (its masters: 1 with cluster.replication off, its node
+    count with it on), said so when it moves with the node count."""
+    by_rf: dict[int, int] = {}
+    for c in p.clusters:
+        by_rf[c.masters] = by_rf.get(c.masters, 0) + 1
+    counts = ", ".join(
+        f"RF {rf} in {n} cluster{'s' if n > 1 else ''}" for rf, n in sorted(by_rf.items())
+    )
+    moves = sorted(rf for rf in by_rf if rf > 1)
+    return (
+        f"Replication factor (= masters): {counts}; RF 1 with cluster.replication off, RF = "
+        "the node count with it on"
+        + (
+            f" ({', '.join(map(str, moves))}): the node count's effect there includes the RF's"
+            if len(moves) > 1
+            else ""
+        )
+    )
+
+
 def format_plan(p: Plan) -> str:
     """A human-readable plan, with the estimate caveats spelled out."""
     width = max([24, *(len(c.cluster) for c in p.clusters)])
@@ -457,6 +478,7 @@ def format_plan(p: Plan) -> str:
         vms = f"{c.vms}-{top.vms}" if top.vms > c.vms else c.vms
         counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {loadgens:>8} {vms:>4}"
         lines.append(f"{c.cluster:<{width}} {counts}  {types}")
+    lines.append(replication_line(p))
     if p.grows():
         lines.append(
             "Load generators: gcp.load_generators auto starts each cluster with the first count "
