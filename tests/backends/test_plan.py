@@ -505,3 +505,32 @@ def test_the_findings_say_which_replication_factor_each_row_ran_with():
     [one] = backend_class("gcp").report_text(rows[:3])
     assert "moved" not in one
     assert backend_class("gcp").report_text([{"backend": "gcp"}]) == []
+
+
+def test_a_persistent_disk_on_a_hyperdisk_only_series_is_refused_before_any_vm(capsys, tmp_path):
+    """Issue 46, item 6: N4 and C4 take Hyperdisk only; with gcp.disk_type pd-ssd (every VM's
+    boot disk) `pulumi up` failed on their first VM, after others were created. The dry run and
+    `ybscale plan` refuse it naming the machine type's field and the disk type's; a `-lssd`
+    machine type's vCPUs are read (c3-standard-8-lssd: 8)."""
+    types = {"large": "n4-standard-4", "master": "c4-standard-2"}
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "machine_types": types}}
+    with pytest.raises(study.RowError) as info:
+        study.load(config)
+    message = str(info.value)
+    for key, machine in (("large", "n4-standard-4"), ("master", "c4-standard-2")):
+        series = machine.split("-")[0].upper()
+        assert (
+            f"gcp.machine_types.{key}: {machine}: the {series} series takes Hyperdisk only, no "
+            "Persistent Disk, and every VM's boot disk is pd-ssd"
+        ) in message
+    assert "machine_types.small" not in message
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    assert plan_verb.main(["--config", str(cfg)]) == 1
+    assert "the N4 series takes Hyperdisk only" in capsys.readouterr().err
+    lssd = {**CONFIG, "gcp": {**CONFIG["gcp"], "machine_types": {"large": "c3-standard-8-lssd"}}}
+    assert plan_mod.vcpus("c3-standard-8-lssd") == 8
+    metal = {**CONFIG, "gcp": {**CONFIG["gcp"], "machine_types": {"small": "c3-highcpu-192-metal"}}}
+    with pytest.raises(study.RowError, match=r"the C3 series \(bare metal\) takes Hyperdisk only"):
+        study.load(metal)
+    assert len(study.load(lssd).rows) == 16  # C3 takes Persistent Disk

@@ -31,6 +31,7 @@ from ybscale.backends.base import (
 from ybscale.backends.gcp.balancer import load_balancer_idle
 from ybscale.backends.gcp.config import (
     bound_errors,
+    disk_errors,
     load_generators_bound,
     replication_errors,
 )
@@ -166,7 +167,8 @@ class GcpBackend(Backend):
     def check_rows(self, rows) -> list[str]:
         """Sizes against `gcp.machine_types`; server.* names and flag values against the
         pinned YugabyteDB series (yb_catalogue); VM names against GCE's length limit; an even
-        replication factor (`replication_errors`)."""
+        replication factor (`replication_errors`); a Persistent Disk on a machine series that
+        takes Hyperdisk only (`disk_errors`)."""
         from ybscale.backends.gcp.stacks import vm_name_errors
 
         server = settings_by_source(rows, "server")
@@ -193,6 +195,9 @@ class GcpBackend(Backend):
             + too_many
             + bound_errors(self.settings, shapes)
             + replication_errors(rows)
+            + disk_errors(
+                self.settings, [r.cluster.node_size for r in rows] + ["master", "loadgen"]
+            )
         )
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:
