@@ -163,8 +163,12 @@ def test_a_boolean_flag_is_written_true_or_false_whatever_the_spelling():
         assert gflags.parses("bool", written)
     assert yb_catalogue.flag_type("2024.2", "use_memory_defaults_optimized_for_ysql") == "bool"
     assert split({"ysql_yb_enable_cbo": "on"}, "2024.2")[1] == {"ysql_yb_enable_cbo": "on"}
-    assert yb_catalogue.flag_type("2024.2", "durable_wal_write") is None  # not read yet
+    assert yb_catalogue.flag_type("2024.2", "durable_wal_write") == "bool"  # 2.17's dump
     assert split({"durable_wal_write": "off"}, "2024.2")[1] == {"durable_wal_write": "false"}
+    flags = yb_catalogue.tserver_flags("2024.2")
+    untyped = sorted(n for n in flags if yb_catalogue.flag_type("2024.2", n) is None)[0]
+    assert split({untyped: "off"}, "2024.2")[1] == {untyped: "false"}
+    assert split({untyped: "7 "}, "2024.2")[1] == {untyped: "7 "}  # unchecked: as written
     assert split({"ysql_max_connections": "200"}, "2024.2")[1] == {"ysql_max_connections": "200"}
     with pytest.raises(ValueError, match="'maybe' is not a boolean as gflags reads one"):
         split({"enable_automatic_tablet_splitting": "maybe"}, "2024.2")
@@ -200,8 +204,14 @@ def test_every_typed_flag_is_a_flag_of_the_series_with_a_gflags_type():
     names = yb_catalogue.master_flags("2024.2") | yb_catalogue.tserver_flags("2024.2")
     for name, entry in catalogue["flag_types"].items():
         assert name in names and entry["type"] in gflags.TYPES, name
-        assert entry["read"].startswith(("DEFINE_", "DECLARE_")), name
-        assert entry.get("path") or "string index" in entry["note"], name
+        if entry["read"].startswith("<type>"):  # the 2.17 flag dump of YugabyteDB Anywhere
+            assert entry["read"].startswith(f"<type>{entry['type']}</type>"), name
+            assert entry["path"].endswith("gflags_metadata/2.17/master.xml"), name
+            assert entry["defined_in"].endswith(".cc"), name
+        else:
+            assert entry["read"].startswith(("DEFINE_", "DECLARE_")), name
+            assert entry.get("path") or "string index" in entry["note"], name
+    assert len(catalogue["flag_types"]) > 150
 
 
 def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_path):
