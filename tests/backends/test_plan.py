@@ -440,12 +440,75 @@ def test_cluster_up_stops_before_spending_when_a_quota_is_short(seed, tmp_path, 
         "us-central1 and project-wide (gcloud))"
     ) in str(refused.value)
     assert "set config/config.yaml: gcp.allow_over_quota to true" in str(refused.value)
-    clusters.up("nodes3-small-reploff", config, out)  # 8 + 4 vCPUs: fits
+    # 8 + 4 vCPUs fit alone, but not with the study's other clusters alive at the same time
+    # (issue 46: the plan's peak, which `ybscale plan` says STOP for): refused too
+    with pytest.raises(BackendError, match="clusters alive together need more than the quota"):
+        clusters.up("nodes3-small-reploff", config, out)
     allowed = {**config, "gcp": {**config["gcp"], "allow_over_quota": True}}
     clusters.up("nodes5-large-replon", allowed, out)
     stand_in = {**config, "gcp": {**config["gcp"], "program": "loopback:program"}}
     clusters.up("nodes5-large-replon", stand_in, out)  # no VMs: no quota read
-    assert brought_up == ["nodes3-small-reploff", "nodes5-large-replon", "nodes5-large-replon"]
+    assert brought_up == ["nodes5-large-replon", "nodes5-large-replon"]
+
+
+def test_cluster_up_checks_the_clusters_alive_together_against_the_quota(tmp_path, monkeypatch):
+    """Issue 46, item 6: the first cluster of each slot starts at once; each compared only its
+    own need with the free quota, so both could pass and the second fail mid-creation. Each
+    cluster_up now also compares the peak need of the study's clusters not yet released (the
+    plan's schedule) with what is free plus what its live clusters already hold. The seed
+    study's N2 peak is 50 vCPUs (nodes5-small-replon and nodes5-large-replon together); its
+    first two clusters need 22 and 18."""
+    import copy
+
+    from ybscale.backends.base import BackendError
+    from ybscale.backends.gcp import capacity, clusters
+
+    brought_up = []
+    monkeypatch.setattr(
+        capacity, "up_with_fallback", lambda _up, combo, *a, **k: brought_up.append(combo)
+    )
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    project = copy.deepcopy(PROJECT_ANSWER)
+    project["quotas"][-1]["limit"] = 200.0  # CPUS_ALL_REGIONS: not the question here
+
+    def quota(n2_limit, n2_usage):
+        region = copy.deepcopy(REGION_ANSWER)
+        region["quotas"][1] = {"metric": "N2_CPUS", "limit": n2_limit, "usage": n2_usage}
+        region["quotas"][3]["limit"] = 5000.0  # SSD_TOTAL_GB
+        gcloud_answering(tmp_path, monkeypatch, region, project)
+
+    results = tmp_path / "results" / "clusters"
+    out = results / "nodes5-large-reploff" / "endpoints.json"
+    quota(57.0, 8.0)  # 49 free: 22 fits alone, the peak of 50 does not
+    with pytest.raises(BackendError) as refused:
+        clusters.up("nodes5-large-reploff", config, out)
+    assert (
+        "N2 vCPUs: the clusters alive together need 50 at once, 49 free (N2_CPUS: limit 57, "
+        "in use 8)"
+    ) in str(refused.value)
+    assert brought_up == []
+    quota(58.0, 8.0)  # 50 free
+    clusters.up("nodes5-large-reploff", config, out)
+    # it is up (its 22 in the usage): the next cluster counts what the live one holds
+    quota(58.0, 30.0)
+    out.parent.mkdir(parents=True)
+    out.write_text("{}")
+    second = results / "nodes3-large-replon" / "endpoints.json"
+    clusters.up("nodes3-large-replon", config, second)
+    out.unlink()  # not known to be live: its 22 would count twice
+    with pytest.raises(BackendError, match="need 50 at once, 28 free"):
+        clusters.up("nodes3-large-replon", config, second)
+    # the last two clusters, the others released: their 12 + 8 against 22 free
+    quota(30.0, 8.0)
+    with pytest.raises(BackendError, match="need 50 at once, 22 free"):
+        clusters.up("nodes3-small-reploff", config, results / "nodes3-small-reploff" / "e.json")
+    earlier = ["nodes5-large-reploff", "nodes3-large-replon", "nodes3-small-replon",
+               "nodes3-large-reploff", "nodes5-small-replon", "nodes5-large-replon"]  # fmt: skip
+    for label in earlier:
+        (results / label).mkdir(parents=True, exist_ok=True)
+        (results / label / "released.json").write_text("{}")
+    clusters.up("nodes3-small-reploff", config, results / "nodes3-small-reploff" / "e.json")
+    assert brought_up == ["nodes5-large-reploff", "nodes3-large-replon", "nodes3-small-reploff"]
 
 
 def test_the_plan_says_cluster_up_will_stop_when_a_quota_is_short(seed, tmp_path, monkeypatch):

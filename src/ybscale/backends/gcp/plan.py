@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ybscale.backends.gcp.config import gcp_section, vcpus
@@ -254,6 +254,31 @@ def peak_needs(clusters: Sequence[ClusterPlan], disk_type: str) -> dict[str, tup
             if total > peaks.get(metric, ("", -1))[1]:
                 peaks[metric] = (what, total)
     return peaks
+
+
+def together_over_quota(whole: Plan, live: Collection[str], done: Collection[str]) -> list[str]:
+    """One line per quota (when read) that the clusters alive together overrun: the peak need
+    of the study's clusters not yet released (`done`: labels with a released record) over the
+    plan's schedule, against what is free (limit - usage) plus what its live clusters
+    (`live`: up now, so in usage) already hold. A cluster_up comparing only its own need with
+    the free quota passes alongside another that starts at the same time (the first cluster
+    of every slot), and the second fails mid-creation (issue 46)."""
+    remaining = [c for c in whole.clusters if c.cluster not in done]
+    held = live_needs([c for c in whole.clusters if c.cluster in live], whole.disk_type)
+    lines = []
+    for metric, (what, peak) in sorted(peak_needs(remaining, whole.disk_type).items()):
+        limit, usage = (whole.quotas or {}).get(metric, (None, 0))
+        if limit is None:
+            continue
+        ours = held.get(metric, (what, 0))[1]
+        free = limit - usage + ours
+        if peak > free:
+            by_us = f", {ours:g} of it this study's live clusters" if ours else ""
+            lines.append(
+                f"{what}: the clusters alive together need {peak:g} at once, {free:g} free "
+                f"({metric}: limit {limit:g}, in use {usage:g}{by_us})"
+            )
+    return lines
 
 
 def quota_table(resource: Mapping) -> dict[str, tuple[float, float]]:
