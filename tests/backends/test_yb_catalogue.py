@@ -319,7 +319,12 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
             for f in set(regenerate.FLAGS_SET["yb-tserver"])
             - set(regenerate.FLAGS_SET["yb-master"])
         )
-        + 'DEFINE_RUNTIME_PG_FLAG(int32, yb_bnl_batch_size, 1024, "x");\n',
+        + 'DEFINE_RUNTIME_PG_FLAG(int32, yb_bnl_batch_size, 1024, "x");\n'
+        # the name on the macro's next line; a preview PG flag (ysql_<name>)
+        + "DEFINE_NON_RUNTIME_bool(\n    use_memory_defaults_optimized_for_ysql, false,\n"
+        '    "x");\n'
+        + "DEFINE_RUNTIME_PG_PREVIEW_FLAG(bool, yb_enable_optimizer_statistics, false,\n"
+        '    "x");\n',
         "src/yb/master/main.cc": "".join(
             f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
             for f in set(regenerate.FLAGS_SET["yb-master"])
@@ -396,6 +401,16 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
         and "enable_automatic_tablet_splitting" in tserver
     )
     assert "only_in_tests" not in tserver and "only_in_tests" not in master
+    types = catalogue["flag_types"]
+    assert types["ysql_yb_bnl_batch_size"] == {
+        "type": "int32", "defined_in": "src/yb/tserver/main.cc", "tag": "2024.2.1.0-b185"
+    }  # fmt: skip
+    assert types["use_memory_defaults_optimized_for_ysql"]["type"] == "bool"
+    assert types["ysql_yb_enable_optimizer_statistics"]["type"] == "bool"
+    assert "ysql_yb_enable_optimizer_statistics" in tserver
+    assert types["enable_automatic_tablet_splitting"]["type"] == "bool"
+    assert types["load_balancer_max_concurrent_moves"]["type"] == "int32"
+    assert "TEST_only_in_tests" not in types
     assert catalogue["ysql_setting_names"] == [
         "optimize_bounded_sort", "trace_sort", "work_mem", "yb_enable_expression_pushdown"
     ]  # fmt: skip
