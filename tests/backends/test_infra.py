@@ -980,3 +980,94 @@ def test_the_memory_split_yugabyte_ships_is_on_every_server_unless_a_knob_says_o
     for server, written in (({}, "true"), ({name: "off"}, "false"), ({name: "0"}, "false")):
         for argv in _command_lines(_cluster_args(server)):
             assert f"--use_memory_defaults_optimized_for_ysql={written}" in argv, argv[0]
+
+
+def stand_in_server(series: str, server: str, folder) -> str:
+    """A stand-in yb-master or yb-tserver built on the real gflags (the system's libgflags):
+    it defines every flag the catalogue gives `server` and records a type for, parses its
+    argv as the real binary's ParseCommandLineFlags does (exit 1 on an unknown flag or a value
+    its type refuses) and prints --ysql_pg_conf_csv. Skips where no compiler or gflags."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from ybscale.backends import yb_catalogue
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if not compiler or not Path("/usr/include/gflags/gflags.h").exists():
+        pytest.skip("no C++ compiler or gflags headers (apt-get install g++ libgflags-dev)")
+    names = (yb_catalogue.master_flags if server == "yb-master" else yb_catalogue.tserver_flags)(
+        series
+    )
+    defines = {"bool": 'DEFINE_bool({}, false, "");', "string": 'DEFINE_string({}, "", "");',
+               "double": 'DEFINE_double({}, 0, "");'}  # fmt: skip
+    lines = ["#include <cstdio>", "#include <gflags/gflags.h>"]
+    for name in sorted(names):
+        kind = yb_catalogue.flag_type(series, name)
+        if kind:
+            lines.append(defines.get(kind, f'DEFINE_{kind}({{}}, 0, "");').format(name))
+    printed = "FLAGS_ysql_pg_conf_csv.c_str()" if "ysql_pg_conf_csv" in names else '""'
+    lines.append(
+        "int main(int argc, char** argv) {\n"
+        "  gflags::ParseCommandLineFlags(&argc, &argv, true);\n"
+        f'  std::printf("%s", {printed});\n  return 0;\n}}\n'
+    )
+    source = folder / f"{server}.cc"
+    source.write_text("\n".join(lines))
+    program = folder / server
+    subprocess.run([compiler, "-O0", "-o", str(program), str(source), "-lgflags"],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    return str(program)
+
+
+def test_the_servers_command_lines_boot_past_gflags_and_postgresqls_parser(tmp_path):
+    """Issue 46, the command lines of the boot rehearsed without the cloud: a design's server
+    knobs (a boolean flag at off, a YAML-style on for the memory split, an int32 flag, YSQL
+    settings with spaces, %, quotes and a comma) go through cluster_args into the real startup
+    scripts; each unit's ExecStart, read as systemd reads it, runs a stand-in yb-master and
+    yb-tserver built on the real gflags with the catalogue's flags and types (an unknown flag
+    or a bad value exits 1, as the real servers do), and the tserver's --ysql_pg_conf_csv,
+    read as pg_wrapper reads it, is a ysql_pg.conf the real PostgreSQL parses back to the
+    values. The blockers' old writing fails the same rehearsal: `=off` for a bool flag, and
+    `log_line_prefix=%m [%p]` unquoted."""
+    import subprocess
+
+    from ybscale.backends.local import find_bindir
+
+    server = {"enable_automatic_tablet_splitting": "off", "ysql_max_connections": "200",
+              "use_memory_defaults_optimized_for_ysql": "on",
+              "log_line_prefix": "%m [%p] ", "search_path": '"$user", public'}  # fmt: skip
+    args = _cluster_args(server)
+    masters = args.master_ips()
+    scripts = {
+        "yb-master": startup.master_script(ip=masters[0], master_ips=masters,
+                                           replication_factor=args.replication_factor,
+                                           zone=args.zone, version=args.yugabyte_version,
+                                           url="http://x/y.tar.gz", flags=args.master_flags),
+        "yb-tserver": startup.tserver_script(ip=args.tserver_ips()[0], master_ips=masters,
+                                             zone=args.zone, version=args.yugabyte_version,
+                                             url="http://x/y.tar.gz", flags=args.tserver_flags,
+                                             pg_conf=args.ysql_pg_conf),
+    }  # fmt: skip
+    printed = {}
+    for name, script in scripts.items():
+        [line] = [ln for ln in unit_file(script).splitlines() if ln.startswith("ExecStart=")]
+        argv = systemd_exec_argv(line.removeprefix("ExecStart="))
+        assert argv[0] == f"{startup.YB_HOME}/bin/{name}"
+        program = stand_in_server("2024.2", name, tmp_path)
+        done = subprocess.run([program, *argv[1:]], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, (name, done.stderr)
+        printed[name] = done.stdout
+        # before the fix: PostgreSQL's off reached gflags as written
+        old = [a.replace("_splitting=false", "_splitting=off") for a in argv[1:]]
+        refused = subprocess.run([program, *old], capture_output=True, text=True, timeout=30)
+        assert refused.returncode != 0 and "illegal value 'off'" in refused.stderr, name
+        unknown = subprocess.run([program, *argv[1:], "--ysql_yb_no_such_flag=1"],
+                                 capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert unknown.returncode != 0 and "unknown command line flag" in unknown.stderr
+    lines = yb_read_csv_values(printed["yb-tserver"])
+    bindir = find_bindir()
+    assert pg_reads(bindir, lines, "log_line_prefix", tmp_path) == "%m [%p] "
+    assert pg_reads(bindir, lines, "search_path", tmp_path) == '"$user", public'
+    with pytest.raises(AssertionError, match="syntax error"):  # the old raw writing
+        pg_reads(bindir, ["log_line_prefix=%m [%p] "], "log_line_prefix", tmp_path)
