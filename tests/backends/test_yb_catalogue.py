@@ -281,6 +281,47 @@ def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_p
         ) in out.stdout + out.stderr, failed(out)
 
 
+def test_gcp_values_replication_and_disks_are_checked_at_dry_run(tmp_path):
+    """Issue 46 at `snakemake -n` with backend gcp, before any cluster: a boolean flag factor at
+    off/on, a YAML boolean and a YSQL setting with spaces and % pass; a flag value its type
+    refuses, an even replication factor and a Persistent Disk on N4 are refused, each naming
+    the file and field."""
+    work = copy_workflow(tmp_path / "w")
+    design = seed_study()
+    design["factors"]["D"] = {"name": "d", "sets": "server.enable_automatic_tablet_splitting",
+                              "levels": ["off", "on"]}  # fmt: skip
+    (work / "config" / "bools.yaml").write_text(yaml.safe_dump(design))
+    cases = {  # name -> (design, config, None: passes | what the error says)
+        "passes": ("config/bools.yaml", {"defaults": {"server": {
+            "use_memory_defaults_optimized_for_ysql": False, "log_line_prefix": "%m [%p] "}}},
+            None),
+        "lots": ("config/bools.yaml", {"defaults": {"server": {"ysql_max_connections": "lots"}}},
+                 "defaults.server.ysql_max_connections: server.ysql_max_connections: 'lots' is "
+                 "not a 32-bit integer as gflags reads one"),
+        "even": ("config/even.yaml", {},
+                 "config/even.yaml: factors.C.levels[0]: cluster.nodes: 2 with "
+                 "cluster.replication on (config/even.yaml: factors.E.levels[1]) is replication "
+                 "factor 2"),
+        "n4": ("config/bools.yaml", {"gcp": {"machine_types": {"large": "n4-standard-4"}}},
+               "gcp.machine_types.large: n4-standard-4: the N4 series takes Hyperdisk only"),
+    }  # fmt: skip
+    even = seed_study()
+    even["factors"]["C"]["levels"] = [2, 5]
+    (work / "config" / "even.yaml").write_text(yaml.safe_dump(even))
+    for name, (design_file, config, error) in cases.items():
+        configfile = work / "config" / f"{name}-config.yaml"
+        configfile.write_text(yaml.safe_dump({"backend": "gcp", "design": design_file, **config}))
+        out = snakemake(work, "-n", "results/effects.csv", configfile=str(configfile),
+                        timeout=300)  # fmt: skip
+        if error is None:
+            assert out.returncode == 0, failed(out)
+            continue
+        assert out.returncode != 0, (name, failed(out))
+        assert error in out.stdout + out.stderr, (name, failed(out))
+        if name in ("lots", "n4"):  # a config value: named with its file
+            assert f"{name}-config.yaml" in out.stdout + out.stderr, (name, failed(out))
+
+
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
