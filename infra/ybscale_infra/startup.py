@@ -6,6 +6,7 @@ idempotent (GCE re-runs startup scripts on every boot) and ends by touching READ
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 
@@ -194,8 +195,7 @@ def tserver_flags(
     server.* knobs: `flags` as --name=value, `pg_conf` through --ysql_pg_conf_csv."""
     extra = [f"--{name}={value}" for name, value in sorted((flags or {}).items())]
     if pg_conf:
-        csv = ",".join(_csv_item(f"{k}={v}") for k, v in sorted(pg_conf.items()))
-        extra.append(f"--ysql_pg_conf_csv={csv}")
+        extra.append(f"--ysql_pg_conf_csv={pg_conf_csv(pg_conf)}")
     return [
         f"{YB_HOME}/bin/yb-tserver",
         f"--tserver_master_addrs={master_addresses(master_ips)}",
@@ -211,11 +211,42 @@ def tserver_flags(
     ]
 
 
-def _csv_item(item: str) -> str:
-    """One ysql_pg_conf_csv entry; quoted when it holds a comma, quote or space."""
-    if any(c in item for c in ",\"' "):
-        return '"' + item.replace('"', '""') + '"'
-    return item
+# PostgreSQL's configuration-file lexer, as YugabyteDB's PostgreSQL 11.2 fork has it
+# (src/postgres/src/backend/utils/misc/guc-file.l, yugabyte/yugabyte-db 57d92f0e; the same rules
+# in PostgreSQL 15): a value is one token, an ID, an INTEGER (with unit letters), a REAL, an
+# UNQUOTED_STRING or a STRING ('...', '' for a quote, backslash escapes read by GUC_scanstr).
+# Bare here only what is a plain identifier or number; everything else becomes a STRING.
+_PG_ID = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_PG_INTEGER = re.compile(r"[-+]?([0-9]+|0x[0-9a-fA-F]+)[a-zA-Z]*")
+_PG_REAL = re.compile(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([Ee][-+]?[0-9]+)?")
+_PG_STRING = re.compile(r"'([^'\\\n]|\\.|'')*'")
+
+
+def pg_conf_value(value: object) -> str:
+    """A YSQL setting's value as one line of a PostgreSQL configuration file reads it: bare when
+    it is a plain identifier or number (`on`, `64MB`, `0.5`), a value already written as a
+    PostgreSQL string literal (`'%m [%p] '`) as it is, anything else single-quoted with `'`
+    doubled and backslash and newline escaped (GUC_scanstr reads `\\` as a backslash, `\\n`
+    as a newline)."""
+    text = str(value)
+    if any(p.fullmatch(text) for p in (_PG_ID, _PG_INTEGER, _PG_REAL, _PG_STRING)):
+        return text
+    escaped = text.replace("\\", "\\\\").replace("'", "''").replace("\n", "\\n")
+    return f"'{escaped}'"
+
+
+def pg_conf_csv(pg_conf: Mapping[str, object]) -> str:
+    """--ysql_pg_conf_csv: one `name=value` item per setting (`pg_conf_value`), each a line of
+    the ysql_pg.conf YugabyteDB writes, joined as its pg_wrapper reads the flag (ReadCSVValues,
+    src/yb/yql/pgwrapper/pg_wrapper.cc: an unquoted field holds no comma or double quote; a
+    quoted one is in double quotes with `""` for a double quote). Items holding a comma, a
+    quote or a space are double-quoted, as YugabyteDB's docs write
+    `"log_line_prefix='%m [%p]'"`."""
+    items = [f"{name}={pg_conf_value(value)}" for name, value in sorted(pg_conf.items())]
+    return ",".join(
+        '"' + item.replace('"', '""') + '"' if any(c in item for c in ",\"' ") else item
+        for item in items
+    )
 
 
 def master_script(

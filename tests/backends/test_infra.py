@@ -543,10 +543,11 @@ def test_server_knobs_become_master_and_tserver_flags_and_ysql_settings():
     shape = ClusterShape(3, "large", False)
     args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
     assert args.ysql_pg_conf == {"work_mem": "16MB"}
-    assert args.tserver_flags == {"ysql_max_connections": "200",
-                                  "enable_automatic_tablet_splitting": "false"}  # fmt: skip
-    assert args.master_flags == {"load_balancer_max_concurrent_moves": "4",
-                                 "enable_automatic_tablet_splitting": "false"}  # fmt: skip
+    # ybscale's defaults: no automatic splitting, YugabyteDB's memory split (issue 46)
+    own = {"enable_automatic_tablet_splitting": "false",
+           "use_memory_defaults_optimized_for_ysql": "true"}  # fmt: skip
+    assert args.tserver_flags == {"ysql_max_connections": "200", **own}
+    assert args.master_flags == {"load_balancer_max_concurrent_moves": "4", **own}
     assert args.machine_type == settings["machine_types"]["large"] and args.nodes == 3
     flags = startup.tserver_flags(
         "10.0.0.5", ["10.0.0.2"], "us-central1-a", args.tserver_flags, args.ysql_pg_conf
@@ -560,7 +561,7 @@ def test_server_knobs_become_master_and_tserver_flags_and_ysql_settings():
     assert "--enable_automatic_tablet_splitting=false" in master
     assert not any("ysql_max_connections" in f or "work_mem" in f for f in master)
     odd = startup.tserver_flags("10.0.0.5", ["10.0.0.2"], "z-a", {}, {"search_path": "a, b"})
-    assert '--ysql_pg_conf_csv="search_path=a, b"' in odd
+    assert "--ysql_pg_conf_csv=\"search_path='a, b'\"" in odd
 
 
 def test_automatic_tablet_splitting_is_off_on_masters_and_tservers_by_default():
@@ -578,6 +579,8 @@ def test_automatic_tablet_splitting_is_off_on_masters_and_tservers_by_default():
     def flags(gcp=None, server=None):
         settings = gcp_section({"gcp": {"project": "p", "owner": "ada", **(gcp or {})}})
         args = stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+        memory = "use_memory_defaults_optimized_for_ysql"
+        assert args.master_flags.pop(memory) == args.tserver_flags.pop(memory) == "true"
         return args.master_flags, args.tserver_flags
 
     off = {"enable_automatic_tablet_splitting": "false"}
@@ -832,3 +835,239 @@ def test_unit_files_pass_knob_values_through_systemd_intact(tmp_path):
     done = subprocess.run([need("systemd-analyze"), "verify", "--man=no", str(path)],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# YugabyteDB's pg_wrapper reads --ysql_pg_conf_csv with this expression (ReadCSVValues,
+# src/yb/yql/pgwrapper/pg_wrapper.cc, yugabyte/yugabyte-db 8147600a; the same in
+# src/yb/util/csv_util.cc later): a field is either unquoted (no comma, no double quote) or
+# double-quoted with "" for a double quote, followed by a comma or the end.
+_YB_CSV_FIELD = re.compile(r'^(?:([^,"]+)|(?:"((?:[^"]|(?:""))*)\"))(?:(?:,)|(?:$))')
+
+
+def yb_read_csv_values(csv: str) -> list[str]:
+    """ReadCSVValues as YugabyteDB's C++ runs it: each match's quoted group (`""` -> `"`) when
+    it is not empty, else its unquoted group; ValueError ("Malformed CSV") when the matches do
+    not reach the end; a trailing comma adds an empty line."""
+    lines, i = [], 0
+    while i < len(csv):
+        match = _YB_CSV_FIELD.search(csv[i:])
+        if not match:
+            break
+        quoted, plain = match[2], match[1]
+        lines.append(quoted.replace('""', '"') if quoted else (plain or ""))
+        i += len(match[0])
+    if i != len(csv):
+        raise ValueError(f"Malformed CSV '{csv}'")
+    if csv.endswith(","):
+        lines.append("")
+    return lines
+
+
+def test_the_csv_reader_double_reads_yugabytes_own_examples():
+    """The double above against the examples in ReadCSVValues' own comment (good and
+    malformed), and the docs' --ysql_pg_conf_csv example (yb-tserver.md, v2024.2)."""
+    assert yb_read_csv_values('1,"two, 2","three ""3""", four ,') == [
+        "1", "two, 2", 'three "3"', " four ", ""
+    ]  # fmt: skip
+    for malformed in ('1,"two', '1, "two"', '1,two "2"', '1,"tw"o"'):
+        with pytest.raises(ValueError, match="Malformed CSV"):
+            yb_read_csv_values(malformed)
+    docs = (
+        "\"log_line_prefix='%m [%p %l %c] %q[%C %R %Z %H] [%r %a %u %d] '\","
+        "\"pgaudit.log='all, -misc'\",pgaudit.log_parameter=on"
+    )
+    assert yb_read_csv_values(docs) == [
+        "log_line_prefix='%m [%p %l %c] %q[%C %R %Z %H] [%r %a %u %d] '",
+        "pgaudit.log='all, -misc'",
+        "pgaudit.log_parameter=on",
+    ]
+
+
+def pg_reads(bindir, conf_lines: list[str], name: str, tmp_path) -> str:
+    """What PostgreSQL's own configuration-file parser makes of `name` in a postgresql.conf of
+    `conf_lines` (`postgres -C`, no server started); AssertionError with its complaint."""
+    import subprocess
+
+    folder = tmp_path / "conf"
+    folder.mkdir(exist_ok=True)
+    (folder / "postgresql.conf").write_text("\n".join(conf_lines) + "\n")
+    done = subprocess.run([str(bindir / "postgres"), "-C", name, "-D", str(folder)],
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rstrip("\n")
+
+
+def test_ysql_settings_reach_postgresql_as_written(tmp_path):
+    """Issue 46: YSQL settings were written `name=value` raw, so a value with a space, quote or
+    `%` broke YSQL's start (`log_line_prefix=%m [%p]` is a syntax error). Each value now goes
+    through --ysql_pg_conf_csv as YugabyteDB's pg_wrapper reads the flag (the double above)
+    and, line by line, as PostgreSQL's own parser reads ysql_pg.conf: the real `postgres -C`
+    prints back every value as written. YugabyteDB's own example, `"log_line_prefix='%m
+    [%p]'"`, is what ybscale writes for log_line_prefix %m [%p]."""
+    from ybscale.backends.local import find_bindir
+
+    bindir = find_bindir()
+    values = {
+        "log_line_prefix": "%m [%p] ",  # space, %, brackets
+        "search_path": '"$user", public',  # double quotes, comma, $
+        "application_name": "it's a \\ test",  # a single quote and a backslash
+        "cluster_name": "a.b",  # a qualified name: PostgreSQL's lexer refuses it bare
+        "work_mem": "64MB",  # an integer with its unit: bare
+        "random_page_cost": "1.5",  # a real: bare
+        "default_text_search_config": "pg_catalog.simple",
+        "TimeZone": "UTC",
+    }
+    csv = startup.pg_conf_csv(values)
+    assert startup.pg_conf_csv({"log_line_prefix": "%m [%p]"}) == "\"log_line_prefix='%m [%p]'\""
+    assert "work_mem=64MB" in csv.split(",") and "random_page_cost=1.5" in csv.split(",")
+    lines = yb_read_csv_values(csv)
+    assert [line.split("=", 1)[0] for line in lines] == sorted(values)
+    shown = {**values, "work_mem": "65536"}  # postgres -C shows an integer in its base unit (kB)
+    for name in values:
+        assert pg_reads(bindir, lines, name, tmp_path) == shown[name], name
+    # what the old writing gave PostgreSQL: a syntax error, as the issue says
+    with pytest.raises(AssertionError, match="syntax error"):
+        pg_reads(bindir, ["log_line_prefix=%m [%p]"], "log_line_prefix", tmp_path)
+    # and a value already written as a PostgreSQL string is kept as it is
+    assert startup.pg_conf_value("'%m [%p] '") == "'%m [%p] '"
+    assert startup.pg_conf_value("") == "''"
+
+
+def _cluster_args(server, gcp=None, shape=None):
+    from ybscale.backends.gcp import stacks
+    from ybscale.backends.gcp.config import gcp_section
+    from ybscale.design.row import ClusterShape
+
+    settings = gcp_section({"gcp": {"project": "p", "owner": "ada", **(gcp or {})}})
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    shape = shape or ClusterShape(3, "large", True)
+    return stacks.cluster_args("c", settings, now, "ssh-ed25519 AAAA k", shape, server)
+
+
+def _command_lines(args) -> list[list[str]]:
+    """Every master's and tserver's argv, as the units run them."""
+    masters = args.master_ips()
+    return [
+        *(startup.master_flags(ip, masters, args.replication_factor, args.zone, args.master_flags)
+          for ip in masters),
+        *(startup.tserver_flags(ip, masters, args.zone, args.tserver_flags, args.ysql_pg_conf)
+          for ip in args.tserver_ips()),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("level", "written"), [("off", "false"), ("on", "true")])
+def test_a_boolean_flag_factor_reaches_every_server_as_true_or_false(level, written):
+    """Issue 46, blocker: with `server.enable_automatic_tablet_splitting` at levels off/on (the
+    override the gcp schema documents) every master and tserver command line carried `=off` or
+    `=on`, which gflags refuses (1/t/true/y/yes, 0/f/false/n/no): no server started. Each now
+    says true or false, by gflags' own grammar."""
+    from ybscale.backends.yb_catalogue import gflags
+
+    lines = _command_lines(_cluster_args({"enable_automatic_tablet_splitting": level}))
+    assert len(lines) == 6  # 3 masters (replication on), 3 tservers
+    for argv in lines:
+        [value] = [a.split("=", 1)[1] for a in argv
+                   if a.startswith("--enable_automatic_tablet_splitting=")]  # fmt: skip
+        assert value == written and gflags.parses("bool", value), argv[0]
+
+
+def test_the_memory_split_yugabyte_ships_is_on_every_server_unless_a_knob_says_otherwise():
+    """Issue 46, item 4: --use_memory_defaults_optimized_for_ysql=true on every master and
+    tserver (yugabyted's and YugabyteDB Anywhere's split; its default, false, gives the tserver
+    85 % of RAM and PostgreSQL none); server.use_memory_defaults_optimized_for_ysql overrides it
+    on both, in any boolean spelling."""
+    name = "use_memory_defaults_optimized_for_ysql"
+    for server, written in (({}, "true"), ({name: "off"}, "false"), ({name: "0"}, "false")):
+        for argv in _command_lines(_cluster_args(server)):
+            assert f"--use_memory_defaults_optimized_for_ysql={written}" in argv, argv[0]
+
+
+def stand_in_server(series: str, server: str, folder) -> str:
+    """A stand-in yb-master or yb-tserver built on the real gflags (the system's libgflags):
+    it defines every flag the catalogue gives `server` and records a type for, parses its
+    argv as the real binary's ParseCommandLineFlags does (exit 1 on an unknown flag or a value
+    its type refuses) and prints --ysql_pg_conf_csv. Skips where no compiler or gflags."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from ybscale.backends import yb_catalogue
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if not compiler or not Path("/usr/include/gflags/gflags.h").exists():
+        pytest.skip("no C++ compiler or gflags headers (apt-get install g++ libgflags-dev)")
+    names = (yb_catalogue.master_flags if server == "yb-master" else yb_catalogue.tserver_flags)(
+        series
+    )
+    defines = {"bool": 'DEFINE_bool({}, false, "");', "string": 'DEFINE_string({}, "", "");',
+               "double": 'DEFINE_double({}, 0, "");'}  # fmt: skip
+    lines = ["#include <cstdio>", "#include <gflags/gflags.h>"]
+    for name in sorted(names):
+        kind = yb_catalogue.flag_type(series, name)
+        if kind:
+            lines.append(defines.get(kind, f'DEFINE_{kind}({{}}, 0, "");').format(name))
+    printed = "FLAGS_ysql_pg_conf_csv.c_str()" if "ysql_pg_conf_csv" in names else '""'
+    lines.append(
+        "int main(int argc, char** argv) {\n"
+        "  gflags::ParseCommandLineFlags(&argc, &argv, true);\n"
+        f'  std::printf("%s", {printed});\n  return 0;\n}}\n'
+    )
+    source = folder / f"{server}.cc"
+    source.write_text("\n".join(lines))
+    program = folder / server
+    subprocess.run([compiler, "-O0", "-o", str(program), str(source), "-lgflags"],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    return str(program)
+
+
+def test_the_servers_command_lines_boot_past_gflags_and_postgresqls_parser(tmp_path):
+    """Issue 46, the command lines of the boot rehearsed without the cloud: a design's server
+    knobs (a boolean flag at off, a YAML-style on for the memory split, an int32 flag, YSQL
+    settings with spaces, %, quotes and a comma) go through cluster_args into the real startup
+    scripts; each unit's ExecStart, read as systemd reads it, runs a stand-in yb-master and
+    yb-tserver built on the real gflags with the catalogue's flags and types (an unknown flag
+    or a bad value exits 1, as the real servers do), and the tserver's --ysql_pg_conf_csv,
+    read as pg_wrapper reads it, is a ysql_pg.conf the real PostgreSQL parses back to the
+    values. The blockers' old writing fails the same rehearsal: `=off` for a bool flag, and
+    `log_line_prefix=%m [%p]` unquoted."""
+    import subprocess
+
+    from ybscale.backends.local import find_bindir
+
+    server = {"enable_automatic_tablet_splitting": "off", "ysql_max_connections": "200",
+              "use_memory_defaults_optimized_for_ysql": "on",
+              "log_line_prefix": "%m [%p] ", "search_path": '"$user", public'}  # fmt: skip
+    args = _cluster_args(server)
+    masters = args.master_ips()
+    scripts = {
+        "yb-master": startup.master_script(ip=masters[0], master_ips=masters,
+                                           replication_factor=args.replication_factor,
+                                           zone=args.zone, version=args.yugabyte_version,
+                                           url="http://x/y.tar.gz", flags=args.master_flags),
+        "yb-tserver": startup.tserver_script(ip=args.tserver_ips()[0], master_ips=masters,
+                                             zone=args.zone, version=args.yugabyte_version,
+                                             url="http://x/y.tar.gz", flags=args.tserver_flags,
+                                             pg_conf=args.ysql_pg_conf),
+    }  # fmt: skip
+    printed = {}
+    for name, script in scripts.items():
+        [line] = [ln for ln in unit_file(script).splitlines() if ln.startswith("ExecStart=")]
+        argv = systemd_exec_argv(line.removeprefix("ExecStart="))
+        assert argv[0] == f"{startup.YB_HOME}/bin/{name}"
+        program = stand_in_server("2024.2", name, tmp_path)
+        done = subprocess.run([program, *argv[1:]], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, (name, done.stderr)
+        printed[name] = done.stdout
+        # before the fix: PostgreSQL's off reached gflags as written
+        old = [a.replace("_splitting=false", "_splitting=off") for a in argv[1:]]
+        refused = subprocess.run([program, *old], capture_output=True, text=True, timeout=30)
+        assert refused.returncode != 0 and "illegal value 'off'" in refused.stderr, name
+        unknown = subprocess.run([program, *argv[1:], "--ysql_yb_no_such_flag=1"],
+                                 capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert unknown.returncode != 0 and "unknown command line flag" in unknown.stderr
+    lines = yb_read_csv_values(printed["yb-tserver"])
+    bindir = find_bindir()
+    assert pg_reads(bindir, lines, "log_line_prefix", tmp_path) == "%m [%p] "
+    assert pg_reads(bindir, lines, "search_path", tmp_path) == '"$user", public'
+    with pytest.raises(AssertionError, match="syntax error"):  # the old raw writing
+        pg_reads(bindir, ["log_line_prefix=%m [%p] "], "log_line_prefix", tmp_path)

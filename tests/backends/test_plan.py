@@ -218,6 +218,12 @@ def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
     assert "Plan: 8 clusters for 16 rows (60 VMs in all)" in out
     assert "C nodes -> cluster.nodes: 3 | 5" in out
     assert "E (= BC) replication -> cluster.replication: off | on" in out
+    # the seed design's RF moves with its node count (issue 46, item 5): the plan says so
+    assert (
+        "Replication factor (= masters): RF 1 in 4 clusters, RF 3 in 2 clusters, RF 5 in 2 "
+        "clusters; RF 1 with cluster.replication off, RF = the node count with it on (3, 5): "
+        "the node count's effect there includes the RF's"
+    ) in out
     cfg.write_text(yaml.safe_dump({**CONFIG, "gcp": {"zone": 3}, "design": "x"}))
     assert plan_verb.main(["--config", str(cfg)]) == 1
     assert f"{cfg}: gcp.zone: 3 is not of type 'string'" in capsys.readouterr().err
@@ -434,12 +440,75 @@ def test_cluster_up_stops_before_spending_when_a_quota_is_short(seed, tmp_path, 
         "us-central1 and project-wide (gcloud))"
     ) in str(refused.value)
     assert "set config/config.yaml: gcp.allow_over_quota to true" in str(refused.value)
-    clusters.up("nodes3-small-reploff", config, out)  # 8 + 4 vCPUs: fits
+    # 8 + 4 vCPUs fit alone, but not with the study's other clusters alive at the same time
+    # (issue 46: the plan's peak, which `ybscale plan` says STOP for): refused too
+    with pytest.raises(BackendError, match="clusters alive together need more than the quota"):
+        clusters.up("nodes3-small-reploff", config, out)
     allowed = {**config, "gcp": {**config["gcp"], "allow_over_quota": True}}
     clusters.up("nodes5-large-replon", allowed, out)
     stand_in = {**config, "gcp": {**config["gcp"], "program": "loopback:program"}}
     clusters.up("nodes5-large-replon", stand_in, out)  # no VMs: no quota read
-    assert brought_up == ["nodes3-small-reploff", "nodes5-large-replon", "nodes5-large-replon"]
+    assert brought_up == ["nodes5-large-replon", "nodes5-large-replon"]
+
+
+def test_cluster_up_checks_the_clusters_alive_together_against_the_quota(tmp_path, monkeypatch):
+    """Issue 46, item 6: the first cluster of each slot starts at once; each compared only its
+    own need with the free quota, so both could pass and the second fail mid-creation. Each
+    cluster_up now also compares the peak need of the study's clusters not yet released (the
+    plan's schedule) with what is free plus what its live clusters already hold. The seed
+    study's N2 peak is 50 vCPUs (nodes5-small-replon and nodes5-large-replon together); its
+    first two clusters need 22 and 18."""
+    import copy
+
+    from ybscale.backends.base import BackendError
+    from ybscale.backends.gcp import capacity, clusters
+
+    brought_up = []
+    monkeypatch.setattr(
+        capacity, "up_with_fallback", lambda _up, combo, *a, **k: brought_up.append(combo)
+    )
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "project": "my-proj"}}
+    project = copy.deepcopy(PROJECT_ANSWER)
+    project["quotas"][-1]["limit"] = 200.0  # CPUS_ALL_REGIONS: not the question here
+
+    def quota(n2_limit, n2_usage):
+        region = copy.deepcopy(REGION_ANSWER)
+        region["quotas"][1] = {"metric": "N2_CPUS", "limit": n2_limit, "usage": n2_usage}
+        region["quotas"][3]["limit"] = 5000.0  # SSD_TOTAL_GB
+        gcloud_answering(tmp_path, monkeypatch, region, project)
+
+    results = tmp_path / "results" / "clusters"
+    out = results / "nodes5-large-reploff" / "endpoints.json"
+    quota(57.0, 8.0)  # 49 free: 22 fits alone, the peak of 50 does not
+    with pytest.raises(BackendError) as refused:
+        clusters.up("nodes5-large-reploff", config, out)
+    assert (
+        "N2 vCPUs: the clusters alive together need 50 at once, 49 free (N2_CPUS: limit 57, "
+        "in use 8)"
+    ) in str(refused.value)
+    assert brought_up == []
+    quota(58.0, 8.0)  # 50 free
+    clusters.up("nodes5-large-reploff", config, out)
+    # it is up (its 22 in the usage): the next cluster counts what the live one holds
+    quota(58.0, 30.0)
+    out.parent.mkdir(parents=True)
+    out.write_text("{}")
+    second = results / "nodes3-large-replon" / "endpoints.json"
+    clusters.up("nodes3-large-replon", config, second)
+    out.unlink()  # not known to be live: its 22 would count twice
+    with pytest.raises(BackendError, match="need 50 at once, 28 free"):
+        clusters.up("nodes3-large-replon", config, second)
+    # the last two clusters, the others released: their 12 + 8 against 22 free
+    quota(30.0, 8.0)
+    with pytest.raises(BackendError, match="need 50 at once, 22 free"):
+        clusters.up("nodes3-small-reploff", config, results / "nodes3-small-reploff" / "e.json")
+    earlier = ["nodes5-large-reploff", "nodes3-large-replon", "nodes3-small-replon",
+               "nodes3-large-reploff", "nodes5-small-replon", "nodes5-large-replon"]  # fmt: skip
+    for label in earlier:
+        (results / label).mkdir(parents=True, exist_ok=True)
+        (results / label / "released.json").write_text("{}")
+    clusters.up("nodes3-small-reploff", config, results / "nodes3-small-reploff" / "e.json")
+    assert brought_up == ["nodes5-large-reploff", "nodes3-large-replon", "nodes3-small-reploff"]
 
 
 def test_the_plan_says_cluster_up_will_stop_when_a_quota_is_short(seed, tmp_path, monkeypatch):
@@ -449,3 +518,82 @@ def test_the_plan_says_cluster_up_will_stop_when_a_quota_is_short(seed, tmp_path
         plan_mod.format_plan(plan_of(config, quotas=True))
     )
     assert "STOP" not in plan_mod.format_plan(plan_of(config))  # quotas not read: no claim
+
+
+def test_an_even_replication_factor_is_refused_by_the_plan_and_the_dry_run(tmp_path, capsys):
+    """Issue 46, item 5: with replication on a gcp cluster's replication factor is its node
+    count, so node levels 2 and 4 give RF 2 and 4, which survive no more failed nodes than RF
+    1 and 3 (YugabyteDB's fault tolerance) while every write waits for one more copy.
+    `ybscale plan` (and the dry run, through the same study load) refuses them, naming the
+    level and its file; replication off at an even node count, and odd counts, pass."""
+    design = seed_study()
+    design["factors"]["C"]["levels"] = [2, 5]
+    path = tmp_path / "even.yaml"
+    path.write_text(yaml.safe_dump(design))
+    with pytest.raises(study.RowError) as info:
+        study.load({**CONFIG, "design": str(path)})
+    message = str(info.value)
+    assert (
+        f"{path}: factors.C.levels[0]: cluster.nodes: 2 with cluster.replication on "
+        f"({path}: factors.E.levels[1]) is replication factor 2 on gcp (RF = nodes): an even RF "
+        "survives no more failed nodes than RF 1"
+    ) in message
+    assert "levels[1]: cluster.nodes: 5" not in message  # RF 5 is odd
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({**CONFIG, "design": str(path)}))
+    assert plan_verb.main(["--config", str(cfg)]) == 1
+    assert "cluster.nodes: 2 with cluster.replication on" in capsys.readouterr().err
+    del design["factors"]["E"]  # replication off throughout (the default): even nodes pass
+    design["generators"] = {"F": design["generators"]["F"]}
+    design["factors"]["C"]["levels"] = [2, 4]
+    path.write_text(yaml.safe_dump(design))
+    assert len(study.load({**CONFIG, "design": str(path)}).rows) == 16
+
+
+def test_the_findings_say_which_replication_factor_each_row_ran_with():
+    """Issue 46, item 5: the gcp findings paragraph states every row's RF (from its applied
+    record: the stack's replication_factor) and that it moved with the node count."""
+    from ybscale.registry import backend_class
+
+    def applied(cluster, rf):
+        return {"backend": "gcp", "cluster": cluster, "replication_factor": rf}
+
+    rows = [applied("nodes3-small-reploff", 1), applied("nodes3-small-replon", 3),
+            applied("nodes3-small-replon", 3), applied("nodes5-small-replon", 5)]  # fmt: skip
+    [text] = backend_class("gcp").report_text(rows)
+    assert (
+        "RF 1: 1 row on nodes3-small-reploff; RF 3: 2 rows on nodes3-small-replon; RF 5: 1 row "
+        "on nodes5-small-replon. With replication on the RF moved with the node count"
+    ) in text
+    [one] = backend_class("gcp").report_text(rows[:3])
+    assert "moved" not in one
+    assert backend_class("gcp").report_text([{"backend": "gcp"}]) == []
+
+
+def test_a_persistent_disk_on_a_hyperdisk_only_series_is_refused_before_any_vm(capsys, tmp_path):
+    """Issue 46, item 6: N4 and C4 take Hyperdisk only; with gcp.disk_type pd-ssd (every VM's
+    boot disk) `pulumi up` failed on their first VM, after others were created. The dry run and
+    `ybscale plan` refuse it naming the machine type's field and the disk type's; a `-lssd`
+    machine type's vCPUs are read (c3-standard-8-lssd: 8)."""
+    types = {"large": "n4-standard-4", "master": "c4-standard-2"}
+    config = {**CONFIG, "gcp": {**CONFIG["gcp"], "machine_types": types}}
+    with pytest.raises(study.RowError) as info:
+        study.load(config)
+    message = str(info.value)
+    for key, machine in (("large", "n4-standard-4"), ("master", "c4-standard-2")):
+        series = machine.split("-")[0].upper()
+        assert (
+            f"gcp.machine_types.{key}: {machine}: the {series} series takes Hyperdisk only, no "
+            "Persistent Disk, and every VM's boot disk is pd-ssd"
+        ) in message
+    assert "machine_types.small" not in message
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    assert plan_verb.main(["--config", str(cfg)]) == 1
+    assert "the N4 series takes Hyperdisk only" in capsys.readouterr().err
+    lssd = {**CONFIG, "gcp": {**CONFIG["gcp"], "machine_types": {"large": "c3-standard-8-lssd"}}}
+    assert plan_mod.vcpus("c3-standard-8-lssd") == 8
+    metal = {**CONFIG, "gcp": {**CONFIG["gcp"], "machine_types": {"small": "c3-highcpu-192-metal"}}}
+    with pytest.raises(study.RowError, match=r"the C3 series \(bare metal\) takes Hyperdisk only"):
+        study.load(metal)
+    assert len(study.load(lssd).rows) == 16  # C3 takes Persistent Disk

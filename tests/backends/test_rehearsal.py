@@ -224,6 +224,10 @@ def check_published_rows(work: Path, runs: list[str], master: str) -> tuple[dict
         replicate = meta["row"].get("replicate", 1)  # replicate 2 ran on <combination>-r2
         assert applied["cluster"] == applied["combination"] + ("-r2" if replicate == 2 else "")
         assert applied["backend"] == "gcp" and applied["tservers"] == nodes
+        # what the stack told the servers: the memory split YugabyteDB ships (issue 46)
+        for server in ("yb-master", "yb-tserver"):
+            flags = applied["server_flags"][server]
+            assert flags["use_memory_defaults_optimized_for_ysql"] == "true", applied
         assert "-YB-2024.2" in applied["server_version"]  # the stand-in answers as YugabyteDB
         assert applied["isolation_source"] == ["yb_get_effective_transaction_isolation_level()"]
         wanted = meta["row"]["session"]["default_transaction_isolation"]

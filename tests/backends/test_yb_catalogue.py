@@ -120,6 +120,144 @@ def test_master_flags_go_to_the_master_and_shared_flags_to_both():
     assert pg_conf == {}
 
 
+# gflags' FlagValue::ParseFrom (gflags/gflags src/gflags.cc): what each type takes, case by case
+GFLAGS_CASES = [
+    ("bool", "true", True), ("bool", "YES", True), ("bool", "t", True), ("bool", "0", True),
+    ("bool", "on", False), ("bool", "off", False), ("bool", "", False), ("bool", " true", False),
+    ("int32", "200", True), ("int32", "-1", True), ("int32", "0x1F", True),
+    ("int32", "010", True),  # base 10: a leading 0 is not octal
+    ("int32", " 7", True),  # strtoll skips leading white space
+    ("int32", "7 ", False), ("int32", "lots", False), ("int32", "1.5", False),
+    ("int32", "2147483647", True), ("int32", "2147483648", False), ("int32", "", False),
+    ("int32", "16MB", False),  # gflags takes no units
+    ("uint32", "-1", False), ("uint32", " -1", False), ("uint32", "4294967296", False),
+    ("int64", "9223372036854775807", True), ("int64", "9223372036854775808", False),
+    ("uint64", "18446744073709551615", True), ("uint64", "18446744073709551616", False),
+    ("double", "0.85", True), ("double", "1e3", True), ("double", "-.5", True),
+    ("double", "inf", True), ("double", "0x1p-2", True), ("double", "1e400", False),
+    ("double", "1e-400", False), ("double", "4.9e-324", False),  # underflow: a subnormal
+    ("double", "0.5x", False), ("double", "1_0", False),
+    ("string", "", True), ("string", "on", True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "text", "takes"), GFLAGS_CASES)
+def test_flag_values_are_read_by_gflags_grammar(kind, text, takes):
+    from ybscale.backends.yb_catalogue import gflags
+
+    assert gflags.parses(kind, text) is takes
+
+
+GFLAGS_PROGRAM = """
+#include <gflags/gflags.h>
+DEFINE_bool(b, false, "");
+DEFINE_int32(i32, 0, "");
+DEFINE_uint32(u32, 0, "");
+DEFINE_int64(i64, 0, "");
+DEFINE_uint64(u64, 0, "");
+DEFINE_double(d, 0, "");
+DEFINE_string(s, "", "");
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);  // exits 1 on a value its type refuses
+  return 0;
+}
+"""
+GFLAG_OF = {"bool": "b", "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64",
+            "double": "d", "string": "s"}  # fmt: skip
+
+
+def test_the_gflags_grammar_agrees_with_the_real_gflags(tmp_path):
+    """The port (`gflags.parses`) against the real thing: every case above, and each value
+    ybscale writes for a boolean, given to a program built on the system's gflags (Debian's
+    libgflags-dev 2.2.2, the version YugabyteDB's builds link: their flag dumps name
+    gflags-2.2.2/src/gflags.cc). Skipped where no C++ compiler or gflags headers are."""
+    import shutil
+
+    from ybscale.backends.yb_catalogue import gflags
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if not compiler or not Path("/usr/include/gflags/gflags.h").exists():
+        pytest.skip("no C++ compiler or gflags headers (apt-get install g++ libgflags-dev)")
+    source = tmp_path / "flags.cc"
+    source.write_text(GFLAGS_PROGRAM)
+    program = tmp_path / "flags"
+    subprocess.run([compiler, "-O0", "-o", str(program), str(source), "-lgflags"],
+                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    written = [("bool", gflags.flag_text(v, "bool")) for v in ("on", "off", "YES", "0")]
+    cases = [*((k, t) for k, t, _ in GFLAGS_CASES), *written]
+    for kind, text in cases:
+        done = subprocess.run([str(program), f"--{GFLAG_OF[kind]}={text}"],
+                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert (done.returncode == 0) is gflags.parses(kind, text), (kind, text, done.stderr)
+
+
+def test_a_boolean_flag_is_written_true_or_false_whatever_the_spelling():
+    """Issue 46, blocker: `levels: ["off", "on"]` (or a YAML boolean in defaults.server, which
+    ybscale writes on/off for PostgreSQL) reached the command line as `--flag=off`, which
+    gflags refuses: yb-master and yb-tserver never started. A boolean flag's value is now
+    true/false, a typed flag's bad value is refused, a string flag's on stays on, and an untyped
+    flag's on/off (no gflags type but a string takes them) is true/false."""
+    from ybscale.backends.yb_catalogue import gflags
+
+    split = yb_catalogue.split_server_settings
+    for level, written in (("on", "true"), ("off", "false"), ("ON", "true"), ("1", "true"),
+                           ("no", "false"), ("false", "false")):  # fmt: skip
+        master, tserver, _ = split({"enable_automatic_tablet_splitting": level}, "2024.2")
+        assert master == tserver == {"enable_automatic_tablet_splitting": written}, level
+        assert gflags.parses("bool", written)
+    assert yb_catalogue.flag_type("2024.2", "use_memory_defaults_optimized_for_ysql") == "bool"
+    assert split({"ysql_yb_enable_cbo": "on"}, "2024.2")[1] == {"ysql_yb_enable_cbo": "on"}
+    assert yb_catalogue.flag_type("2024.2", "durable_wal_write") == "bool"  # 2.17's dump
+    assert split({"durable_wal_write": "off"}, "2024.2")[1] == {"durable_wal_write": "false"}
+    flags = yb_catalogue.tserver_flags("2024.2")
+    untyped = sorted(n for n in flags if yb_catalogue.flag_type("2024.2", n) is None)[0]
+    assert split({untyped: "off"}, "2024.2")[1] == {untyped: "false"}
+    assert split({untyped: "7 "}, "2024.2")[1] == {untyped: "7 "}  # unchecked: as written
+    assert split({"ysql_max_connections": "200"}, "2024.2")[1] == {"ysql_max_connections": "200"}
+    with pytest.raises(ValueError, match="'maybe' is not a boolean as gflags reads one"):
+        split({"enable_automatic_tablet_splitting": "maybe"}, "2024.2")
+
+
+def test_a_flag_value_its_type_refuses_is_an_error_naming_file_and_field():
+    """`server.ysql_max_connections: lots` (an int32 flag) is refused where it was written; so is
+    a boolean flag's `maybe`; on/off for a boolean flag and numbers are accepted."""
+    errors = yb_catalogue.server_setting_errors(
+        {"ysql_max_connections": {"200": "config/d.yaml: factors.C.levels[0]",
+                                  "lots": "config/d.yaml: factors.C.levels[1]"},
+         "enable_automatic_tablet_splitting": {"off": "config/d.yaml: factors.D.levels[0]",
+                                               "maybe": "config/c.yaml: defaults.server."
+                                                        "enable_automatic_tablet_splitting"},
+         "default_memory_limit_to_ram_ratio": {"0.6": "config/c.yaml: defaults.server.x"}},
+        "2024.2.1.0-b185",
+    )  # fmt: skip
+    where = "YugabyteDB 2024.2 (src/ybscale/backends/yb_catalogue/2024.2.json)"
+    assert errors == [
+        "config/c.yaml: defaults.server.enable_automatic_tablet_splitting: "
+        "server.enable_automatic_tablet_splitting: 'maybe' is not a boolean as gflags reads one "
+        "(1, t, true, y, yes or 0, f, false, n, no; on and off are written true and false) "
+        f"(bool flag of {where})",
+        "config/d.yaml: factors.C.levels[1]: server.ysql_max_connections: 'lots' is not a "
+        f"32-bit integer as gflags reads one (int32 flag of {where})",
+    ]
+
+
+def test_every_typed_flag_is_a_flag_of_the_series_with_a_gflags_type():
+    catalogue = yb_catalogue.load("2024.2")
+    from ybscale.backends.yb_catalogue import gflags
+
+    names = yb_catalogue.master_flags("2024.2") | yb_catalogue.tserver_flags("2024.2")
+    for name, entry in catalogue["flag_types"].items():
+        assert name in names and entry["type"] in gflags.TYPES, name
+        if entry["read"].startswith("<type>"):  # the 2.17 flag dump of YugabyteDB Anywhere
+            assert entry["read"].startswith(f"<type>{entry['type']}</type>"), name
+            assert entry["path"].endswith("gflags_metadata/2.17/master.xml"), name
+            assert entry["defined_in"].endswith(".cc"), name
+        else:
+            assert entry["read"].startswith(("DEFINE_", "DECLARE_")), name
+            assert entry.get("path") or "string index" in entry["note"], name
+    assert len(catalogue["flag_types"]) > 150
+
+
 def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_path):
     """Issue 20: `server.<typo>` with backend gcp fails `snakemake -n` before any cluster; issue
     36: so does a PostgreSQL 13-15 setting (2024.2's YSQL is PostgreSQL 11.2), while 2024.2's
@@ -141,6 +279,47 @@ def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_p
             f"config/typo.yaml: factors.D.levels[0]: server.{name}: neither a yb-master or "
             "yb-tserver flag nor a YSQL setting of YugabyteDB 2024.2"
         ) in out.stdout + out.stderr, failed(out)
+
+
+def test_gcp_values_replication_and_disks_are_checked_at_dry_run(tmp_path):
+    """Issue 46 at `snakemake -n` with backend gcp, before any cluster: a boolean flag factor at
+    off/on, a YAML boolean and a YSQL setting with spaces and % pass; a flag value its type
+    refuses, an even replication factor and a Persistent Disk on N4 are refused, each naming
+    the file and field."""
+    work = copy_workflow(tmp_path / "w")
+    design = seed_study()
+    design["factors"]["D"] = {"name": "d", "sets": "server.enable_automatic_tablet_splitting",
+                              "levels": ["off", "on"]}  # fmt: skip
+    (work / "config" / "bools.yaml").write_text(yaml.safe_dump(design))
+    cases = {  # name -> (design, config, None: passes | what the error says)
+        "passes": ("config/bools.yaml", {"defaults": {"server": {
+            "use_memory_defaults_optimized_for_ysql": False, "log_line_prefix": "%m [%p] "}}},
+            None),
+        "lots": ("config/bools.yaml", {"defaults": {"server": {"ysql_max_connections": "lots"}}},
+                 "defaults.server.ysql_max_connections: server.ysql_max_connections: 'lots' is "
+                 "not a 32-bit integer as gflags reads one"),
+        "even": ("config/even.yaml", {},
+                 "config/even.yaml: factors.C.levels[0]: cluster.nodes: 2 with "
+                 "cluster.replication on (config/even.yaml: factors.E.levels[1]) is replication "
+                 "factor 2"),
+        "n4": ("config/bools.yaml", {"gcp": {"machine_types": {"large": "n4-standard-4"}}},
+               "gcp.machine_types.large: n4-standard-4: the N4 series takes Hyperdisk only"),
+    }  # fmt: skip
+    even = seed_study()
+    even["factors"]["C"]["levels"] = [2, 5]
+    (work / "config" / "even.yaml").write_text(yaml.safe_dump(even))
+    for name, (design_file, config, error) in cases.items():
+        configfile = work / "config" / f"{name}-config.yaml"
+        configfile.write_text(yaml.safe_dump({"backend": "gcp", "design": design_file, **config}))
+        out = snakemake(work, "-n", "results/effects.csv", configfile=str(configfile),
+                        timeout=300)  # fmt: skip
+        if error is None:
+            assert out.returncode == 0, failed(out)
+            continue
+        assert out.returncode != 0, (name, failed(out))
+        assert error in out.stdout + out.stderr, (name, failed(out))
+        if name in ("lots", "n4"):  # a config value: named with its file
+            assert f"{name}-config.yaml" in out.stdout + out.stderr, (name, failed(out))
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -181,7 +360,12 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
             for f in set(regenerate.FLAGS_SET["yb-tserver"])
             - set(regenerate.FLAGS_SET["yb-master"])
         )
-        + 'DEFINE_RUNTIME_PG_FLAG(int32, yb_bnl_batch_size, 1024, "x");\n',
+        + 'DEFINE_RUNTIME_PG_FLAG(int32, yb_bnl_batch_size, 1024, "x");\n'
+        # the name on the macro's next line; a preview PG flag (ysql_<name>)
+        + "DEFINE_NON_RUNTIME_bool(\n    use_memory_defaults_optimized_for_ysql, false,\n"
+        '    "x");\n'
+        + "DEFINE_RUNTIME_PG_PREVIEW_FLAG(bool, yb_enable_optimizer_statistics, false,\n"
+        '    "x");\n',
         "src/yb/master/main.cc": "".join(
             f'DEFINE_NON_RUNTIME_string({f}, "", "x");\n'
             for f in set(regenerate.FLAGS_SET["yb-master"])
@@ -258,6 +442,16 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
         and "enable_automatic_tablet_splitting" in tserver
     )
     assert "only_in_tests" not in tserver and "only_in_tests" not in master
+    types = catalogue["flag_types"]
+    assert types["ysql_yb_bnl_batch_size"] == {
+        "type": "int32", "defined_in": "src/yb/tserver/main.cc", "tag": "2024.2.1.0-b185"
+    }  # fmt: skip
+    assert types["use_memory_defaults_optimized_for_ysql"]["type"] == "bool"
+    assert types["ysql_yb_enable_optimizer_statistics"]["type"] == "bool"
+    assert "ysql_yb_enable_optimizer_statistics" in tserver
+    assert types["enable_automatic_tablet_splitting"]["type"] == "bool"
+    assert types["load_balancer_max_concurrent_moves"]["type"] == "int32"
+    assert "TEST_only_in_tests" not in types
     assert catalogue["ysql_setting_names"] == [
         "optimize_bounded_sort", "trace_sort", "work_mem", "yb_enable_expression_pushdown"
     ]  # fmt: skip

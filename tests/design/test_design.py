@@ -406,3 +406,19 @@ def test_main_reports_error(tmp_path, capsys):
     path = _write(tmp_path, data)
     assert main([str(path), str(tmp_path / "out")]) == 1
     assert "generators.E" in capsys.readouterr().err
+
+
+def test_a_yaml_boolean_level_is_refused_saying_to_quote_it(tmp_path):
+    """`levels: [off, on]` unquoted is two YAML booleans (YAML 1.1, as PyYAML reads it): the
+    error names the file and the field and says to quote them."""
+    path = tmp_path / "bool_levels.yaml"
+    path.write_text(
+        "factors:\n"
+        "  A: {name: nodes, levels: [3, 5]}\n"
+        "  B: {name: commit, sets: server.synchronous_commit, levels: [off, on]}\n"
+    )
+    with pytest.raises(DesignError) as info:
+        load_design(path)
+    message = str(info.value)
+    assert f"{path}: factors.B.levels.0: False is not of type 'string', 'number'" in message
+    assert "quote on, off, yes, no, true and false ('on')" in message

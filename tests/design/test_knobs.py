@@ -303,3 +303,15 @@ def test_pgoptions_escape_spaces():
     assert workload.pgoptions({"default_transaction_isolation": "repeatable read"}) == (
         r"-c default_transaction_isolation=repeatable\ read"
     )
+
+
+def test_a_yaml_boolean_server_setting_is_written_for_each_servers_grammar():
+    """Issue 46: a YAML boolean in defaults.server stays on/off for PostgreSQL (local, YSQL
+    settings), and becomes true/false only where gflags reads it (a yb flag on gcp)."""
+    from ybscale.backends.yb_catalogue import gflags
+    from ybscale.design import knobs
+
+    assert knobs.setting_text(True) == "on" and knobs.setting_text(False) == "off"
+    assert gflags.flag_text(knobs.setting_text(True), "bool") == "true"
+    assert gflags.flag_text(knobs.setting_text(False), "bool") == "false"
+    assert knobs.setting_text("64MB") == "64MB"

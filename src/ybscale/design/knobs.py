@@ -99,7 +99,9 @@ def positive_int(value: object) -> int:
 
 
 def setting_text(value: object) -> str:
-    """A server or session setting's value as the server reads it (booleans as on/off)."""
+    """A server or session setting's value as PostgreSQL reads it (YAML booleans as on/off).
+    A backend whose server reads another grammar rewrites it: gcp writes a yb-master /
+    yb-tserver flag's boolean as true/false (`backends.yb_catalogue.gflags.flag_text`)."""
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)

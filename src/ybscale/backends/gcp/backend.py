@@ -29,7 +29,12 @@ from ybscale.backends.base import (
     settings_by_source,
 )
 from ybscale.backends.gcp.balancer import load_balancer_idle
-from ybscale.backends.gcp.config import bound_errors, load_generators_bound
+from ybscale.backends.gcp.config import (
+    bound_errors,
+    disk_errors,
+    load_generators_bound,
+    replication_errors,
+)
 from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
@@ -122,14 +127,48 @@ class GcpBackend(Backend):
 
         return hourly_price(settings, row)
 
+    @staticmethod
+    def report_text(applied) -> list[str]:
+        """The findings' sentence on the replication factor each row ran with (its cluster's
+        masters, recorded from the stack), and that it moved with the node count when it did."""
+        rows: dict[int, list[str]] = {}
+        clusters: dict[int, set] = {}
+        for a in applied:
+            rf = a.get("replication_factor")
+            if rf is None:
+                continue
+            rows.setdefault(int(rf), []).append(a.get("cluster") or "?")
+            clusters.setdefault(int(rf), set()).add(a.get("cluster") or "?")
+        if not rows:
+            return []
+        parts = [
+            f"RF {rf}: {len(rows[rf])} row{'s' if len(rows[rf]) > 1 else ''} on "
+            + ", ".join(sorted(clusters[rf]))
+            for rf in sorted(rows)
+        ]
+        moved = len([rf for rf in rows if rf > 1]) > 1
+        return [
+            "**Replication factor.** Each row's cluster had as many yb-masters as its "
+            "replication factor (1 with cluster.replication off, the node count with it on): "
+            + "; ".join(parts)
+            + "."
+            + (
+                " With replication on the RF moved with the node count, so the nodes effect "
+                "among those rows includes the RF's (more copies per write)."
+                if moved
+                else ""
+            )
+        ]
+
     def node_sizes(self) -> list[str]:
         """Keys of `gcp.machine_types` that are tserver sizes (not master or loadgen)."""
         return sorted(set(self.settings["machine_types"]) - {"master", "loadgen"})
 
     def check_rows(self, rows) -> list[str]:
-        """Sizes against `gcp.machine_types`; server.* names against the flag list and YSQL
-        settings of the pinned YugabyteDB series (yb_catalogue); VM names against GCE's
-        length limit."""
+        """Sizes against `gcp.machine_types`; server.* names and flag values against the
+        pinned YugabyteDB series (yb_catalogue); VM names against GCE's length limit; an even
+        replication factor (`replication_errors`); a Persistent Disk on a machine series that
+        takes Hyperdisk only (`disk_errors`)."""
         from ybscale.backends.gcp.stacks import vm_name_errors
 
         server = settings_by_source(rows, "server")
@@ -155,6 +194,10 @@ class GcpBackend(Backend):
             + vm_name_errors(self.settings, tservers)
             + too_many
             + bound_errors(self.settings, shapes)
+            + replication_errors(rows)
+            + disk_errors(
+                self.settings, [r.cluster.node_size for r in rows] + ["master", "loadgen"]
+            )
         )
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:
@@ -191,9 +234,12 @@ class GcpBackend(Backend):
         as many as its earlier rows grew to (`ClusterFiles.with_growth`), and up to
         gcp.load_generators_max by `add_generator`, which adds a VM to the stack then
         (`clusters.grow`)."""
+        from ybscale.backends.gcp.stacks import server_flags
+
         files = ClusterFiles(folder)
         endpoints = files.with_growth(dict(endpoints))
         hosts = generator_hosts(endpoints, self.settings, files.known_hosts)
+        master_flags, tserver_flags, ysql_pg_conf = server_flags(self.settings, row.server)
         host = hosts[0]  # psql, yb-admin and the tservers' CPU go through the first
         nodes = tserver_endpoints(endpoints)
         record = {
@@ -214,6 +260,13 @@ class GcpBackend(Backend):
             ),
             "min_cpu_platform": endpoints.get("min_cpu_platform"),
             "cpu_platforms": endpoints.get("cpu_platforms"),
+            # what the stack told each server beyond its addresses (the row's server.* knobs
+            # and ybscale's defaults, as `stacks.cluster_args` passed them)
+            "server_flags": {
+                "yb-master": master_flags,
+                "yb-tserver": tserver_flags,
+                "ysql_pg_conf": ysql_pg_conf,
+            },
         }
         timeout = self.settings["balancer_timeout"]
         runners = [LoadgenRunner(h) for h in hosts]

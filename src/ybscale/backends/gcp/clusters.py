@@ -24,7 +24,7 @@ from ybscale.backends.gcp import capacity, stacks
 from ybscale.backends.gcp.config import gcp_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
-from ybscale.backends.gcp.plan import format_plan, plan
+from ybscale.backends.gcp.plan import format_plan, plan, together_over_quota
 from ybscale.backends.gcp.reach import wait_ready
 from ybscale.config_sources import file_sources, source_of, sources_in_use
 from ybscale.design.factorial import load_design
@@ -116,6 +116,17 @@ def up(
             f"lower the need (gcp.machine_types) or set {source_of('gcp.allow_over_quota')} to "
             "true to try anyway"
         )
+    together = together_needs_over_quota(rows, loaded, own, combo, out.parent.parent)
+    if together and not settings["allow_over_quota"]:
+        raise BackendError(
+            f"cluster {combo} not brought up: the study's clusters alive together need more "
+            "than the quota leaves free (each cluster_up checking only its own need lets two "
+            "that start at once both pass, and the second fail mid-creation): "
+            + "; ".join(together)
+            + f" ({own.quota_note}). Raise the quota, lower gcp.max_clusters or the need "
+            f"(gcp.machine_types), or set {source_of('gcp.allow_over_quota')} to true to try "
+            "anyway"
+        )
     row = on_it[0]  # the combination's shape
     files.known_hosts.unlink(missing_ok=True)
     files.grown.unlink(missing_ok=True)  # `auto` starts again from its starting count
@@ -129,6 +140,21 @@ def up(
         server=row.server,
         serial_logs=serial_logs,
     )
+
+
+def together_needs_over_quota(rows, loaded: Mapping, own, combo: str, clusters: Path) -> list:
+    """`plan.together_over_quota` for the whole study with the quotas `own` (this cluster's
+    plan) read: the clusters under `clusters` (results/clusters) with a released record are
+    done, those with endpoints live; `combo` is neither (it is being brought up). [] when the
+    quotas were not read."""
+    if own.quotas is None:
+        return []
+    whole = dataclasses.replace(plan(rows, loaded), quotas=own.quotas)
+    labels = [c.cluster for c in whole.clusters if c.cluster != combo]
+    files = {label: ClusterFiles.of(clusters, label) for label in labels}
+    done = {label for label, f in files.items() if f.released.exists()}
+    live = {label for label, f in files.items() if f.endpoints.exists() and label not in done}
+    return together_over_quota(whole, live, done)
 
 
 def grow(combo: str, config: Mapping, files: ClusterFiles, endpoints: Mapping, loadgens: int,

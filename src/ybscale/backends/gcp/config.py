@@ -62,11 +62,12 @@ TSERVER_VCPUS_PER_GENERATOR_VCPU = 2  # gcp.load_generators: auto (a planning ru
 
 
 def vcpus(machine_type: str) -> float:
-    """vCPUs of a machine type: n2-standard-4 -> 4, n2-custom-6-23040 -> 6, e2-medium -> 2."""
+    """vCPUs of a machine type: n2-standard-4 -> 4, n2-custom-6-23040 -> 6, e2-medium -> 2,
+    c3-standard-8-lssd -> 8 (a type with Local SSD attached: `-lssd` after the vCPUs)."""
     custom = re.search(r"custom-(\d+)-\d+", machine_type)
     if custom:
         return int(custom[1])
-    tail = re.search(r"-(\d+)$", machine_type)
+    tail = re.search(r"-(\d+)(?:-lssd)?$", machine_type)
     if tail:
         return int(tail[1])
     if machine_type in ("e2-micro", "e2-small", "e2-medium"):
@@ -114,3 +115,64 @@ def bound_errors(settings: Mapping, clusters: Mapping[str, tuple[int, str]]) -> 
         for label, (tservers, machine) in sorted(clusters.items())
         if bound < (start := load_generators(settings, tservers, machine))
     ]
+
+
+def replication_errors(rows) -> list[str]:
+    """One line per node level that gives an even replication factor: with replication on a
+    cluster's RF is its tserver count (`cluster_machines`: as many masters), and an even RF
+    survives no more failures than the odd one below it while every write waits for one more
+    copy (YugabyteDB's fault tolerance: RF 3 or 4 survives one failed node, 5 or 6 two;
+    docs.yugabyte.com, architecture/concepts/replication). Names the level and its file."""
+    errors = {}
+    for row in rows:
+        n = row.cluster.nodes
+        if row.cluster.replication and n % 2 == 0:
+            where = row.source("cluster.nodes")
+            errors.setdefault(
+                where,
+                f"{where}: cluster.nodes: {n} with cluster.replication on "
+                f"({row.source('cluster.replication')}) is replication factor {n} on gcp (RF = "
+                f"nodes): an even RF survives no more failed nodes than RF {n - 1} and makes "
+                "every write wait for one more copy (YugabyteDB: RF 3 or 4 survives one, 5 or "
+                "6 two); use an odd node count where replication is on, or replication off",
+            )
+    return [errors[where] for where in sorted(errors)]
+
+
+# Machine series whose VMs take Hyperdisk only, no Persistent Disk (pd-standard, pd-balanced,
+# pd-ssd), and bare-metal types (`-metal`, C3's included): a pd-* boot disk on one fails
+# `pulumi up` after other VMs of the cluster were created. From Compute Engine's disk support
+# per series as others record it (nextflow-io/nextflow#6841, 2026: "C4, C4A, C4D, N4, N4A, and
+# N4D families do not support pd-balanced disks"; Red Hat OpenShift 4.20 storage docs: no
+# Persistent Disk on N4 and C3 bare metal) and Google's series pages (X4, M4, H4D, A4, A4X);
+# the first paid run on such a series is what confirms it
+HYPERDISK_ONLY = frozenset({"c4", "c4a", "c4d", "n4", "n4a", "n4d", "x4", "m4", "h4d", "a4", "a4x"})
+
+
+def machine_series(machine_type: str) -> str:
+    """n4-standard-8 -> n4, c4a-highcpu-16 -> c4a."""
+    return machine_type.split("-", 1)[0].lower()
+
+
+def disk_errors(settings: Mapping, keys) -> list[str]:
+    """One line per machine type the study uses (`keys` of gcp.machine_types: the rows' node
+    sizes, master, loadgen) whose series takes no Persistent Disk while gcp.disk_type is one
+    (every VM's boot disk is of gcp.disk_type)."""
+    disk, types = settings["disk_type"], settings["machine_types"]
+    if not disk.startswith("pd-"):
+        return []
+    return [
+        f"{source_of('gcp.machine_types')}.{key}: {types[key]}: the "
+        f"{machine_series(types[key]).upper()} series"
+        + (" (bare metal)" if types[key].endswith("-metal") else "")
+        + " takes Hyperdisk only, no Persistent Disk, "
+        f"and every VM's boot disk is {disk} ({source_of('gcp.disk_type')}): choose a machine "
+        "type of a series that takes Persistent Disk (N2, N2D, C3, C3D, E2, ...)"
+        for key in sorted(set(keys))
+        if key in types and hyperdisk_only(types[key])
+    ]
+
+
+def hyperdisk_only(machine_type: str) -> bool:
+    """Whether a machine type takes Hyperdisk only (`HYPERDISK_ONLY`, or bare metal)."""
+    return machine_series(machine_type) in HYPERDISK_ONLY or machine_type.endswith("-metal")

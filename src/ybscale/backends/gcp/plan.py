@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ybscale.backends.gcp.config import gcp_section, vcpus
@@ -256,6 +256,31 @@ def peak_needs(clusters: Sequence[ClusterPlan], disk_type: str) -> dict[str, tup
     return peaks
 
 
+def together_over_quota(whole: Plan, live: Collection[str], done: Collection[str]) -> list[str]:
+    """One line per quota (when read) that the clusters alive together overrun: the peak need
+    of the study's clusters not yet released (`done`: labels with a released record) over the
+    plan's schedule, against what is free (limit - usage) plus what its live clusters
+    (`live`: up now, so in usage) already hold. A cluster_up comparing only its own need with
+    the free quota passes alongside another that starts at the same time (the first cluster
+    of every slot), and the second fails mid-creation (issue 46)."""
+    remaining = [c for c in whole.clusters if c.cluster not in done]
+    held = live_needs([c for c in whole.clusters if c.cluster in live], whole.disk_type)
+    lines = []
+    for metric, (what, peak) in sorted(peak_needs(remaining, whole.disk_type).items()):
+        limit, usage = (whole.quotas or {}).get(metric, (None, 0))
+        if limit is None:
+            continue
+        ours = held.get(metric, (what, 0))[1]
+        free = limit - usage + ours
+        if peak > free:
+            by_us = f", {ours:g} of it this study's live clusters" if ours else ""
+            lines.append(
+                f"{what}: the clusters alive together need {peak:g} at once, {free:g} free "
+                f"({metric}: limit {limit:g}, in use {usage:g}{by_us})"
+            )
+    return lines
+
+
 def quota_table(resource: Mapping) -> dict[str, tuple[float, float]]:
     """{metric: (limit, usage)} of a Compute Engine Region or Project resource."""
     return {q["metric"]: (q["limit"], q.get("usage", 0)) for q in resource.get("quotas", [])}
@@ -438,6 +463,27 @@ def _replicate_clusters(p: Plan) -> str:
     )
 
 
+def replication_line(p: Plan) -> str:
+    """Each cluster's replication factor (its masters: 1 with cluster.replication off, its node
+    count with it on), said so when it moves with the node count."""
+    by_rf: dict[int, int] = {}
+    for c in p.clusters:
+        by_rf[c.masters] = by_rf.get(c.masters, 0) + 1
+    counts = ", ".join(
+        f"RF {rf} in {n} cluster{'s' if n > 1 else ''}" for rf, n in sorted(by_rf.items())
+    )
+    moves = sorted(rf for rf in by_rf if rf > 1)
+    return (
+        f"Replication factor (= masters): {counts}; RF 1 with cluster.replication off, RF = "
+        "the node count with it on"
+        + (
+            f" ({', '.join(map(str, moves))}): the node count's effect there includes the RF's"
+            if len(moves) > 1
+            else ""
+        )
+    )
+
+
 def format_plan(p: Plan) -> str:
     """A human-readable plan, with the estimate caveats spelled out."""
     width = max([24, *(len(c.cluster) for c in p.clusters)])
@@ -457,6 +503,7 @@ def format_plan(p: Plan) -> str:
         vms = f"{c.vms}-{top.vms}" if top.vms > c.vms else c.vms
         counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {loadgens:>8} {vms:>4}"
         lines.append(f"{c.cluster:<{width}} {counts}  {types}")
+    lines.append(replication_line(p))
     if p.grows():
         lines.append(
             "Load generators: gcp.load_generators auto starts each cluster with the first count "

@@ -62,6 +62,10 @@ def program_of(settings: Mapping, program: Callable | None = None) -> tuple[Call
 
 
 SPLITTING = "enable_automatic_tablet_splitting"  # a flag of yb-master and yb-tserver
+# the memory split yugabyted and YugabyteDB Anywhere deploy (the flag's default, false, gives
+# the tserver 85 % of RAM and PostgreSQL none): a bool flag of both servers, read by
+# MasterTServerParseFlagsAndInit (src/yb/tserver/server_main_util.cc), which both call
+MEMORY_FOR_YSQL = "use_memory_defaults_optimized_for_ysql"
 
 
 def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict, dict]:
@@ -70,6 +74,22 @@ def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict
     run by GcpBackend.check_rows)."""
     series = yb_catalogue.series_of(release) or ""
     return yb_catalogue.split_server_settings(server, series)
+
+
+def server_flags(settings: Mapping, server: Mapping[str, str]) -> tuple[dict, dict, dict]:
+    """What each server of a cluster is told: (yb-master flags, yb-tserver flags, YSQL
+    settings), the row's server.* knobs split by `split_server_settings`, with ybscale's own
+    defaults where no knob sets them: automatic tablet splitting off (unless
+    gcp.yugabyte.tablet_splitting) and use_memory_defaults_optimized_for_ysql=true, on
+    masters and tservers alike. The stack's argument and every row's record of its cluster."""
+    master_flags, flags, pg_conf = split_server_settings(server, settings["yugabyte"]["version"])
+    for own in (master_flags, flags):
+        if not settings["yugabyte"].get("tablet_splitting", False):
+            # the pre-split tablets stay put while rows measure (YugabyteDB splits
+            # automatically by default)
+            own.setdefault(SPLITTING, "false")
+        own.setdefault(MEMORY_FOR_YSQL, "true")
+    return dict(sorted(master_flags.items())), dict(sorted(flags.items())), pg_conf
 
 
 def study_prefix(settings: Mapping) -> str:
@@ -173,14 +193,7 @@ def cluster_args(
 ):
     """ClusterArgs of one combination: its shape and server settings (server.* knobs)."""
     machines = cluster_machines(shape or shape_of(combo), settings, combo)
-    master_flags, flags, pg_conf = split_server_settings(
-        server or {}, settings["yugabyte"]["version"]
-    )
-    if not settings["yugabyte"].get("tablet_splitting", False):
-        # the pre-split tablets stay put while rows measure, unless a server.* knob says
-        # otherwise (YugabyteDB splits automatically by default; master and tservers alike)
-        for server_flags in (master_flags, flags):
-            server_flags.setdefault(SPLITTING, "false")
+    master_flags, flags, pg_conf = server_flags(settings, server or {})
     expiry = now + dt.timedelta(hours=settings["ttl_hours"])
     return _infra().ClusterArgs(
         nodes=machines.tservers,

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
+from ybscale.backends.yb_catalogue.gflags import flag_text
 from ybscale.config_sources import source_of
 
 HERE = Path(__file__).resolve().parent
@@ -74,15 +75,25 @@ def ysql_settings_not_settable(series: str) -> frozenset[str]:
     return frozenset(load(series).get("ysql_setting_names_not_settable", ()))
 
 
+def flag_type(series: str, name: str) -> str | None:
+    """The C++ type of yb-master / yb-tserver flag `name` in `series` (`gflags.TYPES`), None
+    when the catalogue does not record it."""
+    entry = load(series).get("flag_types", {}).get(name)
+    return entry["type"] if entry else None
+
+
 def split_server_settings(server: Mapping[str, str], series: str) -> tuple[dict, dict, dict]:
     """server.* knobs -> (yb-master flags, yb-tserver flags, YSQL settings for
     --ysql_pg_conf_csv): a name is a flag of each server whose flag list has it (a flag of both
-    goes to both), any other name a YSQL setting."""
+    goes to both), any other name a YSQL setting. A flag's value is written as gflags takes
+    its type (`gflags.flag_text`: a boolean as true/false, PostgreSQL's on/off included);
+    ValueError for a value its type refuses (`server_setting_errors` said so at dry run)."""
     master, tserver = master_flags(series), tserver_flags(series)
     items = sorted(server.items())
+    flags = {k: flag_text(v, flag_type(series, k)) for k, v in items if k in master | tserver}
     return (
-        {k: v for k, v in items if k in master},
-        {k: v for k, v in items if k in tserver},
+        {k: flags[k] for k, _ in items if k in master},
+        {k: flags[k] for k, _ in items if k in tserver},
         {k: v for k, v in items if k not in master and k not in tserver},
     )
 
@@ -90,7 +101,8 @@ def split_server_settings(server: Mapping[str, str], series: str) -> tuple[dict,
 def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str) -> list[str]:
     """One line per server.* name that is neither a yb-master or yb-tserver flag nor a YSQL
     setting of the release's series (a server exits on an unknown flag, YSQL on an unknown
-    setting), or that is a YSQL setting no configuration file can set.
+    setting), or that is a YSQL setting no configuration file can set, and per flag value its
+    type refuses as gflags reads it (a server exits on it too; `gflags.flag_text`).
     server: name -> {value: where it came from}; release: gcp.yugabyte.version."""
     if not server:
         return []
@@ -116,4 +128,11 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
                 f"{origin}: server.{name}: neither a yb-master or yb-tserver flag nor a YSQL "
                 f"setting of {where}"
             )
+        elif name in master_flags(series) | tserver_flags(series):
+            for value, value_origin in values.items():
+                try:
+                    flag_text(value, flag_type(series, name))
+                except ValueError as exc:
+                    kind = flag_type(series, name)
+                    errors.append(f"{value_origin}: server.{name}: {exc} ({kind} flag of {where})")
     return errors

@@ -7,8 +7,10 @@ Read at the tag (``git show <tag>:<path>``, ``git grep <tag>``), as initdb build
 - the functions in OBJECTS from ``src/postgres/src/include/catalog/pg_proc.dat`` (argument and
   OUT column names and types) and the views from ``src/postgres/src/backend/catalog/
   yb_system_views.sql`` (their select lists over those functions);
-- every gflag name a ``DEFINE_*`` macro defines under ``src/yb`` (``*_PG_FLAG`` macros define
-  ``ysql_<name>``, ``DEFINE_test_flag`` ``TEST_<name>``), test files left out, by where it is
+- every gflag name a ``DEFINE_*`` macro defines under ``src/yb`` and its C++ type (``*_PG_FLAG``
+  and ``*_PG_PREVIEW_FLAG`` macros define ``ysql_<name>``, ``DEFINE_test_flag``
+  ``TEST_<name>``; a macro's arguments may continue on its next line), test files left out,
+  by where it is
   defined: ``src/yb/master`` is yb-master's own code, ``src/yb/tserver`` and ``src/yb/yql``
   (YSQL, YCQL) yb-tserver's, every other directory (common, util, consensus, docdb, rpc, ...)
   is linked into both servers: the master and tserver flag names ``server.*`` knobs are routed
@@ -57,11 +59,13 @@ CONFIGURE = "src/postgres/configure"
 # pg_proc.dat type names -> how format_type() prints them
 TYPES = {"int8": "bigint", "int4": "integer", "int2": "smallint", "bool": "boolean",
          "float8": "double precision", "_text": "text[]", "_int4": "integer[]"}  # fmt: skip
+# DEFINE_<kind>_<type>(name, ...) with the name on the macro's line or the next
 _DEFINE = re.compile(
-    r"\bDEFINE_(?:[A-Z_]*_)?(?:bool|int32|uint32|int64|uint64|double|string)\(\s*(\w+)\s*,"
+    r"\bDEFINE_(?:[A-Z_]*_)?(bool|int32|uint32|int64|uint64|double|string)\(\s*(\w+)\s*,"
 )
 _TEST_FLAG = re.compile(r"\bDEFINE_test_flag\(\s*\w+\s*,\s*(\w+)\s*,")
-_PG_FLAG = re.compile(r"\bDEFINE_[A-Z_]*PG_FLAG\(\s*\w+\s*,\s*(\w+)\s*,")
+# DEFINE_RUNTIME_PG_FLAG(type, name, ...), ..._AUTO_PG_FLAG, ..._PG_PREVIEW_FLAG: ysql_<name>
+_PG_FLAG = re.compile(r"\bDEFINE_[A-Z_]*PG_(?:PREVIEW_)?FLAG\(\s*(\w+)\s*,\s*(\w+)\s*,")
 _GUC = re.compile(r'\{\s*"([A-Za-z_][A-Za-z0-9_.]*)",\s*(PGC_[A-Z_]+)')
 # macros a release build leaves undefined (pg_config_manual.h defines TRACE_SORT, so trace_sort
 # stays): the GUCs inside `#ifdef <macro>` do not exist in the server YugabyteDB ships
@@ -162,24 +166,37 @@ def views(system_views: str, funcs: dict[str, dict]) -> dict[str, dict]:
     return found
 
 
-def _flags_defined(text: str) -> set[str]:
-    names = set(_DEFINE.findall(text)) | {f"ysql_{n}" for n in _PG_FLAG.findall(text)}
-    return names | {f"TEST_{n}" for n in _TEST_FLAG.findall(text)}
+def _flag_types(text: str) -> dict[str, str]:
+    """Flag name -> C++ type of the DEFINE_* macros in a source file's text (a macro's name
+    may sit on the line after it); test flags as TEST_<name>."""
+    types = {name: kind for kind, name in _DEFINE.findall(text)}
+    types |= {f"ysql_{name}": kind for kind, name in _PG_FLAG.findall(text)}
+    return types | {f"TEST_{n}": "test" for n in _TEST_FLAG.findall(text)}
 
 
-def flag_names(git_dir: str, tag: str) -> dict[str, list[str]]:
+def flag_definitions(git_dir: str, tag: str) -> dict[str, tuple[str, str]]:
+    """Flag name -> (C++ type, the file defining it) of every gflag a DEFINE_* macro defines
+    under src/yb at `tag`, tests left out: each file with a DEFINE_ read whole, since a
+    macro's arguments may continue on its next lines."""
+    out = git(git_dir, "grep", "-l", "-E", "DEFINE_[A-Za-z0-9_]*\\(", tag, "--", "src/yb/*.cc",
+              ":(exclude)*-test.cc", ":(exclude)*_test.cc", ":(exclude)*-itest.cc")  # fmt: skip
+    found: dict[str, tuple[str, str]] = {}
+    for line in out.splitlines():
+        path = line.split(":", 1)[1]  # `git grep -l <tag>` prints <tag>:<path>
+        for name, kind in _flag_types(show(git_dir, tag, path) or "").items():
+            found.setdefault(name, (kind, path))
+    return found
+
+
+def flag_names(git_dir: str, tag: str, defined: dict | None = None) -> dict[str, list[str]]:
     """Every gflag a DEFINE_* macro defines under src/yb at `tag`, tests left out, by server:
     {"yb-master": [...], "yb-tserver": [...]}; a flag of shared code is in both."""
-    out = git(git_dir, "grep", "-E", "DEFINE_[A-Za-z0-9_]*\\(", tag, "--", "src/yb/*.cc",
-              ":(exclude)*-test.cc", ":(exclude)*_test.cc", ":(exclude)*-itest.cc")  # fmt: skip
-    by_file: dict[str, list[str]] = {}
-    for line in out.splitlines():
-        # `git grep <tag>` prints <tag>:<path>:<line>
-        _, path, text = line.split(":", 2)
-        by_file.setdefault(path, []).append(text)
+    defined = flag_definitions(git_dir, tag) if defined is None else defined
+    by_file: dict[str, set[str]] = {}
+    for name, (_, path) in defined.items():
+        by_file.setdefault(path, set()).add(name)
     master, tserver = set(), set()
-    for path, lines in by_file.items():
-        names = _flags_defined("\n".join(lines))
+    for path, names in by_file.items():
         if not path.startswith(TSERVER_DIRS):
             master |= names
         if not path.startswith(MASTER_DIRS):
@@ -247,7 +264,8 @@ def build(git_dir: str, tag: str, series: str) -> dict:
     for obj in objects.values():
         path = PG_PROC if obj["kind"] == "function" else VIEWS
         obj["sources"] = [{"path": path, "tag": tag}]
-    flags = flag_names(git_dir, tag)
+    definitions = flag_definitions(git_dir, tag)
+    flags = flag_names(git_dir, tag, definitions)
     defined = set(flags["yb-master"]) | set(flags["yb-tserver"])
     missing = [
         (server, f) for server, names in FLAGS_SET.items() for f in names if f not in defined
@@ -284,6 +302,12 @@ def build(git_dir: str, tag: str, series: str) -> dict:
             f"{', '.join(MASTER_DIRS)}, and the flags ybscale passes to yb-tserver"
         ),
         "tserver_flag_names": flags["yb-tserver"],
+        "flag_types_source": f"the DEFINE_* macro of each flag at {tag} (its C++ type)",
+        "flag_types": {
+            name: {"type": kind, "defined_in": path, "tag": tag}
+            for name, (kind, path) in sorted(definitions.items())
+            if name in defined and kind != "test"
+        },
         "ysql_setting_names_source": (
             f"GUC tables of src/postgres at {tag}, entries of "
             f"{', '.join(sorted(DEBUG_ONLY_MACROS))} blocks left out"
