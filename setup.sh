@@ -20,6 +20,9 @@ command -v ssh-keygen >/dev/null || packages+=(openssh-client)
 command -v shellcheck >/dev/null || packages+=(shellcheck)  # tests/backends/test_infra.py: startup scripts
 command -v systemd-analyze >/dev/null || packages+=(systemd)  # tests/backends/test_infra.py: unit files
 command -v chromium >/dev/null || packages+=(chromium)  # report rendering test (headless)
+# tests/backends/test_infra.py, test_yb_catalogue.py: stand-in yb servers on the real gflags
+command -v g++ >/dev/null || packages+=(g++)
+[ -f /usr/include/gflags/gflags.h ] || packages+=(libgflags-dev)
 if [ ${#packages[@]} -gt 0 ]; then
   echo "setup: installing ${packages[*]}" >&2
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
