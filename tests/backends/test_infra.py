@@ -9,6 +9,7 @@ import re
 
 import pulumi
 import pytest
+from conftest import gflags_compiler
 from ybscale_infra import (
     IAP_RANGE,
     ClusterArgs,
@@ -379,7 +380,6 @@ def all_scripts() -> dict[str, str]:
 
 def need(tool: str) -> str:
     """The tool's path; missing fails in CI (setup.sh installs it) and skips elsewhere."""
-    import os
     import shutil
 
     path = shutil.which(tool)
@@ -419,7 +419,6 @@ STUBS = {
 def run_with_stubs(tmp_path, body: str, **env):
     """Run `body` after the real script header (set -euxo pipefail + OS preparation) with the
     package manager and systemd replaced by stubs that log their arguments."""
-    import os
     import subprocess
 
     bindir = tmp_path / "bin"
@@ -988,18 +987,11 @@ def stand_in_server(series: str, server: str, folder) -> str:
     it defines every flag the catalogue gives `server` and records a type for, parses its
     argv as the real binary's ParseCommandLineFlags does (exit 1 on an unknown flag or a value
     its type refuses) and prints --ysql_pg_conf_csv. Skips where no compiler or gflags."""
-    import shutil
     import subprocess
-    from pathlib import Path
 
     from ybscale.backends import yb_catalogue
 
-    compiler = shutil.which("g++") or shutil.which("c++")
-    if not compiler or not Path("/usr/include/gflags/gflags.h").exists():
-        reason = "no C++ compiler or gflags headers (setup.sh installs g++ libgflags-dev)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)  # setup.sh installs them: absent in CI is an error, not a skip
-        pytest.skip(reason)
+    compiler = gflags_compiler()
     names = (yb_catalogue.master_flags if server == "yb-master" else yb_catalogue.tserver_flags)(
         series
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import copy_workflow, failed, shipped_config, snakemake
+from conftest import copy_workflow, failed, gflags_compiler, shipped_config, snakemake
 from designs import seed_study
 
 from ybscale.backends import yb_catalogue
@@ -172,16 +172,10 @@ def test_the_gflags_grammar_agrees_with_the_real_gflags(tmp_path):
     ybscale writes for a boolean, given to a program built on the system's gflags (Debian's
     libgflags-dev 2.2.2, the version YugabyteDB's builds link: their flag dumps name
     gflags-2.2.2/src/gflags.cc). Skipped where no C++ compiler or gflags headers are."""
-    import shutil
 
     from ybscale.backends.yb_catalogue import gflags
 
-    compiler = shutil.which("g++") or shutil.which("c++")
-    if not compiler or not Path("/usr/include/gflags/gflags.h").exists():
-        reason = "no C++ compiler or gflags headers (setup.sh installs g++ libgflags-dev)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)  # setup.sh installs them: absent in CI is an error, not a skip
-        pytest.skip(reason)
+    compiler = gflags_compiler()
     source = tmp_path / "flags.cc"
     source.write_text(GFLAGS_PROGRAM)
     program = tmp_path / "flags"
@@ -470,7 +464,6 @@ def test_the_vendored_catalogue_matches_the_tag_when_a_checkout_is_at_hand(serie
     """With YBSCALE_YB_GIT_DIR (a yugabyte-db clone holding the tags), the vendored names are the
     ones regenerate.py reads at the tag: its YSQL settings exactly, its documented flags among
     the flags the tag defines for each server."""
-    import os
 
     git_dir = os.environ.get("YBSCALE_YB_GIT_DIR")
     if not git_dir:
