@@ -182,18 +182,21 @@ def press_loglik(lam: float, y: np.ndarray, x: np.ndarray) -> float:
     return -n / 2.0 * math.log(press / n) + (lam - 1.0) * float(np.log(y).sum())
 
 
-def tie_break(design, y: pd.Series, alpha: float = 0.05) -> tuple[str, str] | None:
-    """(model, reason) when λ's interval holds both 0 and 1 (module docstring); None when the
-    two scales' models have as many columns (or a scale has no model: not positive, too few
-    df), which keeps the additive scale."""
-    if design.replications > 1:  # every term on both scales: one model
-        return None
+def tie_break(design, y: pd.Series, alpha: float = 0.05) -> tuple[str, str]:
+    """(model, reason) when λ's interval holds both 0 and 1 (module docstring): the additive
+    scale when both scales have one model (replicated: every term), as many columns, or only
+    one scale has a model (too few residual df on the other); else the better predicting."""
+    kept = "neither is the simpler, and the additive scale is kept (no transformation)"
+    if design.replications > 1:
+        return "additive", f"the scale is uncertain: both scales fit every term, so {kept}"
     models = dict(candidate_models(design, y, alpha))
     if set(models) != {"additive", "multiplicative"}:
-        return None
+        return "additive", f"the scale is uncertain: only one scale has a model, so {kept}"
     sizes = {scale: len(terms) for scale, terms in models.items()}
     if sizes["additive"] == sizes["multiplicative"]:
-        return None
+        return "additive", (
+            f"the scale is uncertain: each scale's own model has as many columns, so {kept}"
+        )
     values = y.to_numpy(float)
     score = {
         scale: press_loglik(LAMBDAS[scale], values, _x(design, y.index, terms))
@@ -325,14 +328,9 @@ def choose(
         lam, low, high = box_cox(y.to_numpy(), x)
         chosen, reason = decide(lam, low, high, ratio)
         reason, how = reason + on, AUTO
-        broken = tie_break(design, y, alpha) if uncertain(low, high, ratio) else None
-        if broken is not None:
-            chosen, reason = broken[0], f"{reason}; {broken[1]}"
-        elif uncertain(low, high, ratio):
-            reason += (
-                "; the scale is uncertain: each scale's own model has as many columns, so "
-                "neither is the simpler, and the additive scale is kept (no transformation)"
-            )
+        if uncertain(low, high, ratio):
+            chosen, broken = tie_break(design, y, alpha)
+            reason = f"{reason}; {broken}"
     if positive and df_resid >= MIN_DF and math.isnan(lam):
         lam, low, high = box_cox(y.to_numpy(), x)
     found = (math.nan, math.nan)
