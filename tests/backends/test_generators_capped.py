@@ -38,7 +38,12 @@ pytestmark = pytest.mark.slow
 # Stand-in machines of one CPU or less (`loopback.machine_group`): the cluster's server (1 CPU,
 # both tservers' figure, as endpoints on one host share it), generator A (1 CPU) and generator
 # B, capped below what driving the whole cluster takes, above what half of it takes.
-CAP_SHARE = 0.7  # B's quota: this share of the generator CPU the cluster's saturation takes
+# B's quota: this share of the generator CPU the cluster's saturation takes. At 0.7 (2026-11-26,
+# one passing run) B alone read 96 % of its quota against the nodes' 61-63 %, but with two
+# generators 69-77 % against the nodes' 79-92 %, and in 2 of 3 full suites a k = 2 row found B
+# the busiest (nodes at 48 %). At 0.8 (3 runs alone): B alone 95-98 % against the nodes'
+# 77-78 %, with two 48-65 % against 80-99 %: the margin where it was thin.
+CAP_SHARE = 0.8
 
 
 @pytest.fixture(scope="module")
