@@ -440,6 +440,12 @@ def test_regenerate_reads_definitions_flags_and_settings_at_the_tag(tmp_path):
         and "enable_automatic_tablet_splitting" in tserver
     )
     assert "only_in_tests" not in tserver and "only_in_tests" not in master
+    sources = catalogue["flag_sources"]
+    assert set(sources) == set(master) | set(tserver)
+    assert sources["load_balancer_max_concurrent_moves"] == {
+        "servers": ["yb-master"], "defined_in": "src/yb/master/main.cc", "tag": "2024.2.1.0-b185"
+    }  # fmt: skip
+    assert sources["enable_automatic_tablet_splitting"]["servers"] == ["yb-master", "yb-tserver"]
     types = catalogue["flag_types"]
     assert types["ysql_yb_bnl_batch_size"] == {
         "type": "int32", "defined_in": "src/yb/tserver/main.cc", "tag": "2024.2.1.0-b185"

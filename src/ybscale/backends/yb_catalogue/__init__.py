@@ -75,6 +75,12 @@ def ysql_settings_not_settable(series: str) -> frozenset[str]:
     return frozenset(load(series).get("ysql_setting_names_not_settable", ()))
 
 
+def not_in_pinned_build(series: str) -> dict[str, dict]:
+    """Names of later patches of `series` than its catalogue's build (the documentation's
+    "Available in vX.Y.Z or later"): name -> {"reason": ..., where it was read}."""
+    return load(series).get("not_in_pinned_build", {})
+
+
 def flag_type(series: str, name: str) -> str | None:
     """The C++ type of yb-master / yb-tserver flag `name` in `series` (`gflags.TYPES`), None
     when the catalogue does not record it."""
@@ -101,7 +107,8 @@ def split_server_settings(server: Mapping[str, str], series: str) -> tuple[dict,
 def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str) -> list[str]:
     """One line per server.* name that is neither a yb-master or yb-tserver flag nor a YSQL
     setting of the release's series (a server exits on an unknown flag, YSQL on an unknown
-    setting), or that is a YSQL setting no configuration file can set, and per flag value its
+    setting; a name only a later patch of the series has says so, with the reason the catalogue
+    gives), or that is a YSQL setting no configuration file can set, and per flag value its
     type refuses as gflags reads it (a server exits on it too; `gflags.flag_text`).
     server: name -> {value: where it came from}; release: gcp.yugabyte.version."""
     if not server:
@@ -115,10 +122,17 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
     known = master_flags(series) | tserver_flags(series) | ysql_settings(series)
     fixed = ysql_settings_not_settable(series)
     where = f"YugabyteDB {series} (src/ybscale/backends/yb_catalogue/{series}.json)"
+    later = not_in_pinned_build(series)
     errors = []
     for name, values in sorted(server.items()):
         origin = next(iter(values.values()))
-        if name in fixed:
+        if name in later and name not in known:
+            errors.append(
+                f"{origin}: server.{name}: {name}: {later[name]['reason']} (not a "
+                f"{later[name].get('kind', 'flag or setting')} of {where}; "
+                f"{later[name].get('documented_in', 'the catalogue')})"
+            )
+        elif name in fixed:
             errors.append(
                 f"{origin}: server.{name}: a YSQL setting of {where} that no configuration file "
                 "can set (internal or read-only)"

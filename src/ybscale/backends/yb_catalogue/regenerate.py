@@ -302,6 +302,13 @@ def build(git_dir: str, tag: str, series: str) -> dict:
             f"{', '.join(MASTER_DIRS)}, and the flags ybscale passes to yb-tserver"
         ),
         "tserver_flag_names": flags["yb-tserver"],
+        "flag_sources": {
+            name: {
+                "servers": [s for s in ("yb-master", "yb-tserver") if name in flags[s]],
+                **({"defined_in": definitions[name][1], "tag": tag} if name in definitions else {}),
+            }
+            for name in sorted(defined)
+        },
         "flag_types_source": f"the DEFINE_* macro of each flag at {tag} (its C++ type)",
         "flag_types": {
             name: {"type": kind, "defined_in": path, "tag": tag}
