@@ -121,6 +121,141 @@ def test_master_flags_go_to_the_master_and_shared_flags_to_both():
     assert pg_conf == {}
 
 
+# Issue 46, item 3: the pinned build's own flags and settings. Where each fact was read (in
+# yugabyte/yugabyte-db, path at commit):
+# - docs/content/v2024.2/reference/configuration/yb-tserver.md
+#   at 036c49a3b1b6046d36530a04eb94c389fa251a1e: "##### ysql_yb_enable_cbo ... Available in
+#   v2024.2.4 or later." and the YSQL parameter yb_enable_cbo with the same note;
+# - the release notes docs/content/preview/releases/ybdb-releases/v2024.2.md
+#   at 0225cbd9b9e747f9a8df0834aec1ad5f5a077fd7, v2024.2.0.0: "You enable the feature using the
+#   `use_fast_backward_scan` flag", "Enables control of optimizer statistics via the
+#   `ysql_yb_enable_optimizer_statistics` flag", "Enables control over in-place index updates with
+#   `yb_enable_inplace_index_update`", "Connection pooling ... Added support for built-in
+#   connection pooling", whose page docs/content/v2024.2/explore/going-beyond-sql/connection-mgr-
+#   ysql.md (at 14ffe6c3607cd909d65cb15f8717a96abe04b7bc) says "set the yb-tserver flag
+#   `enable_ysql_conn_mgr`";
+# - where each flag is defined, so which server takes it: use_fast_backward_scan in
+#   src/yb/common/common_flags.cc (shared code: both servers; a stored version the string index
+#   found, its commit not shown); yb_enable_optimizer_statistics (DEFINE_RUNTIME_PG_PREVIEW_FLAG)
+#   in src/yb/yql/pgwrapper/pg_wrapper.cc at 8147600af0e7d08ada4b999b0ffde4c9b4bc39d8
+#   (yb-tserver); enable_ysql_conn_mgr in src/yb/tserver/tablet_server.cc
+#   at 006ca60efd75ae689c3dee8f5530fcf0300b2937 (yb-tserver); enable_wait_queues in
+#   src/yb/common/common_flags.cc at 9656a89afad7b55866e569fbb0f58c5b58e42589 (both servers,
+#   though only the yb-tserver page documents it).
+LATER_PATCH = {"ysql_yb_enable_cbo": "2024.2.4", "yb_enable_cbo": "2024.2.4"}
+IN_2024_2_0 = {  # name -> (to yb-master, to yb-tserver, a YSQL setting)
+    "use_fast_backward_scan": (True, True, False),
+    "ysql_yb_enable_optimizer_statistics": (False, True, False),
+    "enable_ysql_conn_mgr": (False, True, False),
+    "yb_enable_inplace_index_update": (False, False, True),
+    "enable_wait_queues": (True, True, False),
+}
+
+
+@pytest.mark.parametrize(("name", "since"), LATER_PATCH.items())
+def test_a_name_of_a_later_2024_2_patch_is_refused_naming_why(name, since):
+    """2024.2.1.0's yb-tserver exits on an unknown flag (YSQL on an unknown setting): a name the
+    v2024.2 docs mark "Available in v2024.2.4 or later" (yb-tserver.md) is refused with that
+    reason, not accepted from the series' documentation."""
+    [error] = yb_catalogue.server_setting_errors(
+        {name: {"on": "config/d.yaml: factors.A.levels[0]"}}, "2024.2.1.0-b185"
+    )
+    assert error.startswith(
+        f"config/d.yaml: factors.A.levels[0]: server.{name}: {name}: available from v{since}; "
+        "the pinned build is 2024.2.1.0 ("
+    ), error
+    assert "docs/content/v2024.2/reference/configuration/yb-tserver.md" in error
+    assert name not in yb_catalogue.tserver_flags("2024.2") | yb_catalogue.master_flags("2024.2")
+    assert name not in yb_catalogue.ysql_settings("2024.2")
+    assert yb_catalogue.flag_type("2024.2", name) is None
+
+
+@pytest.mark.parametrize("name", IN_2024_2_0)
+def test_a_flag_or_setting_2024_2_0_added_is_accepted_and_routed_where_defined(name):
+    """The 2024.2.0.0 release notes list them, so 2024.2.1.0 has them (see the sources above);
+    a flag goes to the server(s) whose code defines it, a setting to --ysql_pg_conf_csv."""
+    to_master, to_tserver, setting = IN_2024_2_0[name]
+    assert yb_catalogue.server_setting_errors({name: {"true": "d.yaml"}}, "2024.2.1.0-b185") == []
+    master, tserver, pg_conf = yb_catalogue.split_server_settings({name: "on"}, "2024.2")
+    assert (name in master, name in tserver, name in pg_conf) == (to_master, to_tserver, setting)
+    if not setting:
+        assert yb_catalogue.flag_type("2024.2", name) == "bool"
+        assert (master | tserver)[name] == "true"  # gflags takes no on
+
+
+def test_every_flag_and_setting_of_the_pinned_catalogue_has_a_source():
+    """Each name says where it was read: a flag its DEFINE_* (path and commit, or the string
+    index's note) and the server(s) that path means, else the documentation page(s) listing it;
+    a YSQL setting the guc.c of ysql_setting_names_source or its own entry; a refused name its
+    documentation note. The server lists are the flag_sources' servers."""
+    catalogue = yb_catalogue.load("2024.2")
+    sources = catalogue["flag_sources"]
+    master, tserver = set(catalogue["master_flag_names"]), set(catalogue["tserver_flag_names"])
+    assert set(sources) == master | tserver
+    for name, entry in sources.items():
+        servers = {s for s, names in (("yb-master", master), ("yb-tserver", tserver))
+                   if name in names}  # fmt: skip
+        assert set(entry["servers"]) == servers, name
+        assert entry["routed_by"], name
+        if "defined_in" in entry:
+            assert entry.get("commit") or "commit not shown" in entry.get("note", ""), name
+            path = entry["defined_in"].removeprefix("ent/")
+            if path.startswith(regenerate.MASTER_DIRS):
+                expected = {"yb-master"}
+            elif path.startswith(regenerate.TSERVER_DIRS) and "server_main_util" not in path:
+                expected = {"yb-tserver"}
+            else:
+                expected = {"yb-master", "yb-tserver"}
+            set_by_us = {s for s, names in regenerate.FLAGS_SET.items() if name in names}
+            assert servers == expected | set_by_us, name
+        else:
+            assert "documentation page" in entry["routed_by"], name
+            assert entry["documented_in"], name
+        for doc in entry.get("documented_in", []):
+            assert doc["page"].startswith("docs/content/") and len(doc["commit"]) == 40, name
+    assert "guc.c" in catalogue["ysql_setting_names_source"]
+    for name, entry in catalogue["ysql_setting_names_added"].items():
+        assert name in catalogue["ysql_setting_names"]
+        assert entry["documented_in"].startswith("docs/content/") and len(entry["commit"]) == 40
+        assert entry["read"] and entry["note"], name
+    for name, entry in catalogue["not_in_pinned_build"].items():
+        assert entry["reason"].startswith(f"available from v{entry['available_from']}; "), name
+        assert entry["read"] and len(entry["commit"]) == 40, name
+        assert "Available in" in entry["read"] or "and later" in entry["read"], name
+        assert name not in master | tserver | set(catalogue["ysql_setting_names"]), name
+
+
+def test_a_later_patchs_flag_and_the_2024_2_0_ones_at_dry_run(tmp_path):
+    """`snakemake -n` with backend gcp on the pinned 2024.2.1.0: a factor setting
+    server.ysql_yb_enable_cbo fails naming the file, the field and why (available from v2024.2.4,
+    yb-tserver.md); the flags and the setting 2024.2.0.0 added (the release notes) pass in the
+    same run's defaults.server (any refused would be listed too)."""
+    work = copy_workflow(tmp_path / "w")
+    design = seed_study()
+    design["factors"]["D"] = {"name": "d", "sets": "server.ysql_yb_enable_cbo",
+                              "levels": ["legacy_mode", "on"]}  # fmt: skip
+    (work / "config" / "cbo.yaml").write_text(yaml.safe_dump(design))
+    configfile = work / "config" / "cbo-config.yaml"
+    configfile.write_text(
+        yaml.safe_dump(
+            {
+                "backend": "gcp",
+                "design": "config/cbo.yaml",
+                "defaults": {"server": {n: True for n in IN_2024_2_0}},
+            }
+        )
+    )
+    out = snakemake(work, "-n", "results/effects.csv", configfile=str(configfile), timeout=300)
+    assert out.returncode != 0, failed(out)
+    text = out.stdout + out.stderr
+    assert (
+        "config/cbo.yaml: factors.D.levels[0]: server.ysql_yb_enable_cbo: ysql_yb_enable_cbo: "
+        "available from v2024.2.4; the pinned build is 2024.2.1.0"
+    ) in text, failed(out)
+    for name in IN_2024_2_0:
+        assert f"server.{name}" not in text, (name, failed(out))
+
+
 # gflags' FlagValue::ParseFrom (gflags/gflags src/gflags.cc): what each type takes, case by case
 GFLAGS_CASES = [
     ("bool", "true", True), ("bool", "YES", True), ("bool", "t", True), ("bool", "0", True),
@@ -204,7 +339,10 @@ def test_a_boolean_flag_is_written_true_or_false_whatever_the_spelling():
         assert master == tserver == {"enable_automatic_tablet_splitting": written}, level
         assert gflags.parses("bool", written)
     assert yb_catalogue.flag_type("2024.2", "use_memory_defaults_optimized_for_ysql") == "bool"
-    assert split({"ysql_yb_enable_cbo": "on"}, "2024.2")[1] == {"ysql_yb_enable_cbo": "on"}
+    assert yb_catalogue.flag_type("2024.2", "ysql_sequence_cache_method") == "string"
+    assert split({"ysql_sequence_cache_method": "on"}, "2024.2")[1] == {
+        "ysql_sequence_cache_method": "on"
+    }
     assert yb_catalogue.flag_type("2024.2", "durable_wal_write") == "bool"  # 2.17's dump
     assert split({"durable_wal_write": "off"}, "2024.2")[1] == {"durable_wal_write": "false"}
     flags = yb_catalogue.tserver_flags("2024.2")
