@@ -70,6 +70,8 @@ def program():
     outputs = {
         "tserver_ips": ips,
         "master_addresses": f"{site['master_ip']}:7100",
+        # the site's VMs booted by their startup scripts (a site of stacks alone has none)
+        **(boot_cluster(args, config.require("name"), site) if "boot" in site else {}),
         "loadgen_ip": "127.0.0.1",
         "loadgen_name": "loopback-loadgen",
         "loadgen_ips": [address for address, _ in generators],
@@ -88,6 +90,66 @@ def program():
     }
     for key, value in outputs.items():
         pulumi.export(key, value)
+
+
+DOWNLOAD_HOST = "https://software.yugabyte.com"  # config/config.yaml's gcp.yugabyte.url
+STATE_ENV = "YBSCALE_LOOPBACK_STATE"  # the study's state folder (gcp.state_url's path)
+
+
+def boot_cluster(args, name: str, site: dict) -> dict:
+    """The cluster's masters and tservers booted by their own startup scripts, as the real
+    program renders them (`ClusterArgs.boots`), each a stand-in VM (tests/vm_boot.py) that
+    answers on a loopback address: a master on an address of its own (port 7000, as on its
+    VM), a tserver on the site's address for it, its web port one of the stack's own (two
+    clusters of one size may be alive together). The download host's name resolves to the
+    site's (the script's URL otherwise as written). A VM lives while its stack's state file
+    does. Not on preview (`pulumi.runtime.is_dry_run`); the load generators are the site's
+    sshd (their script installs PostgreSQL from the internet). Returns the stack outputs
+    that point at the booted servers."""
+    import pulumi
+    import vm_boot
+
+    boot = site["boot"]
+    folder = Path(boot["folder"]) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    places = folder / "addresses.json"
+    vms = [b for b in args.boots(name) if b.role != "loadgen"]
+    masters = [b for b in vms if b.role == "master"]
+    if places.exists():  # an `up` again (a load generator added): the same addresses
+        where = json.loads(places.read_text())
+    else:
+        servers = [_masters_server() for _ in masters]  # free addresses with port 7000
+        where = {"masters": [s.server_address[0] for s in servers],
+                 "tserver_web_port": _port_free_on(site["tservers"][str(args.nodes)])}  # fmt: skip
+        for server in servers:
+            server.server_close()
+        places.write_text(json.dumps(where))
+    outputs = {
+        "master_addresses": ",".join(f"{ip}:7100" for ip in where["masters"]),
+        "tserver_web_port": where["tserver_web_port"],
+    }
+    if pulumi.runtime.is_dry_run():
+        return outputs
+    if STATE_ENV not in os.environ:
+        raise RuntimeError(f"{STATE_ENV}: the study's state folder (its VMs live while their "
+                           "stack's state file does) is not set")  # fmt: skip
+    state = Path(os.environ[STATE_ENV]) / ".pulumi" / "stacks" / pulumi.get_project()
+    tservers = iter(site["tservers"][str(args.nodes)])
+    addresses = iter(where["masters"])
+    for vm in vms:
+        address = next(addresses if vm.role == "master" else tservers)
+        stand_in = vm_boot.Vm(
+            name=vm.name, root=str(folder / vm.name), address=address,
+            web_port={"yb-master": 7000, "yb-tserver": where["tserver_web_port"]},
+            alive=str(state / f"{pulumi.get_stack()}.json"), postgres=boot["postgres"],
+            postgresql_conf_sample=boot["sample"],
+        )  # fmt: skip
+        Path(stand_in.root).mkdir(exist_ok=True)
+        done = vm_boot.boot(vm.script.replace(DOWNLOAD_HOST, boot["download"]), stand_in)
+        if done.returncode != 0:  # as on Compute Engine: the VM is up, its servers are not
+            log = (Path(stand_in.root) / "startup.log").read_text()[-2000:]
+            pulumi.log.warn(f"{vm.name}: startup script exited {done.returncode}: {log}")
+    return outputs
 
 
 class Masters(BaseHTTPRequestHandler):
@@ -196,15 +258,44 @@ def machine_sshd(folder: Path, addresses: list[str], port: int, name: str, group
     return start_sshd(folder, addresses, port, name, f"ForceCommand {script}\n", prefix)
 
 
+def _boot_site(root: Path, stack: ExitStack, series: str, compiler: str, bindir: Path) -> dict:
+    """The download host (the pinned release's tarball of stand-in servers and its .sha) and
+    where the booted VMs live; their servers stopped on exit."""
+    import vm_boot
+
+    from ybscale.backends.gcp.config import gcp_section
+
+    # the release the schema pins (gcp.yugabyte.version's default)
+    version = gcp_section({"gcp": {"project": "p", "owner": "o"}})["yugabyte"]["version"]
+    httpd, release = vm_boot.release_host(root / "download", version, series, compiler,
+                                          "127.0.0.1")  # fmt: skip
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    stack.callback(httpd.server_close)
+    stack.callback(httpd.shutdown)
+    vms = root / "vms"
+    vms.mkdir()
+    stack.callback(vm_boot.stop_vms, vms)
+    share = [bindir.parent / "share", Path("/usr/share/postgresql") / bindir.parent.name]
+    [sample] = [p / "postgresql.conf.sample" for p in share
+                if (p / "postgresql.conf.sample").exists()][:1]  # fmt: skip
+    host = release.url.split("/releases/", 1)[0]
+    return {"folder": str(vms), "download": host, "postgres": str(bindir / "postgres"),
+            "sample": str(sample), "sha256": release.sha256}  # fmt: skip
+
+
 @contextmanager
 def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
-                  cluster_cpus: float | None = None):  # fmt: skip
+                  cluster_cpus: float | None = None, compiler: str | None = None):  # fmt: skip
     """Start the stand-in tservers for each node count in `node_counts` (the study's
     clusters), the master endpoint and the ready marker; write the site file; yield its path.
     Everything started is stopped on exit. `root`: a data root of the test's own (RAM).
     `cluster_cpus`: each cluster's server is a stand-in machine of that many CPUs (at most 1,
     `machine_group`), and its tservers' sshd answers for it (`machine_sshd`): its CPU, not the
-    whole machine's, is what the rows read for every tserver (the stand-in of one VM)."""
+    whole machine's, is what the rows read for every tserver (the stand-in of one VM).
+    The program boots every master and tserver by its startup script (`boot_cluster`) from a
+    download host of the site's (its servers built with `compiler`, default
+    `conftest.gflags_compiler`), and the stack outputs point at the booted servers; all
+    stopped on exit too."""
     from conftest import authorized_keys, start_sshd, stop_sshd
 
     from ybscale.backends.base import Endpoint
@@ -265,6 +356,11 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
         else:
             sshd_proc = start_sshd(keys, every_ip, ssh_port, "tservers-sshd")
             stack.callback(stop_sshd, sshd_proc)
+        if compiler is None:
+            from conftest import gflags_compiler
+
+            compiler = gflags_compiler()
+        boot = _boot_site(root, stack, series, compiler, bindir)
         ready = root / "ready"
         ready.write_text("startup finished\n")
         # yb-admin as the load generator runs it after each reload: it logs its arguments and
@@ -285,6 +381,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
                     "ready_file": str(ready),
                     "yb_admin": str(yb_admin),
                     "master_ip": masters.server_address[0],
+                    "boot": boot,
                 }
             )
         )

@@ -31,6 +31,18 @@ def label_value(value: object) -> str:
 
 
 @dataclass(frozen=True)
+class VmBoot:
+    """One VM of a cluster as it boots: its name, role (master, tserver, loadgen), internal
+    address, startup script and max_run_duration (None: the cluster's)."""
+
+    name: str
+    role: str
+    ip: str
+    script: str
+    run_seconds: int | None = None
+
+
+@dataclass(frozen=True)
 class ClusterArgs:
     """Everything one cluster needs. `replication_factor` = masters (1, or nodes when on)."""
 
@@ -124,6 +136,36 @@ class ClusterArgs:
         own = self.loadgen_run_seconds
         return own[i] if i < len(own) else self.max_run_seconds
 
+    def boots(self, name: str) -> list[VmBoot]:
+        """Every VM of cluster `name` with the startup script it boots with: masters, tservers,
+        then load generators (the first `<name>-loadgen`, the others `<name>-loadgen-<i>`).
+        The one rendering of the scripts: the program's and the loopback rehearsal's."""
+        url = startup.download_url(self.yugabyte_url, self.yugabyte_version)
+        masters = self.master_ips()
+        common = {"version": self.yugabyte_version, "url": url, "sha256": self.yugabyte_sha256}
+        return [
+            *(
+                VmBoot(f"{name}-master-{i}", "master", ip, startup.master_script(
+                    ip=ip, master_ips=masters, replication_factor=self.replication_factor,
+                    zone=self.zone, flags=self.master_flags, **common))
+                for i, ip in enumerate(masters)
+            ),
+            *(
+                VmBoot(f"{name}-tserver-{i}", "tserver", ip, startup.tserver_script(
+                    ip=ip, master_ips=masters, zone=self.zone, flags=self.tserver_flags,
+                    pg_conf=self.ysql_pg_conf, **common))
+                for i, ip in enumerate(self.tserver_ips())
+            ),
+            *(
+                VmBoot(name + "-loadgen" + (f"-{i}" if i else ""), "loadgen", ip,
+                       startup.loadgen_script(self.pg_client_version,
+                                              yugabyte=(self.yugabyte_version, url,
+                                                        self.yugabyte_sha256)),  # yb-admin
+                       self.loadgen_run_seconds_of(i))
+                for i, ip in enumerate(self.loadgen_ips())
+            ),
+        ]  # fmt: skip
+
     @property
     def ssh_source_ranges(self) -> list[str]:
         """Where SSH to the load generator may come from."""
@@ -199,65 +241,25 @@ class YugabyteCluster(pulumi.ComponentResource):
         db_ssh = [IAP_RANGE, *(f"{ip}/32" for ip in args.loadgen_ips())]
         self._firewall(name, "ssh-db", ["22"], db_ssh, [DB_TAG], description)
 
-        url = startup.download_url(args.yugabyte_url, args.yugabyte_version)
-        masters = args.master_ips()
-        self.masters = [
-            self._instance(
-                f"{name}-master-{i}",
-                args.master_machine_type,
-                ip,
-                [DB_TAG],
-                startup.master_script(
-                    ip=ip,
-                    master_ips=masters,
-                    replication_factor=args.replication_factor,
-                    zone=args.zone,
-                    version=args.yugabyte_version,
-                    url=url,
-                    sha256=args.yugabyte_sha256,
-                    flags=args.master_flags,
-                ),
-                role="master",
+        boots = args.boots(name)
+        instances = {
+            boot.name: self._instance(
+                boot.name,
+                {"master": args.master_machine_type, "tserver": args.machine_type,
+                 "loadgen": args.loadgen_machine_type}[boot.role],
+                boot.ip,
+                [LOADGEN_TAG if boot.role == "loadgen" else DB_TAG],
+                boot.script,
+                role=boot.role,
+                public=boot.role == "loadgen" and args.ssh_access == "public",
+                run_seconds=boot.run_seconds,
             )
-            for i, ip in enumerate(masters)
-        ]
-        self.tservers = [
-            self._instance(
-                f"{name}-tserver-{i}",
-                args.machine_type,
-                ip,
-                [DB_TAG],
-                startup.tserver_script(
-                    ip=ip,
-                    master_ips=masters,
-                    zone=args.zone,
-                    version=args.yugabyte_version,
-                    url=url,
-                    sha256=args.yugabyte_sha256,
-                    flags=args.tserver_flags,
-                    pg_conf=args.ysql_pg_conf,
-                ),
-                role="tserver",
-            )
-            for i, ip in enumerate(args.tserver_ips())
-        ]
-        # the first is `<name>-loadgen` (as with one), the others `<name>-loadgen-<i>`
-        self.loadgens = [
-            self._instance(
-                f"{name}-loadgen" + (f"-{i}" if i else ""),
-                args.loadgen_machine_type,
-                ip,
-                [LOADGEN_TAG],
-                startup.loadgen_script(
-                    args.pg_client_version,
-                    yugabyte=(args.yugabyte_version, url, args.yugabyte_sha256),  # for yb-admin
-                ),
-                role="loadgen",
-                public=args.ssh_access == "public",
-                run_seconds=args.loadgen_run_seconds_of(i),
-            )
-            for i, ip in enumerate(args.loadgen_ips())
-        ]
+            for boot in boots
+        }  # fmt: skip
+        self.masters, self.tservers, self.loadgens = (
+            [instances[b.name] for b in boots if b.role == role]
+            for role in ("master", "tserver", "loadgen")
+        )
         self.loadgen = self.loadgens[0]
 
         if args.ssh_access == "public":
@@ -269,7 +271,7 @@ class YugabyteCluster(pulumi.ComponentResource):
             hosts = [pulumi.Output.from_input(ip) for ip in args.loadgen_ips()]
         self.outputs = {
             "tserver_ips": args.tserver_ips(),
-            "master_addresses": startup.master_addresses(masters),
+            "master_addresses": startup.master_addresses(args.master_ips()),
             "loadgen_ip": hosts[0],
             "loadgen_private_ip": args.loadgen_ip(),
             "loadgen_name": self.loadgen.name,

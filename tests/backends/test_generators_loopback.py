@@ -39,7 +39,7 @@ from conftest import (
     stop_sshd,
 )
 from conftest import snakemake as run_snakemake
-from loopback import SITE_ENV, loopback_site
+from loopback import SITE_ENV, STATE_ENV, loopback_site
 from test_rehearsal import (
     ctrl_c_when,
     descendants,
@@ -319,7 +319,7 @@ def test_a_gcp_study_with_two_load_generators_on_loopback(
     (work / "config" / "loopback.yaml").write_text(yaml.safe_dump(study))
     runs = ["run01"]
     remote = remote_folders(work, runs)
-    env = {**engine_env, SITE_ENV: str(mine)}
+    env = {**engine_env, SITE_ENV: str(mine), STATE_ENV: str(tmp_path / "state")}
     out = run_snakemake(work, "results/runs/run01/throughput.csv",
                         configfile="config/loopback.yaml", env=env, timeout=900)  # fmt: skip
     assert out.returncode == 0, failed(out)
@@ -365,6 +365,7 @@ def test_auto_on_gcp_adds_a_generator_vm_to_the_live_cluster(
     mine = tmp_path / "site.json"
     mine.write_text(json.dumps(where))
     monkeypatch.setenv(SITE_ENV, str(mine))
+    monkeypatch.setenv(STATE_ENV, str(tmp_path / "state"))
     gcp = {**gcp_settings(tmp_path / "state"), "load_generators": "auto",
            "ssh_key": str(tmp_path / "ssh" / "id_ed25519")}  # fmt: skip
     backend = GcpBackend(settings_with(backend="gcp", gcp=gcp))

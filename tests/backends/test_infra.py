@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import json
 import os
 import re
+import time
+from pathlib import Path
 
 import pulumi
 import pytest
+import vm_boot
 from conftest import gflags_compiler
+from vm_boot import postgres_reads, systemd_exec_argv, unit_file, yb_read_csv_values
 from ybscale_infra import (
     IAP_RANGE,
     ClusterArgs,
@@ -760,57 +765,6 @@ def test_one_more_load_generator_adds_its_vm_and_changes_only_the_tservers_ssh_f
 
 # ------------------------------------------------------- unit files: systemd's own quoting
 
-_C_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "s": " ", "r": "\r"}
-
-
-def systemd_exec_argv(line: str) -> list[str]:
-    """The argv systemd runs for an ExecStart= value, by its documented rules (systemd.syntax(7)
-    "Quoting", systemd.unit(5) "Specifiers", systemd.service(5) "Command lines"): words split on
-    whitespace, '...' and "..." quoting with C escapes, then specifiers (`%%` is `%`) and
-    environment variables (`$$` is `$`). A specifier or variable that would be replaced is an
-    error: the value would not arrive as written."""
-    words, i = [], 0
-    while i < len(line):
-        if line[i].isspace():
-            i += 1
-            continue
-        word, quote = [], None
-        while i < len(line) and (quote or not line[i].isspace()):
-            ch = line[i]
-            if ch == "\\":
-                escape = line[i + 1 : i + 2]
-                assert escape in _C_ESCAPES, f"systemd reads \\{escape} in {line!r} as an escape"
-                word.append(_C_ESCAPES[escape])
-                i += 2
-                continue
-            if ch in "\"'" and quote in (None, ch):
-                quote = None if quote else ch
-            else:
-                word.append(ch)
-            i += 1
-        assert quote is None, f"unterminated quote in {line!r}"
-        words.append("".join(word))
-    return [_resolve(word) for word in words]
-
-
-def _resolve(word: str) -> str:
-    """`%%` -> `%`, `$$` -> `$`; any other `%x` (a specifier) or `$x` (a variable) fails."""
-    out, i = [], 0
-    while i < len(word):
-        ch = word[i]
-        if ch in "%$":
-            pair = word[i : i + 2]
-            assert pair == ch * 2, f"systemd would replace {pair!r} in {word!r}"
-            i += 1
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def unit_file(script: str) -> str:
-    """The unit file a startup script writes (its `cat > ... <<'UNIT'` heredoc)."""
-    return script.split("<<'UNIT'\n", 1)[1].split("\nUNIT\n", 1)[0] + "\n"
-
 
 def test_unit_files_pass_knob_values_through_systemd_intact(tmp_path):
     """Issue 36: the unit was written with shell quoting (shlex.quote), which systemd does not
@@ -837,32 +791,6 @@ def test_unit_files_pass_knob_values_through_systemd_intact(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-# YugabyteDB's pg_wrapper reads --ysql_pg_conf_csv with this expression (ReadCSVValues,
-# src/yb/yql/pgwrapper/pg_wrapper.cc, yugabyte/yugabyte-db 8147600a; the same in
-# src/yb/util/csv_util.cc later): a field is either unquoted (no comma, no double quote) or
-# double-quoted with "" for a double quote, followed by a comma or the end.
-_YB_CSV_FIELD = re.compile(r'^(?:([^,"]+)|(?:"((?:[^"]|(?:""))*)\"))(?:(?:,)|(?:$))')
-
-
-def yb_read_csv_values(csv: str) -> list[str]:
-    """ReadCSVValues as YugabyteDB's C++ runs it: each match's quoted group (`""` -> `"`) when
-    it is not empty, else its unquoted group; ValueError ("Malformed CSV") when the matches do
-    not reach the end; a trailing comma adds an empty line."""
-    lines, i = [], 0
-    while i < len(csv):
-        match = _YB_CSV_FIELD.search(csv[i:])
-        if not match:
-            break
-        quoted, plain = match[2], match[1]
-        lines.append(quoted.replace('""', '"') if quoted else (plain or ""))
-        i += len(match[0])
-    if i != len(csv):
-        raise ValueError(f"Malformed CSV '{csv}'")
-    if csv.endswith(","):
-        lines.append("")
-    return lines
-
-
 def test_the_csv_reader_double_reads_yugabytes_own_examples():
     """The double above against the examples in ReadCSVValues' own comment (good and
     malformed), and the docs' --ysql_pg_conf_csv example (yb-tserver.md, v2024.2)."""
@@ -885,16 +813,11 @@ def test_the_csv_reader_double_reads_yugabytes_own_examples():
 
 def pg_reads(bindir, conf_lines: list[str], name: str, tmp_path) -> str:
     """What PostgreSQL's own configuration-file parser makes of `name` in a postgresql.conf of
-    `conf_lines` (`postgres -C`, no server started); AssertionError with its complaint."""
-    import subprocess
-
+    `conf_lines` (`vm_boot.postgres_reads`); ValueError with its complaint."""
     folder = tmp_path / "conf"
     folder.mkdir(exist_ok=True)
     (folder / "postgresql.conf").write_text("\n".join(conf_lines) + "\n")
-    done = subprocess.run([str(bindir / "postgres"), "-C", name, "-D", str(folder)],
-                          capture_output=True, text=True, timeout=30)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout.rstrip("\n")
+    return postgres_reads(str(bindir / "postgres"), folder / "postgresql.conf", name)
 
 
 def test_ysql_settings_reach_postgresql_as_written(tmp_path):
@@ -926,7 +849,7 @@ def test_ysql_settings_reach_postgresql_as_written(tmp_path):
     for name in values:
         assert pg_reads(bindir, lines, name, tmp_path) == shown[name], name
     # what the old writing gave PostgreSQL: a syntax error, as the issue says
-    with pytest.raises(AssertionError, match="syntax error"):
+    with pytest.raises(ValueError, match="syntax error"):
         pg_reads(bindir, ["log_line_prefix=%m [%p]"], "log_line_prefix", tmp_path)
     # and a value already written as a PostgreSQL string is kept as it is
     assert startup.pg_conf_value("'%m [%p] '") == "'%m [%p] '"
@@ -982,88 +905,143 @@ def test_the_memory_split_yugabyte_ships_is_on_every_server_unless_a_knob_says_o
             assert f"--use_memory_defaults_optimized_for_ysql={written}" in argv, argv[0]
 
 
-def stand_in_server(series: str, server: str, folder) -> str:
-    """A stand-in yb-master or yb-tserver built on the real gflags (the system's libgflags):
-    it defines every flag the catalogue gives `server` and records a type for, parses its
-    argv as the real binary's ParseCommandLineFlags does (exit 1 on an unknown flag or a value
-    its type refuses) and prints --ysql_pg_conf_csv. Skips where no compiler or gflags."""
-    import subprocess
+@pytest.fixture(scope="module")
+def download(tmp_path_factory):
+    """The loopback download host of tests/vm_boot.py: the pinned release's tarball of stand-in
+    servers on the real gflags, and its .sha. Skips where no compiler or gflags headers."""
+    import threading
 
-    from ybscale.backends import yb_catalogue
+    from ybscale.backends.gcp.config import gcp_section
 
     compiler = gflags_compiler()
-    names = (yb_catalogue.master_flags if server == "yb-master" else yb_catalogue.tserver_flags)(
-        series
-    )
-    defines = {"bool": 'DEFINE_bool({}, false, "");', "string": 'DEFINE_string({}, "", "");',
-               "double": 'DEFINE_double({}, 0, "");'}  # fmt: skip
-    lines = ["#include <cstdio>", "#include <gflags/gflags.h>"]
-    for name in sorted(names):
-        kind = yb_catalogue.flag_type(series, name)
-        if kind:
-            lines.append(defines.get(kind, f'DEFINE_{kind}({{}}, 0, "");').format(name))
-    printed = "FLAGS_ysql_pg_conf_csv.c_str()" if "ysql_pg_conf_csv" in names else '""'
-    lines.append(
-        "int main(int argc, char** argv) {\n"
-        "  gflags::ParseCommandLineFlags(&argc, &argv, true);\n"
-        f'  std::printf("%s", {printed});\n  return 0;\n}}\n'
-    )
-    source = folder / f"{server}.cc"
-    source.write_text("\n".join(lines))
-    program = folder / server
-    subprocess.run([compiler, "-O0", "-o", str(program), str(source), "-lgflags"],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
-    return str(program)
+    version = gcp_section({"gcp": {"project": "p", "owner": "o"}})["yugabyte"]["version"]
+    httpd, release = vm_boot.release_host(tmp_path_factory.mktemp("download"), version,
+                                          "2024.2", compiler, "127.0.0.1")  # fmt: skip
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield release
+    httpd.shutdown()
+    httpd.server_close()
 
 
-def test_the_servers_command_lines_boot_past_gflags_and_postgresqls_parser(tmp_path):
-    """Issue 46, the command lines of the boot rehearsed without the cloud: a design's server
-    knobs (a boolean flag at off, a YAML-style on for the memory split, an int32 flag, YSQL
-    settings with spaces, %, quotes and a comma) go through cluster_args into the real startup
-    scripts; each unit's ExecStart, read as systemd reads it, runs a stand-in yb-master and
-    yb-tserver built on the real gflags with the catalogue's flags and types (an unknown flag
-    or a bad value exits 1, as the real servers do), and the tserver's --ysql_pg_conf_csv,
-    read as pg_wrapper reads it, is a ysql_pg.conf the real PostgreSQL parses back to the
-    values. The blockers' old writing fails the same rehearsal: `=off` for a bool flag, and
-    `log_line_prefix=%m [%p]` unquoted."""
-    import subprocess
-
+def boot_one(boot, folder, alive, edit=lambda script: script) -> vm_boot.Vm:
+    """Boot one VM of a cluster (`ClusterArgs.boots`) by its startup script (after `edit`),
+    its servers on free ports of 127.0.0.1; returns the VM once the script has ended."""
     from ybscale.backends.local import find_bindir
+    from ybscale.backends.local.cluster import free_port
 
-    server = {"enable_automatic_tablet_splitting": "off", "ysql_max_connections": "200",
-              "use_memory_defaults_optimized_for_ysql": "on",
-              "log_line_prefix": "%m [%p] ", "search_path": '"$user", public'}  # fmt: skip
-    args = _cluster_args(server)
-    masters = args.master_ips()
-    scripts = {
-        "yb-master": startup.master_script(ip=masters[0], master_ips=masters,
-                                           replication_factor=args.replication_factor,
-                                           zone=args.zone, version=args.yugabyte_version,
-                                           url="http://x/y.tar.gz", flags=args.master_flags),
-        "yb-tserver": startup.tserver_script(ip=args.tserver_ips()[0], master_ips=masters,
-                                             zone=args.zone, version=args.yugabyte_version,
-                                             url="http://x/y.tar.gz", flags=args.tserver_flags,
-                                             pg_conf=args.ysql_pg_conf),
-    }  # fmt: skip
-    printed = {}
-    for name, script in scripts.items():
-        [line] = [ln for ln in unit_file(script).splitlines() if ln.startswith("ExecStart=")]
-        argv = systemd_exec_argv(line.removeprefix("ExecStart="))
-        assert argv[0] == f"{startup.YB_HOME}/bin/{name}"
-        program = stand_in_server("2024.2", name, tmp_path)
-        done = subprocess.run([program, *argv[1:]], capture_output=True, text=True, timeout=30)
-        assert done.returncode == 0, (name, done.stderr)
-        printed[name] = done.stdout
-        # before the fix: PostgreSQL's off reached gflags as written
-        old = [a.replace("_splitting=false", "_splitting=off") for a in argv[1:]]
-        refused = subprocess.run([program, *old], capture_output=True, text=True, timeout=30)
-        assert refused.returncode != 0 and "illegal value 'off'" in refused.stderr, name
-        unknown = subprocess.run([program, *argv[1:], "--ysql_yb_no_such_flag=1"],
-                                 capture_output=True, text=True, timeout=30)  # fmt: skip
-        assert unknown.returncode != 0 and "unknown command line flag" in unknown.stderr
-    lines = yb_read_csv_values(printed["yb-tserver"])
     bindir = find_bindir()
-    assert pg_reads(bindir, lines, "log_line_prefix", tmp_path) == "%m [%p] "
-    assert pg_reads(bindir, lines, "search_path", tmp_path) == '"$user", public'
-    with pytest.raises(AssertionError, match="syntax error"):  # the old raw writing
-        pg_reads(bindir, ["log_line_prefix=%m [%p] "], "log_line_prefix", tmp_path)
+    share = Path("/usr/share/postgresql") / bindir.parent.name
+    vm = vm_boot.Vm(name=boot.name, root=str(folder / boot.name), address="127.0.0.1",
+                    web_port={"yb-master": free_port(), "yb-tserver": free_port()},
+                    alive=str(alive), postgres=str(bindir / "postgres"),
+                    postgresql_conf_sample=str(share / "postgresql.conf.sample"))  # fmt: skip
+    Path(vm.root).mkdir(parents=True)
+    vm_boot.boot(edit(boot.script), vm, timeout=120)
+    return vm
+
+
+def unit_status(vm: vm_boot.Vm, unit: str, wait: float = 20) -> int | None:
+    """The unit's exit status once it has ended within `wait` seconds, else None (running:
+    its web port answers)."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        status = vm_boot.unit_exited(vm, unit)
+        if status is not None:
+            return status
+        try:
+            urllib.request.urlopen(f"http://{vm.address}:{vm.web_port[unit]}/api/v1/varz",
+                                   timeout=2)  # fmt: skip
+            return None
+        except OSError:
+            time.sleep(0.2)
+    return vm_boot.unit_exited(vm, unit)
+
+
+def varz_of(vm: vm_boot.Vm, unit: str) -> dict[str, str]:
+    import urllib.request
+
+    url = f"http://{vm.address}:{vm.web_port[unit]}/api/v1/varz"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return {f["name"]: f["value"] for f in json.loads(answer.read())["flags"]}
+
+
+def test_the_vms_boot_runs_their_servers_with_the_designs_knobs(download, tmp_path):
+    """Issue 46, the boot rehearsed: the startup scripts the program renders
+    (`ClusterArgs.boots`, the program's one rendering) run as written in a stand-in VM
+    (tests/vm_boot.py): the tarball and its .sha fetched from a loopback host laid out as
+    YugabyteDB's download host, the checksum, unpack, post_install.sh, the units started from
+    their ExecStart= as systemd reads it. The servers are built on the real gflags with the
+    catalogue's flags and types, and the tserver has the real PostgreSQL parse the
+    ysql_pg.conf it writes as pg_wrapper does. With a design's knobs (a boolean flag at
+    PostgreSQL's off, an int32 flag, YSQL settings with spaces, %, quotes and a comma) both
+    servers run and report them (/api/v1/varz); each blocker's old writing fails the same
+    boot: `=off` stops the master at gflags, `log_line_prefix=%m [%p] ` unquoted stops the
+    tserver at PostgreSQL's parser. So do an unknown flag and a wrong checksum."""
+    server = {"enable_automatic_tablet_splitting": "off", "ysql_max_connections": "200",
+              "load_balancer_max_concurrent_moves": "4",
+              "log_line_prefix": "%m [%p] ", "search_path": '"$user", public'}  # fmt: skip
+    args = _cluster_args(server, gcp={"yugabyte": {"url": download.url}})
+    boots = {b.role: b for b in reversed(args.boots("c"))}  # the first master and tserver
+    alive = tmp_path / "alive"
+    alive.write_text("the stack\n")
+    try:
+        master = boot_one(boots["master"], tmp_path / "fixed", alive)
+        tserver = boot_one(boots["tserver"], tmp_path / "fixed", alive)
+        assert unit_status(master, "yb-master") is None, Path(master.root, "yb-master.log")
+        assert unit_status(tserver, "yb-tserver") is None, Path(tserver.root, "yb-tserver.log")
+        for vm in (master, tserver):
+            home = Path(vm.root) / "opt" / "yugabyte"
+            assert (home / ".ybscale-version").read_text().strip() == args.yugabyte_version
+            assert (home / ".post_install_done").exists()  # unpacked after the checksum passed
+            assert (Path(vm.root) / "var" / "lib" / "ybscale" / "ready").exists()
+        reported = varz_of(master, "yb-master")
+        assert reported["enable_automatic_tablet_splitting"] == "false"
+        assert reported["load_balancer_max_concurrent_moves"] == "4"  # a yb-master flag
+        assert reported["use_memory_defaults_optimized_for_ysql"] == "true"
+        reported = varz_of(tserver, "yb-tserver")
+        assert reported["ysql_max_connections"] == "200"
+        assert reported["enable_automatic_tablet_splitting"] == "false"
+        assert "load_balancer_max_concurrent_moves" not in reported  # not a tserver flag
+        shown = json.loads((Path(tserver.root) / "ysql_settings.json").read_text())
+        assert shown == {"log_line_prefix": "%m [%p] ", "search_path": '"$user", public'}
+
+        old = tmp_path / "old"  # the writings before the fixes, booted the same way
+        vm = boot_one(boots["master"], old, alive,
+                      lambda s: s.replace("_splitting=false", "_splitting=off"))  # fmt: skip
+        assert unit_status(vm, "yb-master") == 1
+        assert "illegal value 'off'" in Path(vm.root, "yb-master.log").read_text()
+        vm = boot_one(boots["tserver"], old, alive, lambda s: s.replace(
+            "log_line_prefix='%%m [%%p] '", "log_line_prefix=%%m [%%p] "))  # fmt: skip
+        assert unit_status(vm, "yb-tserver") == 1
+        assert "syntax error" in Path(vm.root, "yb-tserver.log").read_text()
+        bad = tmp_path / "bad"
+        vm = boot_one(
+            boots["tserver"],
+            bad,
+            alive,
+            lambda s: s.replace(
+                '"--start_cql_proxy=false"', '"--start_cql_proxy=false" "--no_such_flag=1"'
+            ),
+        )
+        assert unit_status(vm, "yb-tserver") == 1
+        assert (
+            "unknown command line flag 'no_such_flag'"
+            in Path(vm.root, "yb-tserver.log").read_text()
+        )
+        vm = boot_one(boots["master"], bad / "sum", alive,
+                      lambda s: s.replace("YB_SUM=''", "YB_SUM=" + "0" * 64))  # fmt: skip
+        assert "checksum mismatch" in Path(vm.root, "startup.log").read_text()
+        assert not (Path(vm.root) / "opt" / "yugabyte" / "bin").exists()
+        assert vm_boot.unit_exited(vm, "yb-master") == -1  # never started
+    finally:
+        alive.unlink()  # the stack is gone: its VMs' servers stop
+
+        deadline = time.monotonic() + 20
+        while vm_boot.running(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = vm_boot.running(tmp_path)
+        vm_boot.stop_vms(tmp_path)
+    assert left == []

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import vm_boot
 import yaml
 from conftest import (
     INTERRUPTIBLE,
@@ -33,11 +34,12 @@ from conftest import (
     settings_with,
 )
 from conftest import snakemake as run_snakemake
-from loopback import SITE_ENV, loopback_site, tserver_ips
+from loopback import SITE_ENV, STATE_ENV, loopback_site, tserver_ips
 from test_stacks import engine_path
 
 from ybscale.backends.gcp import stacks
 from ybscale.backends.gcp.config import gcp_section
+from ybscale.backends.gcp.names import resource_name
 from ybscale.backends.loadgen import LoadgenRunner
 from ybscale.study import load as load_study
 
@@ -55,6 +57,16 @@ REPLICATED = {  # 2^2 twice: each replicate of a combination on a cluster of its
         "B": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
     },
     "replications": 2,
+}
+# server knobs the end-to-end study sets (issue 46): a boolean yb flag in PostgreSQL's spelling
+# (gflags refuses `off`), a yb-master flag, an int32 tserver flag, YSQL settings whose values
+# hold spaces, %, quotes and a comma: each must reach its server by the boot its VM runs
+SERVER = {
+    "enable_automatic_tablet_splitting": "off",
+    "load_balancer_max_concurrent_moves": 4,
+    "ysql_max_connections": 200,
+    "log_line_prefix": "%m [%p] ",
+    "search_path": '"$user", public',
 }
 
 
@@ -94,25 +106,41 @@ def engine_env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def site(sshd):
     """(data root, site file) of the loopback site the rehearsals share: the stand-in servers
-    of a 1-node and a 2-node cluster, the master endpoint, yb-admin; all stopped at the end."""
+    of a 1-node and a 2-node cluster, the master endpoint, yb-admin, and the download host
+    of the VMs the program boots (tests/vm_boot.py); all stopped at the end."""
     with ram_root() as root:
         settings = settings_with(local={"data_root": str(root), "cpu_mechanism": "none"})
         with loopback_site(root, sshd, [1, 2], settings) as site_file:
             yield root, site_file
         assert servers_under(root) == []
+        assert vm_boot.running(root / "vms") == []
+
+
+def study_env(engine_env: dict, site_file: Path, study: dict, **more) -> dict:
+    """A study's environment on the loopback site: the engine's, the site file, and the
+    study's state folder (a booted VM lives while its stack's state file does)."""
+    state = study["gcp"]["state_url"].removeprefix("file://")
+    return {**engine_env, SITE_ENV: str(site_file), STATE_ENV: state, **more}
 
 
 def gcp_study(
-    tmp_path: Path, measurement: dict | None = None, design: dict = DESIGN, **settings
+    tmp_path: Path,
+    measurement: dict | None = None,
+    design: dict = DESIGN,
+    server: dict | None = None,
+    **settings,
 ) -> tuple[Path, dict]:
     """A copy of the workflow measuring `design` with backend gcp on the loopback program: its
-    folder and its config (config/loopback.yaml, with `settings` on top)."""
+    folder and its config (config/loopback.yaml, with `settings` on top; `server`: the
+    server knobs every row sets, defaults.server)."""
     work = copy_workflow(tmp_path / "study")
     (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(design))
     study = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
     study |= {"design": "config/rehearsal.yaml", "backend": "gcp", **settings}
     study["gcp"] = gcp_settings(tmp_path / "state")
     study["measurement"] |= measurement or {}
+    if server:
+        study["defaults"] = {**study.get("defaults", {}), "server": server}
     (work / "config" / "loopback.yaml").write_text(yaml.safe_dump(study))
     return work, study
 
@@ -210,9 +238,15 @@ def settled(check, timeout: float = 60) -> list[str]:
 HALF_A, HALF_B = pytest.mark.xdist_group("rehearsal-a"), pytest.mark.xdist_group("rehearsal-b")
 
 
-def check_published_rows(work: Path, runs: list[str], master: str) -> tuple[dict, set]:
+def check_published_rows(
+    work: Path, runs: list[str], root: Path, server: dict | None = None
+) -> tuple[dict, set]:
     """What every published gcp row must show (its measurement.json, throughput.csv, logs):
-    returns combination -> nodes and the cluster labels the rows ran on."""
+    returns combination -> nodes and the cluster labels the rows ran on. Its servers were
+    booted by their VMs' startup scripts (the site's VMs under `root`/vms): every master and
+    tserver reports the flags it was given, with `server` (the design's server knobs) as its
+    server takes them, and the YSQL settings as PostgreSQL parsed the ysql_pg.conf the
+    tserver wrote."""
     combos, labels = {}, set()
     for run in runs:
         folder = work / "results" / "runs" / run
@@ -222,12 +256,36 @@ def check_published_rows(work: Path, runs: list[str], master: str) -> tuple[dict
         combos.setdefault(applied["combination"], nodes)
         labels.add(applied["cluster"])
         replicate = meta["row"].get("replicate", 1)  # replicate 2 ran on <combination>-r2
-        assert applied["cluster"] == applied["combination"] + ("-r2" if replicate == 2 else "")
+        own = applied["combination"] + ("-r2" if replicate == 2 else "")
+        assert applied["cluster"] == resource_name(own)  # cut when long: server knobs
         assert applied["backend"] == "gcp" and applied["tservers"] == nodes
         # what the stack told the servers: the memory split YugabyteDB ships (issue 46)
-        for server in ("yb-master", "yb-tserver"):
-            flags = applied["server_flags"][server]
+        for each in ("yb-master", "yb-tserver"):
+            flags = applied["server_flags"][each]
             assert flags["use_memory_defaults_optimized_for_ysql"] == "true", applied
+        # ... and what the servers booted by their startup scripts say they run with
+        vms = root / "vms" / applied["stack"]
+        booted = json.loads((vms / "addresses.json").read_text())
+        reported = applied["server_flags_reported"]
+        masters = [f"yb-master {ip}" for ip in booted["masters"]]
+        tservers = [f"yb-tserver {ip}" for ip in tserver_ips(nodes)]
+        assert sorted(reported) == sorted(masters + tservers), reported
+        assert len(masters) == applied["replication_factor"] == applied["masters"]
+        for name, flags in reported.items():
+            assert flags["use_memory_defaults_optimized_for_ysql"] == "true", name
+        for name, value in (server or {}).items():
+            if name in ("log_line_prefix", "search_path"):  # YSQL settings: in ysql_pg.conf
+                for i in range(nodes):
+                    shown = json.loads((vms / f"{applied['stack']}-tserver-{i}" /
+                                        "ysql_settings.json").read_text())  # fmt: skip
+                    assert shown[name] == value, (name, shown)
+                continue
+            holders = [n for n, flags in reported.items() if name in flags]
+            assert holders, (name, reported)
+            written = {"off": "false", "on": "true"}.get(str(value), str(value))
+            assert all(reported[n][name] == written for n in holders), (name, reported)
+        if server:
+            assert all("ysql_pg_conf_csv" in reported[n] for n in tservers)
         assert "-YB-2024.2" in applied["server_version"]  # the stand-in answers as YugabyteDB
         assert applied["isolation_source"] == ["yb_get_effective_transaction_isolation_level()"]
         wanted = meta["row"]["session"]["default_transaction_isolation"]
@@ -237,8 +295,9 @@ def check_published_rows(work: Path, runs: list[str], master: str) -> tuple[dict
         assert applied["load_generator"]["pgbench_version"].startswith("pgbench (PostgreSQL)")
         # after every reload the load generator asked yb-admin whether the balancer was idle
         assert applied["after_reload"] and all(w["polls"] == 1 for w in applied["after_reload"])
+        addresses = ",".join(f"{ip}:7100" for ip in booted["masters"])
         assert applied["after_reload"][0]["command"].endswith(
-            f"-master_addresses {master}:7100 get_is_load_balancer_idle"
+            f"-master_addresses {addresses} get_is_load_balancer_idle"
         )
         throughput = pd.read_csv(folder / "throughput.csv")
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
@@ -277,10 +336,10 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path)
     measurements and the whole analysis of them), its offline report, then one row forced.
     (Rows of a combination taking turns on one cluster: here and in the failing-row runs.)"""
     root, site_file = site
-    work, study = gcp_study(tmp_path, design=REPLICATED)
+    work, study = gcp_study(tmp_path, design=REPLICATED, server=SERVER)
     runs = [f"run{i:02d}" for i in range(1, 9)]
     remote = remote_folders(work, runs)
-    env = {**engine_env, SITE_ENV: str(site_file)}
+    env = study_env(engine_env, site_file, study)
     out = run_snakemake(work, "--cores", "4", "results/effects.csv",  # as the README says
                         configfile="config/loopback.yaml", env=env, timeout=900)  # fmt: skip
     assert out.returncode == 0, failed(out)
@@ -291,11 +350,11 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path)
     html = (work / "report.html").read_text(encoding="utf-8")
     assert "Backend: <strong>gcp</strong>" in html
     assert not re.search(r"<script[^>]+src=[\"']https?://", html)  # offline
+    assert settled(lambda: vm_boot.running(root / "vms")) == []  # every stack's VMs stopped
     stand_ins = servers_under(root)
-    master = json.loads(site_file.read_text())["master_ip"]
     assert len(stand_ins) == 2, stand_ins  # one stand-in server per cluster, nothing else
     assert clusters_were_ready(work) == 4
-    combos, labels = check_published_rows(work, runs, master)
+    combos, labels = check_published_rows(work, runs, root, SERVER)
     assert sorted(combos.values()) == [1, 2] and len(labels) == 4
     for label in labels:
         gone = json.loads((work / "results" / "clusters" / label / "released.json").read_text())
@@ -332,7 +391,7 @@ def test_ctrl_c_while_a_row_measures_destroys_both_stacks(engine_env, sshd, site
     calls = root / "yb-admin.calls"  # the load generator's yb-admin, after each reload
     before = len(calls.read_text().splitlines()) if calls.exists() else 0
     mark = uuid.uuid4().hex
-    env = {**engine_env, SITE_ENV: str(site_file), "YBSCALE_REHEARSAL_RUN": mark}
+    env = study_env(engine_env, site_file, study, YBSCALE_REHEARSAL_RUN=mark)
     endpoints = [work / "results" / "clusters" / f"nodes{n}-small-reploff" / "endpoints.json"
                  for n in (1, 2)]  # fmt: skip
     output = tmp_path / "snakemake.out"
@@ -358,6 +417,7 @@ def test_ctrl_c_while_a_row_measures_destroys_both_stacks(engine_env, sshd, site
     assert not any(p.exists() for p in endpoints)  # forgotten: a rerun brings them up again
     assert settled(lambda: processes_with_env("YBSCALE_REHEARSAL_RUN", mark)) == []
     assert settled(lambda: descendants(sshd_listener(sshd))) == []  # no session, pgbench, psql
+    assert settled(lambda: vm_boot.running(root / "vms")) == []  # both stacks' VMs stopped
     assert len(servers_under(root)) == 2  # the stand-ins only
 
 
@@ -445,7 +505,7 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
     rows = {row.run: row for row in load_study(config).rows}
     remote = remote_folders(work, list(rows))
     mark = uuid.uuid4().hex
-    env = {**engine_env, SITE_ENV: str(site_file), "YBSCALE_REHEARSAL_RUN": mark}
+    env = study_env(engine_env, site_file, study, YBSCALE_REHEARSAL_RUN=mark)
     args = ["-k"] if keep_going else []
     out = run_snakemake(work, *args, configfile="config/loopback.yaml", env=env, timeout=900)
     log = out.stdout + out.stderr
@@ -464,8 +524,7 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
         assert json.loads(gone.read_text())["existed"] is True, log[-3000:]
     if keep_going:  # the rows that worked are published all the same, and hold everything
         worked = sorted(set(rows) - set(failures))
-        master = json.loads(site_file.read_text())["master_ip"]
-        combos, labels = check_published_rows(work, worked, master)
+        combos, labels = check_published_rows(work, worked, root)
         assert sorted(combos.values()) == [1, 2] and len(labels) == 2
         assert clusters_were_ready(work) == 2
         for run in worked:  # each row's script went to the load generator
@@ -475,6 +534,7 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
         shutil.rmtree(folder, ignore_errors=True)
     left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
     assert left == [], f"stacks left: {left}"
+    assert settled(lambda: vm_boot.running(root / "vms")) == []  # the stacks' VMs stopped
     assert pulumi_processes(tmp_path) == []
     assert settled(lambda: processes_with_env("YBSCALE_REHEARSAL_RUN", mark)) == []
     assert settled(lambda: descendants(sshd_listener(sshd))) == []

@@ -244,6 +244,7 @@ class YsqlCluster(Cluster):
         generators: Sequence[Runner] | None = None,
         spare: Sequence[Runner | Callable[[], Runner]] = (),
         auto: bool = False,
+        read_back: Mapping[str, Callable[[], object]] | None = None,
     ):
         if not endpoints:
             raise BackendError("no SQL endpoints")
@@ -269,6 +270,8 @@ class YsqlCluster(Cluster):
         self.sleep = sleep
         self.health = health  # () -> list of problems beyond SQL (gcp: the masters' Raft group)
         self.settle = settle  # () -> dict: waits after a reload (gcp: load balancer idle)
+        # more of what `applied()` reads back, by name (gcp: each server's flags)
+        self.read_back = dict(read_back or {})
         # CPU of the load generators and of the nodes the backend can reach (default: the former)
         self.cpu = cpu or MachineCpu(self.generator_readers(), {})
         self.settled: list[dict] = []
@@ -584,6 +587,7 @@ class YsqlCluster(Cluster):
             )
         return {
             **self.record,
+            **{name: read() for name, read in self.read_back.items()},
             "isolation_requested": wanted,
             "isolation_in_effect": in_effect,
             "isolation_source": sorted(sources),

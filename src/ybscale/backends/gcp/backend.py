@@ -39,6 +39,7 @@ from ybscale.backends.gcp.config import gcp_section as validate_section
 from ybscale.backends.gcp.files import ClusterFiles
 from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.reach import (
+    flags_reported,
     generator_hosts,
     masters_health,
     node_hosts,
@@ -234,7 +235,7 @@ class GcpBackend(Backend):
         as many as its earlier rows grew to (`ClusterFiles.with_growth`), and up to
         gcp.load_generators_max by `add_generator`, which adds a VM to the stack then
         (`clusters.grow`)."""
-        from ybscale.backends.gcp.stacks import server_flags
+        from ybscale.backends.gcp.stacks import flags_asked, server_flags
 
         files = ClusterFiles(folder)
         endpoints = files.with_growth(dict(endpoints))
@@ -310,4 +311,10 @@ class GcpBackend(Backend):
                 cpu=cpu,
                 spare=spare,
                 auto=auto,
-            )
+                # what every master and tserver says it runs with (its /api/v1/varz), read
+                # with the settings in effect before the row measures
+                read_back={"server_flags_reported": functools.partial(
+                    flags_reported, host, endpoints,
+                    flags_asked(master_flags, tserver_flags, ysql_pg_conf),
+                    yb_catalogue.series_of(self.settings["yugabyte"]["version"]))},
+            )  # fmt: skip

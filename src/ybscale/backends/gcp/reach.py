@@ -3,13 +3,15 @@ through it, the masters' health, and the wait until a new cluster is ready."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ybscale.backends import ssh
+from ybscale.backends import ssh, yb_catalogue
 from ybscale.backends.base import BackendError, Endpoint
 from ybscale.backends.loadgen import LoadgenRunner
+from ybscale.backends.yb_catalogue import gflags
 from ybscale.backends.ysql import YsqlCluster, master_problems
 from ybscale.design.row import Row
 
@@ -141,3 +143,59 @@ def wait_ready(
     raise BackendError(
         f"{endpoints['stack']}: not ready after {settings['ready_timeout']}s: {last}"
     )
+
+
+MASTER_WEB_PORT = 7000  # yb-master's web server (--webserver_port's default)
+TSERVER_WEB_PORT = 9000  # yb-tserver's
+
+
+def _same_flag(kind: str | None, asked: str, reported: str) -> bool:
+    """Whether a server's value is the one asked for, by the flag's C++ type: gflags prints a
+    bool as true/false, an integer in decimal, a double by `%g`-like rules."""
+    if kind == "bool":
+        return reported in ("true", "false") and (asked.lower() in gflags.TRUE) == (
+            reported == "true"
+        )
+    try:
+        if kind in ("int32", "int64", "uint32", "uint64"):
+            return int(asked, 16 if asked.lower().startswith("0x") else 10) == int(reported)
+        if kind == "double":
+            return float(asked) == float(reported)
+    except ValueError:
+        return False
+    return asked == reported
+
+
+def flags_reported(
+    host: ssh.SshHost, endpoints: Mapping, asked: Mapping[str, Mapping[str, str]], series: str
+) -> dict[str, dict[str, str]]:
+    """Each server's flags as it reports them: `/api/v1/varz` on its web port, asked from the
+    load generator (as YugabyteDB Anywhere reads them; the cluster's firewall opens 7000 and
+    9000 inside the subnetwork). `asked`: yb-master / yb-tserver -> flag -> the value its
+    command line gave. Returns "<server> <address>" -> flag -> the value it reports;
+    BackendError naming the server, the flag and both values when one differs, or when a
+    server does not answer."""
+    masters = [a.rsplit(":", 1)[0] for a in endpoints["master_addresses"].split(",")]
+    web = {"yb-master": (masters, int(endpoints.get("master_web_port", MASTER_WEB_PORT))),
+           "yb-tserver": (list(endpoints["tserver_ips"]),
+                          int(endpoints.get("tserver_web_port", TSERVER_WEB_PORT)))}  # fmt: skip
+    reported, wrong = {}, []
+    for server, (addresses, port) in web.items():
+        for ip in addresses:
+            url = f"http://{ip}:{port}/api/v1/varz"
+            answer = ssh.check_output(host, ["curl", "-fsS", "--max-time", "10", url], timeout=60)
+            try:
+                flags = {f["name"]: f["value"] for f in json.loads(answer)["flags"]}
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BackendError(f"{url}: not YugabyteDB's flag list ({exc}): "
+                                   f"{answer[:300]}") from exc  # fmt: skip
+            mine = {name: flags.get(name) for name in asked[server]}
+            reported[f"{server} {ip}"] = mine
+            for name, value in asked[server].items():
+                kind = yb_catalogue.flag_type(series, name) if series else None
+                if mine[name] is None or not _same_flag(kind, str(value), mine[name]):
+                    wrong.append(f"{server} {ip}: --{name} is {mine[name]!r}, asked {value!r}")
+    if wrong:
+        raise BackendError("the servers do not run with the flags the stack gave them: "
+                           + "; ".join(wrong))  # fmt: skip
+    return reported

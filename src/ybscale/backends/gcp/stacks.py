@@ -92,6 +92,16 @@ def server_flags(settings: Mapping, server: Mapping[str, str]) -> tuple[dict, di
     return dict(sorted(master_flags.items())), dict(sorted(flags.items())), pg_conf
 
 
+def flags_asked(master_flags: Mapping, tserver_flags: Mapping, pg_conf: Mapping) -> dict:
+    """server -> flag -> the value its command line gives it beyond its addresses
+    (`server_flags`' three parts: the YSQL settings as the one --ysql_pg_conf_csv the
+    tserver gets): what `reach.flags_reported` checks the servers run with."""
+    tserver = dict(tserver_flags)
+    if pg_conf:
+        tserver["ysql_pg_conf_csv"] = _infra().startup.pg_conf_csv(pg_conf)
+    return {"yb-master": dict(master_flags), "yb-tserver": tserver}
+
+
 def study_prefix(settings: Mapping) -> str:
     """What every stack name of this study begins with: <name>-<study_id>-."""
     return f"{settings['name']}-{settings['study_id']}-"

@@ -75,6 +75,9 @@ DEBUG_ONLY_MACROS = frozenset(
 _IFDEF = re.compile(r"^\s*#\s*(ifdef|ifndef|if|else|elif|endif)\b\s*(\w*)")
 MASTER_DIRS = ("src/yb/master/",)  # yb-master's own code
 TSERVER_DIRS = ("src/yb/tserver/", "src/yb/yql/")  # yb-tserver's own code (with YSQL, YCQL)
+# under src/yb/tserver but linked into both: both servers' main() calls its memory setup
+# (use_memory_defaults_optimized_for_ysql and the other flags it defines)
+BOTH_FILES = ("src/yb/tserver/server_main_util.cc",)
 _DAT_ENTRY = re.compile(r"\{((?:[^{}']|'(?:[^'\\]|\\.)*')*)\}")  # braces inside quotes kept
 _DAT_FIELD = re.compile(r"(\w+) => '((?:[^'\\]|\\.)*)'")
 
@@ -197,7 +200,7 @@ def flag_names(git_dir: str, tag: str, defined: dict | None = None) -> dict[str,
         by_file.setdefault(path, set()).add(name)
     master, tserver = set(), set()
     for path, names in by_file.items():
-        if not path.startswith(TSERVER_DIRS):
+        if not path.startswith(TSERVER_DIRS) or path in BOTH_FILES:
             master |= names
         if not path.startswith(MASTER_DIRS):
             tserver |= names

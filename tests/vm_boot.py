@@ -1,0 +1,480 @@
+"""A VM's boot on this machine: the startup script the Pulumi program renders, run as written.
+
+`boot(script, vm)` runs one VM's `metadata_startup_script` under bash, in a mount namespace of
+its own where the paths the script writes (/opt, /mnt, /etc/systemd/system, /var/lib) are
+folders of the VM (`vm.root`): nothing outside them changes. What a fresh Ubuntu image would
+do is stood in for only where this machine cannot do it: `apt-get`, `locale-gen`,
+`update-locale` log their arguments and succeed; `locale -a` lists en_US.utf8; `systemctl`
+(this module's `systemctl`) reads the unit file the script wrote and starts its ExecStart=,
+split and unescaped by systemd's own rules (`systemd_exec_argv`), with the unit's
+Environment=. Everything else is real: curl fetches the tarball and its `.sha` from a loopback
+HTTP server laid out as YugabyteDB's download host (`release_host`), sha256sum checks it, tar
+unpacks it, bin/post_install.sh runs.
+
+The tarball's yb-master and yb-tserver are stand-ins built on the real gflags
+(`stand_in_server`): every flag the release catalogue gives the server, of the catalogue's
+C++ type (a string where the catalogue records none), so gflags itself refuses an unknown
+flag or a value its type does not take, and the server exits 1 as the real one does. Past
+gflags they run `serve`: each answers its web port as YugabyteDB's servers do
+(`/api/v1/varz`: every flag, value and type, as src/yb/server/default-path-handlers.cc
+writes them; a master also `/api/v1/masters`), and the tserver first writes ysql_pg.conf as
+pg_wrapper does (the default postgresql.conf, then each --ysql_pg_conf_csv item as
+ReadCSVValues reads it, one line each) and has the real PostgreSQL parse it (`postgres -C`
+for each setting): a file PostgreSQL refuses stops the tserver, with PostgreSQL's message in
+its log. A server stops when its VM's stack is gone (`vm.alive`, the stack's state file) or
+on SIGTERM.
+
+What this cannot stand for (the first paid run checks it): the real binaries' behaviour past
+their flags (the shared_preload_libraries line pg_wrapper adds names YugabyteDB's own
+libraries, which a stock PostgreSQL does not have: it is left out here), apt and the image,
+systemd itself (Restart=, ordering), Compute Engine's metadata server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+VM_ENV = "YBSCALE_VM"  # the VM description a stand-in server reads (its address, ports, ...)
+
+# ------------------------------------------------------------- systemd's reading of ExecStart=
+
+_C_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "s": " ", "r": "\r"}
+
+
+def systemd_exec_argv(line: str) -> list[str]:
+    """The argv systemd runs for an ExecStart= value, by its documented rules (systemd.syntax(7)
+    "Quoting", systemd.unit(5) "Specifiers", systemd.service(5) "Command lines"): words split on
+    whitespace, '...' and "..." quoting with C escapes, then specifiers (`%%` is `%`) and
+    environment variables (`$$` is `$`). A specifier or variable that would be replaced is an
+    error (ValueError): the value would not arrive as written."""
+    words, i = [], 0
+    while i < len(line):
+        if line[i].isspace():
+            i += 1
+            continue
+        word, quote = [], None
+        while i < len(line) and (quote or not line[i].isspace()):
+            ch = line[i]
+            if ch == "\\":
+                escape = line[i + 1 : i + 2]
+                if escape not in _C_ESCAPES:
+                    raise ValueError(f"systemd reads \\{escape} in {line!r} as an escape")
+                word.append(_C_ESCAPES[escape])
+                i += 2
+                continue
+            if ch in "\"'" and quote in (None, ch):
+                quote = None if quote else ch
+            else:
+                word.append(ch)
+            i += 1
+        if quote is not None:
+            raise ValueError(f"unterminated quote in {line!r}")
+        words.append("".join(word))
+    return [_resolve(word) for word in words]
+
+
+def _resolve(word: str) -> str:
+    """`%%` -> `%`, `$$` -> `$`; any other `%x` (a specifier) or `$x` (a variable) fails."""
+    out, i = [], 0
+    while i < len(word):
+        ch = word[i]
+        if ch in "%$":
+            pair = word[i : i + 2]
+            if pair != ch * 2:
+                raise ValueError(f"systemd would replace {pair!r} in {word!r}")
+            i += 1
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def unit_file(script: str) -> str:
+    """The unit file a startup script writes (its `cat > ... <<'UNIT'` heredoc)."""
+    return script.split("<<'UNIT'\n", 1)[1].split("\nUNIT\n", 1)[0] + "\n"
+
+
+# -------------------------------------------------- pg_wrapper's reading of --ysql_pg_conf_csv
+
+# YugabyteDB's pg_wrapper reads --ysql_pg_conf_csv with this expression (ReadCSVValues,
+# src/yb/yql/pgwrapper/pg_wrapper.cc, yugabyte/yugabyte-db 8147600a; the same in
+# src/yb/util/csv_util.cc later): a field is either unquoted (no comma, no double quote) or
+# double-quoted with "" for a double quote, followed by a comma or the end.
+_YB_CSV_FIELD = re.compile(r'^(?:([^,"]+)|(?:"((?:[^"]|(?:""))*)\"))(?:(?:,)|(?:$))')
+
+
+def yb_read_csv_values(csv: str) -> list[str]:
+    """ReadCSVValues as YugabyteDB's C++ runs it: each match's quoted group (`""` -> `"`) when
+    it is not empty, else its unquoted group; ValueError ("Malformed CSV") when the matches do
+    not reach the end; a trailing comma adds an empty line."""
+    lines, i = [], 0
+    while i < len(csv):
+        match = _YB_CSV_FIELD.search(csv[i:])
+        if not match:
+            break
+        quoted, plain = match[2], match[1]
+        lines.append(quoted.replace('""', '"') if quoted else (plain or ""))
+        i += len(match[0])
+    if i != len(csv):
+        raise ValueError(f"Malformed CSV '{csv}'")
+    if csv.endswith(","):
+        lines.append("")
+    return lines
+
+
+def postgres_reads(postgres: str, conf: Path, name: str) -> str:
+    """What PostgreSQL's own configuration-file parser makes of setting `name` in the file
+    `conf` (`postgres -C`, first, so root may ask; no server started); ValueError with
+    PostgreSQL's complaint when it refuses the file."""
+    done = subprocess.run(
+        [postgres, "-C", name, "-D", str(conf.parent), "-c", f"config_file={conf}"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise ValueError(done.stderr.strip())
+    return done.stdout.rstrip("\n")
+
+
+# ------------------------------------------------------------------ stand-in servers (gflags)
+
+
+def stand_in_server(series: str, server: str, folder: Path, compiler: str) -> Path:
+    """A stand-in yb-master or yb-tserver built on the real gflags (the system's libgflags),
+    compiled once per catalogue into `folder`: it defines every flag the catalogue gives
+    `server` with the catalogue's C++ type (a string where none is recorded: gflags then
+    takes any value, as the real type may), parses its argv as the real binary's
+    ParseCommandLineFlags does (exit 1 on an unknown flag or a value its type refuses),
+    writes every flag's name, value and default to a file and runs `serve` on it (this
+    module, under this Python). Run with `--print-flags-only`, it prints that file and exits."""
+    from ybscale.backends import yb_catalogue
+
+    names = (yb_catalogue.master_flags if server == "yb-master" else yb_catalogue.tserver_flags)(
+        series
+    )
+    defines = {"bool": 'DEFINE_bool({}, false, "");', "string": 'DEFINE_string({}, "", "");',
+               "double": 'DEFINE_double({}, 0, "");'}  # fmt: skip
+    lines = ["#include <cstdio>", "#include <cstdlib>", "#include <cstring>", "#include <vector>",
+             "#include <string>", "#include <unistd.h>", "#include <gflags/gflags.h>"]  # fmt: skip
+    for name in sorted(names):
+        kind = yb_catalogue.flag_type(series, name) or "string"
+        lines.append(defines.get(kind, f'DEFINE_{kind}({{}}, 0, "");').format(name))
+    lines.append(
+        "int main(int argc, char** argv) {\n"
+        '  bool only = argc > 1 && std::strcmp(argv[argc - 1], "--print-flags-only") == 0;\n'
+        "  if (only) argc--;\n"
+        "  gflags::ParseCommandLineFlags(&argc, &argv, true);\n"
+        "  std::vector<gflags::CommandLineFlagInfo> all;\n"
+        "  gflags::GetAllFlags(&all);\n"
+        '  char path[] = "/tmp/yb-standin-flags-XXXXXX";\n'
+        "  int fd = only ? 1 : mkstemp(path);\n"
+        '  if (fd < 0) { std::perror("mkstemp"); return 1; }\n'
+        '  FILE* out = fdopen(fd, "w");\n'
+        "  for (const auto& f : all)\n"
+        '    std::fprintf(out, "%s%c%s%c%s%c", f.name.c_str(), 0, f.current_value.c_str(), 0,\n'
+        "                 f.default_value.c_str(), 0);\n"
+        "  std::fclose(out);\n"
+        "  if (only) return 0;\n"
+        f'  const char* py = "{sys.executable}";\n'
+        f'  execl(py, py, "{HERE}", "serve", "{server}", path, (char*)nullptr);\n'
+        '  std::perror("execl");\n  return 1;\n}\n'
+    )
+    source = "\n".join(lines)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    program = folder / f"{server}-{digest}"
+    if not program.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        src = folder / f"{server}-{digest}.{os.getpid()}.cc"
+        src.write_text(source)
+        partial = Path(f"{program}.{os.getpid()}")
+        subprocess.run([compiler, "-O0", "-o", str(partial), str(src), "-lgflags"],
+                       check=True, capture_output=True, timeout=600)  # fmt: skip
+        partial.replace(program)  # whole or not at all: workers may compile side by side
+        src.unlink()
+    return program
+
+
+def read_flags(path: Path) -> dict[str, tuple[str, str]]:
+    """name -> (value, default) from a stand-in's flag file."""
+    parts = path.read_bytes().split(b"\0")[:-1]
+    return {
+        parts[i].decode(): (parts[i + 1].decode(), parts[i + 2].decode())
+        for i in range(0, len(parts), 3)
+    }
+
+
+# src/yb/server/default-path-handlers.cc, GetFlagInfos: these are NodeInfo, a flag whose value
+# is not its default Custom, the others Default (Auto flags aside); sorted by type, then name
+NODE_INFO = ("log_filename", "rpc_bind_addresses", "webserver_interface", "webserver_port",
+             "placement_cloud", "placement_region", "placement_zone")  # fmt: skip
+TYPE_ORDER = {"NodeInfo": 1, "Custom": 2, "Auto": 3, "Default": 4}
+
+
+def varz(flags: dict[str, tuple[str, str]]) -> dict:
+    """/api/v1/varz as YugabyteDB writes it (ConvertFlagsToJson): {"flags": [{name, value,
+    type}]}."""
+    rows = []
+    for name, (value, default) in flags.items():
+        kind = "NodeInfo" if name in NODE_INFO else "Custom" if value != default else "Default"
+        rows.append({"name": name, "value": value, "type": kind})
+    rows.sort(key=lambda r: (TYPE_ORDER[r["type"]], r["name"].lower()))
+    return {"flags": rows}
+
+
+def ysql_pg_conf(flags: dict[str, tuple[str, str]], sample: Path) -> tuple[Path, list[str]]:
+    """The tserver's ysql_pg.conf, written as pg_wrapper's WritePostgresConfig writes it: the
+    default postgresql.conf's lines, then each --ysql_pg_conf_csv item (ReadCSVValues) as one
+    line (shared_preload_libraries merged there is left out: see the module's note). Returns
+    the file and the settings the items name."""
+    data = Path(flags["fs_data_dirs"][0].split(",")[0]) / "pg_data"
+    data.mkdir(parents=True, exist_ok=True)
+    lines = sample.read_text().splitlines()
+    csv = flags.get("ysql_pg_conf_csv", ("", ""))[0]
+    items = yb_read_csv_values(csv) if csv else []
+    conf = data / "ysql_pg.conf"
+    conf.write_text("\n".join([*lines, *items]) + "\n")
+    return conf, [item.split("=", 1)[0].strip() for item in items if "=" in item]
+
+
+def serve(server: str, flags_file: str) -> int:
+    """A stand-in server past gflags: its web endpoints on the VM's address until the VM is
+    gone. The tserver first has PostgreSQL parse its ysql_pg.conf (exit 1 when it refuses)."""
+    vm = json.loads(Path(os.environ[VM_ENV]).read_text())
+    flags = read_flags(Path(flags_file))
+    Path(flags_file).unlink()
+    answers = {"/api/v1/varz": varz(flags)}
+    if server == "yb-master":
+        masters = flags["master_addresses"][0].split(",")
+        answers["/api/v1/masters"] = {
+            "masters": [{"role": "LEADER" if i == 0 else "FOLLOWER"} for i in range(len(masters))]
+        }
+    else:
+        conf, names = ysql_pg_conf(flags, Path(vm["postgresql_conf_sample"]))
+        shown = {}
+        for name in names:
+            try:
+                shown[name] = postgres_reads(vm["postgres"], conf, name)
+            except ValueError as exc:
+                print(f"yb-tserver: PostgreSQL refuses {conf}: {exc}", file=sys.stderr)
+                return 1
+        (Path(vm["root"]) / "ysql_settings.json").write_text(json.dumps(shown, indent=1))
+
+    class Web(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            answer = answers.get(self.path.split("?", 1)[0])
+            body = json.dumps(answer).encode()
+            self.send_response(200 if answer is not None else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    web = ThreadingHTTPServer((vm["address"], int(vm["web_port"][server])), Web)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    while not stop.is_set() and Path(vm["alive"]).exists():
+        stop.wait(0.5)
+    web.shutdown()
+    return 0
+
+
+# ------------------------------------------------------------------------ the VM and its boot
+
+
+@dataclass(frozen=True)
+class Vm:
+    """One stand-in VM: its folder (what it keeps on its disks), the loopback address it
+    answers on, its servers' web ports, and the file whose existence is its life (its stack's
+    state file)."""
+
+    name: str
+    root: str
+    address: str
+    web_port: dict  # server -> port
+    alive: str
+    postgres: str
+    postgresql_conf_sample: str
+
+    def write(self) -> Path:
+        path = Path(self.root) / "vm.json"
+        path.write_text(json.dumps(asdict(self)))
+        return path
+
+
+STUBS = {  # what a fresh image does that this machine may not: logged, and done
+    "apt-get": 'echo "apt-get $*" >> "$YBSCALE_VM_LOG"\n',
+    "locale-gen": 'echo "locale-gen $*" >> "$YBSCALE_VM_LOG"\n',
+    "update-locale": 'echo "update-locale $*" >> "$YBSCALE_VM_LOG"\n',
+    "locale": "echo C\necho C.utf8\necho en_US.utf8\necho POSIX\n",
+}
+MOUNTED = ("opt", "mnt", "etc/systemd/system", "var/lib")  # the VM's own, over this machine's
+
+
+def boot(script: str, vm: Vm, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `script` as the VM's startup script (bash, as root, in a mount namespace whose
+    MOUNTED paths are the VM's folders); its output in <root>/startup.log."""
+    root = Path(vm.root)
+    stubs = root / "stubs"
+    stubs.mkdir(parents=True, exist_ok=True)
+    systemctl_stub = f'exec {sys.executable} {HERE} systemctl "$@"\n'
+    for name, body in {**STUBS, "systemctl": systemctl_stub}.items():
+        (stubs / name).write_text("#!/bin/sh\n" + body)
+        (stubs / name).chmod(0o755)
+    mounts = []
+    for path in MOUNTED:
+        (root / path).mkdir(parents=True, exist_ok=True)
+        mounts.append(f"mount --bind {root / path} /{path}")
+    (root / "startup-script").write_text(script)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", VM_ENV: str(vm.write()),
+           "YBSCALE_VM_LOG": str(root / "stubs.log")}  # fmt: skip
+    with open(root / "startup.log", "ab") as log:
+        return subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             " && ".join(mounts) + ' && exec bash "$0"', str(root / "startup-script")],
+            env=env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout,
+        )  # fmt: skip
+
+
+def systemctl(args: list[str]) -> int:
+    """systemctl as the startup scripts use it: `enable --now <unit>` starts the unit's
+    ExecStart= (once: a unit already running is left alone) with its Environment= and the VM's
+    description, its output in /var/log of the VM; anything else is logged and done."""
+    vm = json.loads(Path(os.environ[VM_ENV]).read_text())
+    root = Path(vm["root"])
+    with open(root / "stubs.log", "a") as log:
+        log.write("systemctl " + " ".join(args) + "\n")
+    if args[:2] != ["enable", "--now"]:
+        return 0
+    name = args[2]
+    unit = Path(f"/etc/systemd/system/{name}.service").read_text()
+    [line] = [ln for ln in unit.splitlines() if ln.startswith("ExecStart=")]
+    argv = systemd_exec_argv(line.removeprefix("ExecStart="))
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", VM_ENV: os.environ[VM_ENV]}
+    for ln in unit.splitlines():
+        if ln.startswith("Environment="):
+            env.update(word.split("=", 1) for word in ln.removeprefix("Environment=").split())
+    pid_file = root / f"{name}.pid"
+    if pid_file.exists() and Path(f"/proc/{pid_file.read_text().strip()}").exists():
+        return 0
+    status = root / f"{name}.status"  # its exit status once it ends (systemd's Result=)
+    status.unlink(missing_ok=True)
+    watch = ["sh", "-c", '"$@"; echo $? > "$0"', str(status), *argv]
+    with open(root / f"{name}.log", "ab") as out:
+        proc = subprocess.Popen(watch, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    pid_file.write_text(str(proc.pid))
+    return 0
+
+
+def unit_exited(vm: Vm, name: str) -> int | None:
+    """The exit status of the VM's unit `name` once it has ended (None: running; -1: never
+    started)."""
+    root = Path(vm.root)
+    if not (root / f"{name}.pid").exists():
+        return -1
+    status = root / f"{name}.status"
+    text = status.read_text().strip() if status.exists() else ""
+    return int(text) if text else None
+
+
+def running(folder: Path) -> list[str]:
+    """The units still running on the VMs under `folder` (their pid files' live processes)."""
+    found = []
+    for pid_file in folder.rglob("*.pid") if folder.exists() else []:
+        stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
+        try:
+            alive = stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            continue
+        if alive:
+            found.append(f"{pid_file.parent.name} {pid_file.stem}")
+    return found
+
+
+def stop_vms(folder: Path) -> None:
+    """SIGTERM to every unit the VMs under `folder` started, then SIGKILL to any left after 10 s
+    (the site's teardown; a VM's servers stop by themselves when its stack is destroyed)."""
+    pids = [int(p.read_text()) for p in folder.rglob("*.pid") if p.read_text().strip()]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while (
+            sig == signal.SIGTERM
+            and time.monotonic() < deadline
+            and any(Path(f"/proc/{pid}").exists() for pid in pids)
+        ):
+            time.sleep(0.2)
+
+
+# --------------------------------------------------------------------- the download host
+
+
+@dataclass(frozen=True)
+class Release:
+    """A release on the loopback download host: its URL template (as gcp.yugabyte.url) and
+    the tarball's SHA-256."""
+
+    url: str
+    sha256: str
+
+
+def release_host(folder: Path, version: str, series: str, compiler: str, address: str):
+    """An HTTP server on `address` laid out as YugabyteDB's download host
+    (/releases/<release>/yugabyte-<version>-linux-x86_64.tar.gz and its .sha): a tarball of
+    the stand-in servers and a post_install.sh. Returns (server, Release); the caller serves
+    and stops it."""
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler
+
+    release = version.split("-", 1)[0]
+    top = folder / "build" / f"yugabyte-{release}"
+    (top / "bin").mkdir(parents=True, exist_ok=True)
+    for server in ("yb-master", "yb-tserver"):
+        shutil.copy(stand_in_server(series, server, folder / "compiled", compiler),
+                    top / "bin" / server)  # fmt: skip
+    post = top / "bin" / "post_install.sh"
+    post.write_text('#!/bin/sh\ntouch "$(dirname "$0")/../.post_install_done"\n')
+    post.chmod(0o755)
+    site = folder / "site" / "releases" / release
+    site.mkdir(parents=True, exist_ok=True)
+    tarball = site / f"yugabyte-{version}-linux-x86_64.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(top, arcname=top.name)
+    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
+    Path(f"{tarball}.sha").write_text(f"{digest}  {tarball.name}\n")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer((address, 0), partial(Quiet, directory=str(folder / "site")))
+    host, port = httpd.server_address[:2]
+    url = f"http://{host}:{port}/releases/{{release}}/yugabyte-{{version}}-linux-x86_64.tar.gz"
+    return httpd, Release(url=url, sha256=digest)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        sys.exit(serve(sys.argv[2], sys.argv[3]))
+    if sys.argv[1] == "systemctl":
+        sys.exit(systemctl(sys.argv[2:]))
+    sys.exit(f"{sys.argv[0]}: serve or systemctl, not {sys.argv[1]!r}")
