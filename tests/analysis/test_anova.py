@@ -452,3 +452,29 @@ def test_split_plot_effects_and_anova_give_one_test_per_column(tmp_path, reuse, 
     lines = anova.loc[["whole-plot error", "residual"]].set_index("stratum")["sum_sq"]
     assert errors == pytest.approx(lines.to_dict())
     assert sorted(errors) == ["sub-plot", "whole-plot"]
+
+
+def test_partial_eta_squared_is_pingouins_np2():
+    """Issue 47: beside each ANOVA line its partial η², SS / (SS + SS of its error). Jain's
+    replicated 2^2 (ch. 18, memory × cache) against pingouin's own two-way ANOVA of the same
+    table (its `np2`, a library this code does not write), and Montgomery's Example 6.2 reduced
+    model by hand from the published sums of squares (error 195.13 on 10 df)."""
+    import pingouin
+
+    _, result = _fit({"factors": {"A": {"name": "memory", "levels": [4, 16]},
+                                  "B": {"name": "cache", "levels": [1, 2]}},
+                      "replications": 3}, "jain_ch18_memory_cache.csv")  # fmt: skip
+    table = result.table.set_index("term")
+    data = pd.read_csv(DATA / "jain_ch18_memory_cache.csv", comment="#")
+    theirs = pingouin.anova(data, dv="mips", between=["memory", "cache"], effsize="np2")
+    np2 = dict(zip(theirs["Source"], theirs["np2"], strict=True))
+    assert table.loc["A", "partial_eta_sq"] == pytest.approx(np2["memory"], rel=1e-9)
+    assert table.loc["B", "partial_eta_sq"] == pytest.approx(np2["cache"], rel=1e-9)
+    assert table.loc["AB", "partial_eta_sq"] == pytest.approx(np2["memory * cache"], rel=1e-9)
+    assert table.loc["A", "partial_eta_sq"] == pytest.approx(5547 / (5547 + 102))
+    assert math.isnan(table.loc["residual", "partial_eta_sq"])
+    _, result = _fit({"factors": FACTORS}, "montgomery_ex6_2.csv")
+    table = result.table.set_index("term")
+    assert table.loc["A", "partial_eta_sq"] == pytest.approx(1870.56 / (1870.56 + 195.13),
+                                                             abs=1e-5)  # fmt: skip
+    assert math.isnan(table.loc["B", "partial_eta_sq"])  # pooled into the error

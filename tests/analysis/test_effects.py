@@ -68,10 +68,18 @@ def test_montgomery_problem_8_1_published_lenth_and_contribution():
     contribution = {"A": 64.2857, "B": 0.446429, "C": 7.14286, "AB": 16.0714, "AD": 11.1607}
     for term, value in contribution.items():
         assert table.loc[term, "variation_pct"] == pytest.approx(value, rel=1e-5)
-    # Design-Expert's t quantile at d = 7/3 df differs in the 5th digit; agree to 1e-4.
-    assert table["me"].iloc[0] == pytest.approx(22.5856, rel=1e-4)
-    assert table["sme"].iloc[0] == pytest.approx(54.0516, rel=1e-4)
-    assert not table["active"].any()
+    # Lenth's own t(m/3) margins as Design-Expert prints them (its t quantile at d = 7/3 df
+    # differs in the 5th digit; agree to 1e-4) ...
+    info = lenth(table["effect"].to_numpy())
+    assert info["me_t"] == pytest.approx(22.5856, rel=1e-4)
+    assert info["sme_t"] == pytest.approx(54.0516, rel=1e-4)
+    # ... and the table's, the one rule: Ye & Hamada's critical values for 7 columns (IER 2.30,
+    # EER 4.87 at α = 0.05, their Table 1) times the same PSE (22.5856 / t(0.975, 7/3) = 6.0)
+    pse = table["std_error"].iloc[0]
+    assert pse == pytest.approx(6.0, rel=1e-4)
+    assert round(table["me"].iloc[0] / pse, 2) == 2.30
+    assert round(table["sme"].iloc[0] / pse, 2) == 4.87
+    assert not table["active"].any()  # A, the largest (12), is within ME 13.8
 
 
 def test_lenth_by_hand_montgomery_example_6_2():
@@ -85,9 +93,15 @@ def test_lenth_by_hand_montgomery_example_6_2():
     # the 10 below it: median (1.625 + 1.875) / 2 = 1.75 -> PSE = 2.625.
     pse = 1.5 * 1.75
     assert table["std_error"].iloc[0] == pytest.approx(pse)
-    # d = 15 / 3 = 5: t(0.975, 5) = 2.5706 and t(gamma, 5) = 5.2186, gamma = (1 + .95^(1/15))/2
-    assert table["me"].iloc[0] == pytest.approx(2.5706 * pse, abs=1e-3)
-    assert table["sme"].iloc[0] == pytest.approx(5.2186 * pse, abs=2e-3)
+    # Lenth's own margins, d = 15 / 3 = 5: t(0.975, 5) = 2.5706 and t(gamma, 5) = 5.2186,
+    # gamma = (1 + .95^(1/15))/2; the table's: Ye & Hamada's IER 2.16 for m = 15 and the
+    # simulated EER (lenth_critical.csv; the published table is tested there)
+    info = lenth(table["effect"].to_numpy())
+    assert info["me_t"] == pytest.approx(2.5706 * pse, abs=1e-3)
+    assert info["sme_t"] == pytest.approx(5.2186 * pse, abs=2e-3)
+    assert round(table["me"].iloc[0] / pse, 2) == 2.16
+    assert round(table["sme"].iloc[0] / pse, 2) == 4.23
+    # the published active set either way (Montgomery, Example 6.2: A, C, D, AC, AD)
     active = set(table.index[table["active"]])
     assert active == {"A", "C", "D", "AC", "AD"}
     assert set(table.index[table["active_sme"]]) == {"A", "D", "AC", "AD"}
@@ -204,7 +218,8 @@ def test_seed_table5_lenth_and_ranking():
     # s0 = 1.5 * 242.875 = 364.3125; cut 910.78 drops A and B; median of the other 13 = 240.125
     pse = 1.5 * 240.125
     assert table["std_error"].iloc[0] == pytest.approx(pse)
-    assert table["me"].iloc[0] == pytest.approx(2.5706 * pse, abs=0.1)
+    assert lenth(table["effect"].to_numpy())["me_t"] == pytest.approx(2.5706 * pse, abs=0.1)
+    assert round(table["me"].iloc[0] / pse, 2) == 2.16  # Ye & Hamada, m = 15
     assert set(table.index[table["active"]]) == {"A", "B"}
     assert not table["active_sme"].any()
     # the seed concluded C and D matter most and F least; its own numbers say otherwise
@@ -266,3 +281,25 @@ def test_residual_order_follows_the_executed_order():
     assert res["order"].tolist() == list(range(8, 0, -1))
     with pytest.raises(ValueError, match="run order"):
         fit_anova(design, y, order=order.iloc[:3])
+
+
+def test_one_lenth_rule_whether_or_not_runs_share_clusters():
+    """Issue 47: a design whose runs shared clusters was judged stratum by stratum with the
+    simulated critical values, the same design on fresh clusters with Lenth's t(0.975, m/3):
+    for 7 columns 3.76 PSE against 2.30. Both now use Ye & Hamada's (2000) critical values
+    for m columns (their Table 1, α = 0.05, m = 7: IER 2.30, EER 4.87): seven effects of a
+    2^3 (the pilot-plant example's of Box, Hunter & Hunter, Statistics for Experimenters,
+    2nd ed., ch. 5: T 23, C −5, K 1.5, TC 1.5, TK 10, CK 0, TCK 0.5, used here as numbers)
+    get the same ME and SME as a single table and as a stratum of seven columns."""
+    from ybscale.analysis.strata import stratum_lenth
+
+    effects = [23.0, -5.0, 1.5, 1.5, 10.0, 0.0, 0.5]
+    info = lenth(effects)
+    # |effects| sorted 0 .5 1.5 [1.5] 5 10 23: s0 = 2.25, cut 5.625 keeps 0 .5 1.5 1.5 5
+    assert info["pse"] == pytest.approx(1.5 * 1.5)
+    assert (round(info["ier"], 2), round(info["eer"], 2)) == (2.30, 4.87)
+    assert info["me_t"] == pytest.approx(3.7641 * info["pse"], abs=1e-3)  # Lenth's own
+    stratum = stratum_lenth(effects)
+    assert (stratum["me"], stratum["sme"]) == (info["me"], info["sme"])
+    assert list(stratum["active"]) == [True, False, False, False, True, False, False]
+    assert abs(effects[1]) < info["me"] < abs(effects[4])  # C (5) just within 5.17, TK out

@@ -8,6 +8,7 @@ import pytest
 from designs import seed_design
 
 from ybscale.analysis.analyze import analyze
+from ybscale.analysis.effects import lenth
 from ybscale.analysis.scale import (
     box_cox,
     choose,
@@ -144,10 +145,13 @@ def test_drill_data_auto_picks_log_and_the_textbook_active_effects(tmp_path):
     choice = read_choice(pd.read_csv(tmp_path / "effects.csv"))
     assert choice.choice == "auto" and choice.low < 0 < choice.high < 1
     assert "includes 0" in choice.reason
-    # on the additive scale Lenth misses mud (D): the scale changes the conclusions
+    # on the additive scale mud (D) sits at the margin: active by the one Lenth rule (Ye &
+    # Hamada's IER for 15 columns, 2.16 PSE), within Lenth's own t(0.975, 5) = 2.57 PSE
     additive = analyze(DRILL, responses, "rate", tmp_path, charts=False, model="additive")
     table = additive["effects"].set_index("term")
-    assert not table.loc["D", "active"] and table.loc["D", "active_multiplicative"]
+    assert set(table.index[table["active"]]) == {"B", "C", "D"}
+    pse, d = table["std_error"].iloc[0], table.loc["D", "effect"]
+    assert 2.16 * pse < d < lenth(table["effect"].to_numpy())["me_t"]
     assert table.loc["D", "model_choice"] == "forced"
 
 
@@ -289,29 +293,33 @@ def test_additive_data_with_a_real_interaction_keeps_additive_in_95_percent():
 
 
 def test_a_finding_on_one_scale_only_is_shown_with_its_estimate_on_both(tmp_path):
-    """The drill data (Montgomery Example 6.3): mud (D) is active on the log scale only. The
-    effects table carries each column's estimate and interval on both scales (the additive
-    one: the mean at D high less the mean at D low, as numpy computes it), and the Sensitivity
-    item gives both in words."""
+    """The generated study below (ABSORBED, the seed design): column C is active on the log
+    scale only (the chosen one). The effects table carries each column's estimate and interval
+    on both scales (the additive one: the mean at C high less the mean at C low, as numpy
+    computes it), and the Sensitivity item gives both in words."""
     from ybscale.analysis.sensitivity import one_scale_only
 
-    responses = pd.DataFrame({"rate": DRILL_RATE}, index=DRILL.run_ids)
-    effects = analyze(DRILL, responses, "rate", tmp_path, charts=False)["effects"]
-    row = effects.set_index("term").loc["D"]
-    rate, mud = np.asarray(DRILL_RATE), _signs(DRILL)["D"].to_numpy()
-    assert row["effect_additive"] == pytest.approx(rate[mud > 0].mean() - rate[mud < 0].mean())
+    responses = pd.DataFrame({"tps": ABSORBED}, index=SEED.run_ids)
+    effects = analyze(SEED, responses, "tps", tmp_path, charts=False)["effects"]
+    assert set(effects["model"]) == {"multiplicative"}
+    row = effects.set_index("term").loc["C"]
+    assert row["active_multiplicative"] and not row["active_additive"]
+    tps, c = np.asarray(ABSORBED, dtype=float), _signs(SEED)["C"].to_numpy()
+    assert row["effect_additive"] == pytest.approx(tps[c > 0].mean() - tps[c < 0].mean())
     assert row["effect_multiplicative"] == row["effect"]
-    log_d = np.log10(rate[mud > 0]).mean() - np.log10(rate[mud < 0]).mean()
-    assert row["effect_multiplicative"] == pytest.approx(log_d)
+    log_c = np.log10(tps[c > 0]).mean() - np.log10(tps[c < 0]).mean()
+    assert row["effect_multiplicative"] == pytest.approx(log_c)
     assert row["ci_low_additive"] < row["effect_additive"] < row["ci_high_additive"]
-    (item,) = [s for s in one_scale_only(effects, lambda r: effect_sentence(DRILL, r, share=False))
-               if s.startswith("D ")]  # fmt: skip
-    assert item.startswith("D is active only on the log scale (the chosen one)")
-    ratio = f"{10**log_d:.2f}"
-    assert f"On the log scale (active): **mud** high instead of low (D) multiplies the ceiling " \
-        f"by {ratio} [" in item  # fmt: skip
-    assert "On the additive scale (within the noise): **mud** high instead of low (D) raises " \
-        f"the ceiling by {row['effect_additive']:.2f} tps [" in item  # fmt: skip
+    name = SEED.factor("C").name
+    (item,) = [s for s in one_scale_only(effects, lambda r: effect_sentence(SEED, r, share=False))
+               if s.startswith("C ")]  # fmt: skip
+    assert item.startswith("C is active only on the log scale (the chosen one)")
+    assert log_c < 0 and row["effect_additive"] < 0  # fewer tps at 5 nodes in this study
+    ratio = f"{10**-log_c:.2f}"
+    assert f"On the log scale (active): **{name}** 5 instead of 3 (C) divides the ceiling by " \
+        f"{ratio} [" in item  # fmt: skip
+    assert f"On the additive scale (within the noise): **{name}** 5 instead of 3 (C) lowers " \
+        f"the ceiling by {-row['effect_additive']:,.0f} tps [" in item  # fmt: skip
 
 
 # A study with the issue-45 mechanism, generated (not measured): the ceilings of a default study

@@ -11,7 +11,8 @@ from designs import seed_design_path, seed_study
 
 from ybscale import study
 from ybscale.analysis.effects import estimate_effects, lenth
-from ybscale.analysis.strata import judge, lenth_critical, stratum_lenth
+from ybscale.analysis.lenth_critical import critical as lenth_critical
+from ybscale.analysis.strata import judge, stratum_lenth
 from ybscale.design.strata import SINGLE, SUB, WHOLE, column_strata
 from ybscale.study import cluster_of
 

@@ -77,7 +77,7 @@ OUTLIER_Z = 3.0
 BLOCK = "block"  # the replicate column of the model (C(block)) and its line
 ANOVA_COLUMNS = [
     "term", "alias", "df", "sum_sq", "mean_sq", "F", "p_value", "p_adjusted", "pooled", "stratum",
-    "error",
+    "error", "partial_eta_sq",
 ]  # fmt: skip
 RESIDUAL_COLUMNS = [
     "run",
@@ -169,7 +169,7 @@ def _table(
     ms_resid = ss_resid / df_resid if df_resid > 0 else math.nan
     nan = math.nan
     rows.append((RESIDUAL, "", df_resid, ss_resid, ms_resid, nan, nan, nan, False, SINGLE, ""))
-    return pd.DataFrame(rows, columns=ANOVA_COLUMNS)
+    return pd.DataFrame(rows, columns=ANOVA_COLUMNS[:-1])  # partial_eta_sq: fit_anova
 
 
 def split_plot_table(design, y: pd.Series, clusters: Mapping[str, str], strata) -> pd.DataFrame:
@@ -211,7 +211,7 @@ def split_plot_table(design, y: pd.Series, clusters: Mapping[str, str], strata) 
         df_e, ss_e = (df_w_err, ss_w_err) if stratum == WHOLE else (df_resid, ss_resid)
         line = (error[stratum], "", df_e, ss_e, ms[stratum], math.nan, math.nan, math.nan)
         rows.append((*line, False, stratum, ""))
-    return pd.DataFrame(rows, columns=ANOVA_COLUMNS)
+    return pd.DataFrame(rows, columns=ANOVA_COLUMNS[:-1])  # partial_eta_sq: fit_anova
 
 
 def externally_studentized(fit, infl) -> tuple[np.ndarray, np.ndarray]:
@@ -267,6 +267,19 @@ def _residuals(design, y: pd.Series, fit, alpha: float, order=None) -> pd.DataFr
     return out[RESIDUAL_COLUMNS]
 
 
+def partial_eta_squared(table: pd.DataFrame) -> pd.Series:
+    """Each tested line's partial η² = SS / (SS + SS of the error it is tested against, the
+    line's `error`), the effect size pingouin's `anova` reports as np2 (Cohen 1973); NaN for a
+    line no F test judges (pooled terms, error lines)."""
+    ss = table.set_index("term")["sum_sq"]
+    out = []
+    for line in table.itertuples(index=False):
+        error = line.error
+        tested = isinstance(error, str) and error in ss.index and pd.notna(line.F)
+        out.append(line.sum_sq / (line.sum_sq + ss[error]) if tested else math.nan)
+    return pd.Series(out, index=table.index, dtype=float)
+
+
 def fit_anova(
     design,
     responses: pd.Series,
@@ -297,6 +310,7 @@ def fit_anova(
         terms = ~table["term"].isin([RESIDUAL, BLOCK, WHOLE_ERROR])
         table.loc[terms, "p_adjusted"] = mult.adjust(table.loc[terms, "p_value"], rule)
     pooled = [] if split else pooled  # the split-plot table pools nothing (the residuals' fit may)
+    table["partial_eta_sq"] = partial_eta_squared(table)
     attrs = {
         "pooled": pooled,
         "model": model,

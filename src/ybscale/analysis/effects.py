@@ -5,8 +5,12 @@ coefficient is q = effect / 2 (Jain's q_i). Sums of squares follow Jain: SS = 2^
 
 Significance, always on the effect scale:
 * r == 1 (no error degrees of freedom): Lenth (1989). s0 = 1.5·median|c|,
-  PSE = 1.5·median{|c| : |c| < 2.5·s0}, d = m/3, ME = t(1−α/2, d)·PSE,
-  SME = t(γ, d)·PSE with γ = (1 + (1−α)^(1/m))/2; active = |effect| > ME, active_sme = > SME.
+  PSE = 1.5·median{|c| : |c| < 2.5·s0}, ME = IER(m, α)·PSE and SME = EER(m, α)·PSE with the
+  critical values of Ye & Hamada (2000) for m columns (`lenth_critical`): one rule for every
+  table and every stratum, whether or not the runs shared clusters; active = |effect| > ME,
+  active_sme = > SME. Lenth's own t(1−α/2, m/3) and t(γ, m/3), γ = (1 + (1−α)^(1/m))/2, are
+  conservative for small m (`lenth` keeps them as me_t, sme_t). Fewer than 4 columns: not
+  tested.
 * r >= 2: Jain ch. 18. s_e² = SSE / (2^(k-p)(r−1)), s_q = s_e / sqrt(2^(k-p)·r),
   CI = q ± t(1−α/2, 2^(k-p)(r−1))·s_q, reported doubled (effect scale); ``p_value`` is the
   column's two-sided t test. The family of columns tested (one per alias group) is controlled by
@@ -141,21 +145,35 @@ def contrasts(design, y: pd.Series) -> pd.Series:
 
 
 def lenth(effects, alpha: float = 0.05) -> dict[str, float]:
-    """Lenth (1989) pseudo standard error, margin of error and simultaneous margin of error."""
+    """Lenth (1989) pseudo standard error and the one rule every unreplicated table uses, each
+    stratum's too: ME = IER(m, α)·PSE and SME = EER(m, α)·PSE, the critical values of Lenth's
+    t for m null columns (Ye & Hamada 2000; `lenth_critical`, simulated to 0.1 %). Fewer than
+    MIN_COLUMNS columns hold no noise estimate: ME and SME NaN (nothing is active). ``me_t``
+    and ``sme_t`` are Lenth's own t(m/3) approximations, as his paper and Montgomery print
+    them (for m = 7 his ME is 3.76·PSE against the exact 2.30: it flags a null column about
+    2 % of the time instead of α), kept for reference."""
+    from ybscale.analysis.lenth_critical import critical
+    from ybscale.design.strata import MIN_COLUMNS
+
     c = np.abs(np.asarray(effects, dtype=float))
     m = len(c)
-    s0 = 1.5 * float(np.median(c))
+    s0 = 1.5 * float(np.median(c)) if m else math.nan
     kept = c[c < 2.5 * s0]
     pse = 1.5 * float(np.median(kept)) if len(kept) else 0.0
     d = m / 3.0
-    gamma = (1.0 + (1.0 - alpha) ** (1.0 / m)) / 2.0
+    gamma = (1.0 + (1.0 - alpha) ** (1.0 / m)) / 2.0 if m else math.nan
+    ier, eer = critical(m, alpha) if m >= MIN_COLUMNS else (math.nan, math.nan)
     return {
         "s0": s0,
         "pse": pse,
         "d": d,
         "gamma": gamma,
-        "me": float(stdtrit(d, 1.0 - alpha / 2.0)) * pse,
-        "sme": float(stdtrit(d, gamma)) * pse,
+        "ier": ier,
+        "eer": eer,
+        "me": ier * pse,
+        "sme": eer * pse,
+        "me_t": float(stdtrit(d, 1.0 - alpha / 2.0)) * pse if m else math.nan,
+        "sme_t": float(stdtrit(d, gamma)) * pse if m else math.nan,
     }
 
 

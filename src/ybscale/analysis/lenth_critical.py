@@ -119,3 +119,19 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@cache
+def equivalent_df(m: int, alpha: float) -> float:
+    """The degrees of freedom ν whose t quantile t(1 − α/2, ν) is the IER critical value for m
+    columns: the t distribution the one Lenth rule's ME matches (for power and comparisons of
+    Lenth tables); inf where the IER is not above the normal quantile."""
+    import math
+
+    from scipy import optimize
+    from scipy.special import ndtri, stdtrit
+
+    ier = critical(m, alpha)[0]
+    if not ier > float(ndtri(1 - alpha / 2)) * (1 + 1e-9):
+        return math.inf
+    return float(optimize.brentq(lambda d: stdtrit(d, 1 - alpha / 2) - ier, 0.05, 1e7))

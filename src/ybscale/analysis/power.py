@@ -8,10 +8,12 @@ found by the two-sided t test at level α with power
 
 (scipy's ``nct``; Montgomery's operating characteristic curves use the equivalent noncentral
 F(1, ν, Nδ²/(4σ²))). ν is the pure-error df n_rows·(r−1) for r ≥ 2; with r = 1 there is no pure
-error and the test is Lenth's, whose reference distribution has ν = m/3 (m = n_rows−1
-effects). Replicated designs adjust for the m columns tested (``analysis.multiplicity``): the
-planner then asks for the level a lone effect must clear, α/m under holm and bh (their first
-step; a lower bound on the power when several effects are real), α under none.
+error and the test is Lenth's with the one rule's critical value (Ye & Hamada's IER for
+m = n_rows−1 columns, `lenth_critical`): ν is the df whose t quantile is that value
+(`lenth_critical.equivalent_df`; about 13 for m = 15, where Lenth's own approximation says
+5). Replicated designs adjust for the m columns tested (``analysis.multiplicity``): the planner
+then asks for the level a lone effect must clear, α/m under holm and bh (their first step; a
+lower bound on the power when several effects are real), α under none.
 
 σ comes from the study itself, in this order: the replicate (pure) error when the design was
 replicated (effects.csv ``method = t``: std_error = 2σ/√N), else Lenth's pseudo standard error of
@@ -54,13 +56,23 @@ class Noise:
     repetition_sigma: float = math.nan  # within-row spread, lower bound
 
 
-def error_df(n_rows: int, r: int) -> float:
-    """Degrees of freedom of the test: pure error for r >= 2, Lenth's m/3 for r = 1."""
-    return n_rows * (r - 1) if r >= 2 else (n_rows - 1) / 3.0
+def error_df(n_rows: int, r: int, alpha: float = 0.05) -> float:
+    """Degrees of freedom of the test: pure error for r >= 2; for r = 1 Lenth's test by the one
+    rule, the df whose t quantile is the IER critical value of the n_rows − 1 columns (NaN
+    with fewer than MIN_COLUMNS of them: not tested)."""
+    from ybscale.analysis.lenth_critical import equivalent_df
+    from ybscale.design.strata import MIN_COLUMNS
+
+    if r >= 2:
+        return n_rows * (r - 1)
+    return equivalent_df(n_rows - 1, alpha) if n_rows - 1 >= MIN_COLUMNS else math.nan
 
 
 def power(delta: float, sigma: float, n_runs: int, df: float, alpha: float = 0.05) -> float:
-    """Power of the two-sided t test of an effect delta with N runs and df error df."""
+    """Power of the two-sided t test of an effect delta with N runs and df error df (0 for df
+    NaN: a column no test judges)."""
+    if math.isnan(df):
+        return 0.0
     if not (sigma > 0 and df > 0):
         raise ValueError(f"need sigma > 0 and df > 0, got sigma={sigma}, df={df}")
     ncp = abs(delta) * math.sqrt(n_runs) / (2.0 * sigma)
@@ -96,7 +108,7 @@ def replications_needed(
     best = math.nan
     for r in range(1, max_r + 1):
         level = effect_alpha(alpha, rule, n_rows, r)
-        best = power(delta, sigma, n_rows * r, error_df(n_rows, r), level)
+        best = power(delta, sigma, n_rows * r, error_df(n_rows, r, alpha), level)
         if best >= target:
             return r, best
     return None, best
@@ -194,7 +206,7 @@ def detect(
     r, reached = replications_needed(delta, noise.sigma, design.n_rows, alpha, rule=rule)
     reps = design.replications
     level = effect_alpha(alpha, rule, design.n_rows, reps)
-    now = power(delta, noise.sigma, noise.runs, error_df(design.n_rows, reps), level)
+    now = power(delta, noise.sigma, noise.runs, error_df(design.n_rows, reps, alpha), level)
     unit = "" if noise.model == "multiplicative" or not unit else f" {unit}"
     adjusted = (
         f" (replicated: each of the {design.n_rows - 1} columns at alpha/{design.n_rows - 1}, "

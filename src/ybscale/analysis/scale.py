@@ -42,9 +42,10 @@ units instead of AIC's 2. Jain's ymax/ymin screen (Jain 1991, on transformations
 transformation makes little difference when the ratio is below 2 or 3): below ``RANGE_SCREEN``
 the additive scale is kept whatever λ says.
 
-Diagnostics on the chosen scale (scipy.stats): residual normality (Shapiro–Wilk,
-``scipy.stats.shapiro``) and homoscedasticity across fitted values (Levene, median-centred
-(Brown–Forsythe), between the runs fitted below and above the median, ``scipy.stats.levene``).
+Diagnostics on the chosen scale: residual normality (Shapiro–Wilk,
+``pingouin.normality``) and homoscedasticity across fitted values (Levene, median-centred
+(Brown–Forsythe), between the runs fitted below and above the median,
+``pingouin.homoscedasticity``; both scipy's tests underneath).
 """
 
 from __future__ import annotations
@@ -120,10 +121,13 @@ def main_effect_terms(design) -> list[str]:
 
 
 def model_on(design, z: pd.Series, alpha: float = 0.05) -> list[str]:
-    """The main effects plus the interaction columns Lenth finds active (at ME) in `z`."""
+    """The main effects plus the interaction columns beyond Lenth's own t(m/3) margin in `z`.
+    A model search, not a verdict: the conservative margin keeps the interactions a scale
+    invents from entering (issue 45's stability was measured with it); the effects table's
+    verdicts use the one rule (Ye & Hamada's critical values, `effects.lenth`)."""
     main = main_effect_terms(design)
     effect = contrasts(design, z)
-    me = lenth(effect.to_numpy(), alpha)["me"]
+    me = lenth(effect.to_numpy(), alpha)["me_t"]
     return main + [t for t in design.terms if t not in main and abs(effect[t]) > me]
 
 
@@ -274,22 +278,24 @@ def _x(design, index, terms) -> np.ndarray:
 
 
 def residual_checks(z: pd.Series, x: np.ndarray) -> tuple[float, float]:
-    """(Shapiro–Wilk p, Levene p across low/high fitted values) of OLS of z on x."""
-    from scipy import stats  # heavy (about a second): only when the checks run
+    """(Shapiro–Wilk p, Levene p across low/high fitted values, median-centred) of OLS of z on
+    x, by pingouin (`normality`, `homoscedasticity`: scipy's tests, their p-values as they
+    are)."""
+    import pingouin  # heavy (about two seconds): only when the checks run
     from statsmodels.regression.linear_model import OLS
 
     fit = OLS(z.to_numpy(), x).fit()
     resid = pd.Series(np.asarray(fit.resid))
     if len(resid) < 4 or float(resid.std()) == 0:
         return math.nan, math.nan
-    normal = float(stats.shapiro(resid).pvalue)
+    normal = float(pingouin.normality(resid.to_numpy(), method="shapiro")["pval"].iloc[0])
     fitted = np.asarray(fit.fittedvalues)
     half = np.where(fitted > np.median(fitted), "high", "low")
     if len(set(half)) < 2:
         return normal, math.nan
-    low, high = resid[half == "low"], resid[half == "high"]
-    equal = float(stats.levene(low, high, center="median").pvalue)
-    return normal, equal
+    groups = [resid[half == "low"].to_numpy(), resid[half == "high"].to_numpy()]
+    equal = pingouin.homoscedasticity(groups, method="levene", center="median")["pval"].iloc[0]
+    return normal, float(equal)
 
 
 def model_words(design, terms) -> str:

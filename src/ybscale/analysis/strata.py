@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ybscale.analysis.lenth_critical import critical as lenth_critical
 from ybscale.design.strata import MIN_COLUMNS, SINGLE, SUB, WHOLE
 
 
@@ -20,9 +19,8 @@ def stratum_lenth(effects, alpha: float = 0.05) -> dict:
     from ybscale.analysis.effects import lenth
 
     e = np.asarray(effects, dtype=float)
-    pse = lenth(e, alpha)["pse"]
-    ier, eer = lenth_critical(len(e), alpha)
-    me, sme = ier * pse, eer * pse
+    info = lenth(e, alpha)  # the one rule: Ye & Hamada's critical values
+    pse, me, sme = info["pse"], info["me"], info["sme"]
     return {
         "pse": pse,
         "me": me,
