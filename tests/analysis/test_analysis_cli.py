@@ -200,3 +200,172 @@ def test_module_entry_point_has_no_traceback(tmp_path, design_file):
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     assert "run99" in proc.stderr and str(path) in proc.stderr
+
+
+# Montgomery (8th ed.), §7.4, Example 7.2: Example 6.2's sixteen runs measured in two blocks
+# with ABCD confounded (block 1, the principal block: (1), ab, ac, bc, ad, bd, cd, abcd), and,
+# as the book does to show the blocks' effect, every observation of one block 20 lower. The
+# block difference then sits in the ABCD column alone: the other fourteen effects are Example
+# 6.2's published ones (A 21.625, C 9.875, D 14.625, AC -18.125, AD 16.625, ...) and the book
+# finds the same active set, A, C, D, AC and AD.
+FILTRATION = [45, 71, 48, 65, 68, 60, 80, 65, 43, 100, 45, 104, 75, 86, 70, 96]  # (1) a b ab ...
+FULL = {"factors": {x: {"name": f"f{x}", "levels": ["-", "+"]} for x in "ABCD"}}
+
+
+def _blocked(tmp_path, rates, blocks) -> tuple[Path, Path]:
+    design = tmp_path / "design.yaml"
+    design.write_text(yaml.safe_dump(FULL))
+    lines = "".join(
+        f"run{i:02d},{b},{y}\n" for i, (b, y) in enumerate(zip(blocks, rates, strict=True), 1)
+    )
+    return design, _write(tmp_path, "run,block,rate\n" + lines)
+
+
+def test_an_unreplicated_fraction_in_blocks_takes_the_block_columns_out_of_the_tests(
+    tmp_path, capsys
+):
+    """Issue 47: a `block` column in the responses of an unreplicated design was ignored
+    ("blocks: none (completely randomized)") and the column carrying the block differences was
+    judged as an effect. Now the columns the blocks are confounded with leave the tests: the
+    effects table and the ANOVA have a `block` line naming ABCD with its sum of squares, Lenth
+    judges the 14 other columns, and the summary says so."""
+    signs = design_from_dict(FULL).model_matrix()
+    blocks = [1 if v > 0 else 2 for v in signs["ABCD"]]
+    rates = [y - 20 if b == 1 else y for y, b in zip(FILTRATION, blocks, strict=True)]
+    design, responses = _blocked(tmp_path, rates, blocks)
+    out = tmp_path / "out"
+    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "blocks: yes, confounded with ABCD: taken out of the effect tests" in printed
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    assert "ABCD" not in effects.index and effects.loc["block", "alias"] == "ABCD"
+    published = {"A": 21.625, "B": 3.125, "C": 9.875, "D": 14.625, "AB": 0.125,
+                 "AC": -18.125, "AD": 16.625, "BC": 2.375, "BD": -0.375, "CD": -1.125,
+                 "ABC": 1.875, "ABD": 4.125, "ACD": -1.625, "BCD": -2.625}  # fmt: skip
+    for term, value in published.items():
+        assert effects.loc[term, "effect"] == pytest.approx(value), term
+    # the block difference: ABCD's 1.375 less 20 (block 1, ABCD = +1, lowered)
+    block_effect = 1.375 - 20
+    assert effects.loc["block", "sum_sq"] == pytest.approx(16 * (block_effect / 2) ** 2)
+    tested = effects.drop(index=["block"])
+    assert set(tested.index[tested["active"].astype(bool)]) == {"A", "C", "D", "AC", "AD"}
+    assert len(tested) == 14  # Lenth over the fourteen columns left
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    assert "ABCD" not in anova.index
+    assert anova.loc["block", "df"] == 1 and anova.loc["block", "alias"] == "ABCD"
+    assert anova.loc["block", "sum_sq"] == pytest.approx(16 * (block_effect / 2) ** 2)
+    # unblocked, the same data judge ABCD, the block difference, an active effect
+    from ybscale.analysis.effects import estimate_effects
+
+    unblocked = design_from_dict(FULL)
+    y = pd.Series(rates, index=unblocked.run_ids, dtype=float)
+    plain = estimate_effects(unblocked, y).set_index("term")
+    assert plain.loc["ABCD", "active"] and plain.loc["ABCD", "effect"] == pytest.approx(-18.625)
+
+
+def test_blocks_that_are_not_a_regular_blocking_or_hide_a_main_effect_are_refused(tmp_path):
+    """Blocks of an unreplicated design must be confounded with whole columns (b − 1 of them)
+    and none of a main effect; anything else is refused naming what it found."""
+    signs = design_from_dict(FULL).model_matrix()
+    irregular = [1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2]
+    design, responses = _blocked(tmp_path, FILTRATION, irregular)
+    with pytest.raises(SystemExit, match="2 blocks of an unreplicated design must be confounded"):
+        main(["--design", str(design), "--responses", str(responses), "--no-charts",
+              "--out", str(tmp_path / "o1")])  # fmt: skip
+    by_a = [1 if v > 0 else 2 for v in signs["A"]]
+    design, responses = _blocked(tmp_path, FILTRATION, by_a)
+    with pytest.raises(SystemExit, match="confounded with A: a main effect cannot be told"):
+        main(["--design", str(design), "--responses", str(responses), "--no-charts",
+              "--out", str(tmp_path / "o2")])  # fmt: skip
+
+
+def _centred(tmp_path, factors: dict, lines: list[str]) -> tuple[Path, Path]:
+    design = tmp_path / "design.yaml"
+    design.write_text(yaml.safe_dump({"factors": factors}))
+    return design, _write(tmp_path, "\n".join(lines) + "\n")
+
+
+def test_centre_points_give_pure_error_and_the_curvature_test(tmp_path, capsys):
+    """Issue 47, centre points: Montgomery's 2^2 with five centre points (Design and Analysis
+    of Experiments, 8th ed., §6.8, the process-yield example: reaction time 30/40 min,
+    temperature 150/160 °C, corners 39.3, 40.9, 40.0, 41.5, centres at 35 min and 155 °C
+    40.3, 40.5, 40.7, 40.2, 40.6). Published ANOVA: A 2.4025 (F 55.87), B 0.4225 (F 9.83),
+    AB 0.0025 (F 0.058), pure quadratic curvature 0.0027 (F 0.063), error 0.1720 on 4 df
+    (MS 0.0430): the centre points' pure error tests every line, and there is no curvature."""
+    factors = {"A": {"name": "time", "levels": [30, 40]},
+               "B": {"name": "temperature", "levels": [150, 160]}}  # fmt: skip
+    lines = ["time,temperature,yield", "30,150,39.3", "40,150,40.9", "30,160,40.0",
+             "40,160,41.5", *(f"35,155,{y}" for y in (40.3, 40.5, 40.7, 40.2, 40.6))]  # fmt: skip
+    design, responses = _centred(tmp_path, factors, lines)
+    out = tmp_path / "out"
+    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive"]) == 0  # fmt: skip
+    assert "curvature (centre points): F = 0.0633, p = 0.814: no evidence it bends" in (
+        capsys.readouterr().out
+    )
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    published = {"A": (2.4025, 55.87), "B": (0.4225, 9.83), "AB": (0.0025, 0.058),
+                 "curvature": (0.0027, 0.063)}  # fmt: skip
+    for term, (ss, f) in published.items():
+        assert anova.loc[term, "sum_sq"] == pytest.approx(ss, abs=5e-5), term
+        assert round(anova.loc[term, "F"], 3 if f < 1 else 2) == f, term
+        assert anova.loc[term, "error"] == "pure error", term
+    assert "residual" not in anova.index and "lack of fit" not in anova.index
+    assert anova.loc["pure error", "df"] == 4
+    assert anova.loc["pure error", "sum_sq"] == pytest.approx(0.1720)
+    assert anova.loc["pure error", "mean_sq"] == pytest.approx(0.0430)
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    assert set(effects["method"].dropna()) == {"t"}  # tested against the pure error, 4 df
+    assert effects.loc["error", "sum_sq"] == pytest.approx(0.1720)
+    # Holm over the three columns (the default) keeps A; each at α alone, as the book: A, B
+    assert set(effects.index[effects["active"].astype(bool)]) == {"A"}
+    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive", "--multiplicity", "none"]) == 0  # fmt: skip
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    assert set(effects.index[effects["active"].astype(bool)]) == {"A", "B"}
+
+
+def test_centre_points_split_the_residual_into_lack_of_fit_and_pure_error(tmp_path):
+    """Montgomery (8th ed.), Example 6.6, Table 6.24: the filtration 2^4 (Example 6.2) with
+    four centre points (73, 75, 66, 69), the model A, C, D, AC, AD: published pure quadratic
+    curvature 1.51 (F 0.081, p 0.7809), residual 243.87 on 13 df, lack of fit 195.12 on 10 df
+    (F 1.20, p 0.4942), pure error 48.75 on 3 df, corrected total 5781.20 on 19 df."""
+    factors = {x: {"name": f"f{x}", "levels": [-1, 1]} for x in "ABCD"}
+    signs = design_from_dict({"factors": factors}).model_matrix()
+    lines = ["A,B,C,D,rate"] + [
+        ",".join(str(int(signs.loc[run, x])) for x in "ABCD") + f",{y}"
+        for run, y in zip(signs.index, FILTRATION, strict=True)
+    ] + [f"0,0,0,0,{y}" for y in (73, 75, 66, 69)]  # fmt: skip
+    design, responses = _centred(tmp_path, factors, lines)
+    out = tmp_path / "out"
+    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive"]) == 0  # fmt: skip
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    kept = anova[~anova["pooled"].astype(bool) & anova["F"].notna()].index
+    assert set(kept) == {"A", "C", "D", "AC", "AD", "curvature", "lack of fit"}
+    assert anova.loc[["A", "C", "D", "AC", "AD"], "sum_sq"].sum() == pytest.approx(
+        5535.81, abs=0.01
+    )
+    assert round(anova.loc["curvature", "sum_sq"], 2) == 1.51
+    assert round(anova.loc["curvature", "F"], 3) == 0.081
+    assert round(anova.loc["curvature", "p_value"], 4) == 0.7809
+    assert anova.loc["residual", "df"] == 13  # 195.125 + 48.75 = 243.875, printed 243.87
+    assert anova.loc["residual", "sum_sq"] == pytest.approx(243.87, abs=0.006)
+    assert anova.loc["lack of fit", "df"] == 10
+    assert anova.loc["lack of fit", "sum_sq"] == pytest.approx(195.12, abs=0.006)  # 195.125
+    assert round(anova.loc["lack of fit", "F"], 2) == 1.20
+    assert round(anova.loc["lack of fit", "p_value"], 4) == 0.4942
+    assert (anova.loc["pure error", "df"], anova.loc["pure error", "sum_sq"]) == (3, 48.75)
+    total = anova.loc[["A", "C", "D", "AC", "AD", "curvature", "residual"], "sum_sq"].sum()
+    assert total == pytest.approx(5781.20, abs=0.01)
+
+
+def test_a_centre_point_must_centre_every_factor(tmp_path):
+    factors = {"A": {"name": "time", "levels": [30, 40]},
+               "B": {"name": "catalyst", "levels": ["x", "y"]}}  # fmt: skip
+    lines = ["time,catalyst,yield", "30,x,1", "40,x,2", "30,y,3", "40,y,4", "35,x,2.5"]
+    design, responses = _centred(tmp_path, factors, lines)
+    with pytest.raises(SystemExit, match="row 5: A at the centre but not every factor"):
+        main(["--design", str(design), "--responses", str(responses), "--no-charts",
+              "--out", str(tmp_path / "o")])  # fmt: skip

@@ -110,12 +110,15 @@ def test_spike_is_flagged_and_clean_runs_are_not():
 
 
 def test_saturated_without_pooling_has_nan_tests():
-    """Every term active (pooling impossible): F and p are NaN, residual df 0."""
+    """Nothing to pool into an error: F and p are NaN, residual df 0. An unreplicated 2^2 has
+    three columns, too few for Lenth (none judged, none pooled: issue 47's one rule)."""
     design = design_from_dict({"factors": {"A": FACTORS["A"], "B": FACTORS["B"]}})
-    # effects A = 40, B = 20, AB = 10: |c| 10 20 40, s0 = 30, PSE = 1.5 * 20 = 30, ME > 40
+    # effects A = 40, B = 20, AB = 10
     y = pd.Series([15.0, 45.0, 25.0, 75.0], index=design.run_ids)
     result = fit_anova(design, y)
-    assert set(result.pooled) == {"A", "B", "AB"}
+    assert result.pooled == []
+    table = result.table.set_index("term")
+    assert table.loc["residual", "df"] == 0 and table[["F", "p_value"]].isna().all().all()
     # force the no-pooling path through a replicated design with zero pure error
     rep = design_from_dict({"factors": {"A": FACTORS["A"], "B": FACTORS["B"]}, "replications": 2})
     result = fit_anova(rep, pd.Series([15.0, 45.0, 25.0, 75.0] * 2, index=rep.run_ids))

@@ -180,6 +180,8 @@ def _analyze_one(
     """One response's tables: its own scale choice, multiplicity family and strata."""
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
+    centers = responses.attrs.get("center")  # centre points (read_responses), apart
+    center = centers[response].astype(float) if centers is not None else None
     scale = choose(design, y, model, alpha=alpha)
     model = scale.model
 
@@ -188,7 +190,8 @@ def _analyze_one(
         blocks = None  # a split plot: the clusters are the strata, a replicate's shift is in them
 
     def judged(on: str) -> pd.DataFrame:
-        base = estimate_effects(design, y, alpha, on, noise, blocks, multiplicity=multiplicity)
+        base = estimate_effects(design, y, alpha, on, noise, blocks, multiplicity=multiplicity,
+                                center=center)  # fmt: skip
         table = judge(base, strata, alpha)
         if clusters and mixed_applies(strata, clusters, design.replications):
             # every column t-tested on its stratum's df, adjusted over all of them
@@ -198,7 +201,7 @@ def _analyze_one(
 
     effects = with_other_scale(judged(model), judged, scale, y)
     order = executed_positions(run_order) if run_order else None
-    result = fit_anova(design, y, alpha, model, blocks, order, multiplicity, clusters)
+    result = fit_anova(design, y, alpha, model, blocks, order, multiplicity, clusters, center)
     effects = stratum_errors(effects, result.table)
     return {
         "effects": effects,
@@ -226,15 +229,34 @@ def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
         [
             "wrote " + ", ".join(str(getattr(paths, n)) for n in OUTPUTS),
             *lines,
-            "blocks: "
-            + (
-                "yes, taken out of the error"
-                if tables["anova"].attrs.get("blocks")
-                else "none (completely randomized)"
-            ),
+            "blocks: " + _blocks_words(tables["anova"]),
+            *_curvature_words(tables["anova"]),
             f"outliers: {', '.join(runs) or 'none'}",
         ]
     )
+
+
+def _curvature_words(anova: pd.DataFrame) -> list[str]:
+    """The summary's line on the centre points' curvature test ([] without centre points)."""
+    line = anova[anova["term"].astype(str) == "curvature"]
+    if not len(line):
+        return []
+    f, p = float(line["F"].iloc[0]), float(line["p_value"].iloc[0])
+    alpha = float(anova.attrs.get("alpha", 0.05))
+    verdict = "the response bends between the levels" if p < alpha else "no evidence it bends"
+    return [f"curvature (centre points): F = {f:.3g}, p = {p:.3g}: {verdict}"]
+
+
+def _blocks_words(anova: pd.DataFrame) -> str:
+    """How the summary names the blocking: none, the replicates' out of the error, or the
+    columns an unreplicated design's blocks are confounded with."""
+    if not anova.attrs.get("blocks"):
+        return "none (completely randomized)"
+    line = anova[anova["term"].astype(str) == "block"]
+    confounded = str(line["alias"].iloc[0]) if len(line) and pd.notna(line["alias"].iloc[0]) else ""
+    if confounded:
+        return f"yes, confounded with {confounded}: taken out of the effect tests"
+    return "yes, taken out of the error"
 
 
 def _one_line(exc: Exception) -> str:

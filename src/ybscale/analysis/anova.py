@@ -64,6 +64,7 @@ from statsmodels.stats.outliers_influence import OLSInfluence
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis.effects import (
     aligned_responses,
+    block_columns,
     block_labels,
     contrasts,
     lenth,
@@ -105,12 +106,16 @@ class AnovaResult:
     model: str = "additive"
 
 
-def pooled_terms(design, y: pd.Series, alpha: float = 0.05) -> list[str]:
-    """Terms pooled into error: none when replicated, else those Lenth does not flag at ME."""
+def pooled_terms(design, y: pd.Series, alpha: float = 0.05, blocked=()) -> list[str]:
+    """Terms pooled into error: none when replicated, else those Lenth does not flag at ME
+    (judged without the `blocked` columns, those an unreplicated design's blocks are
+    confounded with: they are the block line)."""
     if design.replications > 1:
         return []
-    effect = contrasts(design, y)
+    effect = contrasts(design, y).drop(list(blocked))
     me = lenth(effect.to_numpy(), alpha)["me"]
+    if math.isnan(me):  # too few columns for Lenth: none judged, none pooled
+        return []
     return [t for t in effect.index if not abs(effect[t]) > me]
 
 
@@ -135,9 +140,16 @@ def _fit(design, y: pd.Series, kept: list[str], blocks=None):
 
 
 def _table(
-    design, y: pd.Series, fit, kept: list[str], pooled: list[str], blocks: bool = False
+    design,
+    y: pd.Series,
+    fit,
+    kept: list[str],
+    pooled: list[str],
+    blocks: bool = False,
+    blocked=(),
 ) -> pd.DataFrame:
-    """ANOVA rows in the design's term order, then the residual line."""
+    """ANOVA rows in the design's term order (the `blocked` columns in the block line), then the
+    residual line."""
     effect = contrasts(design, y)
     ss_term = term_sum_sq(effect, len(y))
     df_resid = int(round(fit.df_resid))
@@ -146,7 +158,7 @@ def _table(
     if (kept or blocks) and df_resid > 0:
         lm = anova_lm(fit, typ=1)
     rows = []
-    for term in effect.index:
+    for term in effect.index.drop(list(blocked)):
         ss = float(lm.loc[_var(term), "sum_sq"]) if lm is not None and term in kept else None
         ss = float(ss_term[term]) if ss is None else ss
         f_val = p_val = math.nan
@@ -163,13 +175,74 @@ def _table(
         df_b = int(round(line["df"]))
         ss_b = float(line["sum_sq"])
         f_b, p_b = float(line["F"]), float(line["PR(>F)"])
+        alias = "; ".join(design.alias_string(t) for t in blocked)
         rows.append(
-            (BLOCK, "", df_b, ss_b, ss_b / df_b, f_b, p_b, math.nan, False, SINGLE, RESIDUAL)
+            (BLOCK, alias, df_b, ss_b, ss_b / df_b, f_b, p_b, math.nan, False, SINGLE, RESIDUAL)
         )
     ms_resid = ss_resid / df_resid if df_resid > 0 else math.nan
     nan = math.nan
     rows.append((RESIDUAL, "", df_resid, ss_resid, ms_resid, nan, nan, nan, False, SINGLE, ""))
     return pd.DataFrame(rows, columns=ANOVA_COLUMNS[:-1])  # partial_eta_sq: fit_anova
+
+
+CURVATURE, LACK_OF_FIT, PURE_ERROR = "curvature", "lack of fit", "pure error"
+CURVE = "t_center"  # the centre points' indicator in the model
+
+
+def center_table(
+    design, y: pd.Series, yc: pd.Series, kept: list[str], pooled: list[str]
+) -> pd.DataFrame:
+    """The ANOVA of a two-level design with centre points (Montgomery, 8th ed., §6.8, Table
+    6.24): the kept columns and the pure-quadratic **curvature** (one df: the centre points'
+    indicator, after the columns, so SS = n_F n_C (ȳ_F − ȳ_C)² / (n_F + n_C)), each against the
+    **residual**, which splits into **lack of fit** (the pooled columns) tested against the
+    **pure error** (the centre points' spread about their mean, and the replicates' about
+    theirs). Without pooled columns the residual is the pure error and stands as that line."""
+    x = design.model_matrix().loc[y.index].astype(float).rename(columns=_var)
+    centre = pd.DataFrame(0.0, index=yc.index, columns=x.columns)
+    data = pd.concat([x, centre])
+    data[CURVE] = [0.0] * len(x) + [1.0] * len(centre)
+    data["y"] = np.concatenate([y.to_numpy(), yc.to_numpy()])
+    terms = [_var(t) for t in kept] + [CURVE]
+    fit = smf.ols("y ~ " + " + ".join(terms), data=data).fit()
+    df_res = int(round(fit.df_resid))
+    ss_res = float(fit.ssr)
+    lm = anova_lm(fit, typ=1) if df_res > 0 else None
+    ss_pe = float(((yc - yc.mean()) ** 2).sum())
+    df_pe = len(yc) - 1
+    if design.replications > 1:  # the replicates' spread about each combination's mean
+        rows_of = design.sign_table().loc[y.index, "row"]
+        ss_pe += float(((y - y.groupby(rows_of).transform("mean")) ** 2).sum())
+        df_pe += design.n_rows * (design.replications - 1)
+    df_lof, ss_lof = df_res - df_pe, max(ss_res - ss_pe, 0.0)
+    error = RESIDUAL if df_lof > 0 else PURE_ERROR
+    ms_err = ss_res / df_res if df_res > 0 else math.nan
+    effect = contrasts(design, y)
+    ss_term = term_sum_sq(effect, len(y))
+    nan = math.nan
+    rows = []
+    for term in effect.index:
+        tested = lm is not None and term in kept
+        ss = float(lm.loc[_var(term), "sum_sq"]) if tested else float(ss_term[term])
+        f_val = float(lm.loc[_var(term), "F"]) if tested else nan
+        p_val = float(lm.loc[_var(term), "PR(>F)"]) if tested else nan
+        rows.append((term, design.alias_string(term), 1, ss, ss, f_val, p_val, nan,
+                     term in pooled, SINGLE, error if tested else ""))  # fmt: skip
+    if lm is not None:
+        line = lm.loc[CURVE]
+        ss_c = float(line["sum_sq"])
+        rows.append((CURVATURE, "", 1, ss_c, ss_c, float(line["F"]), float(line["PR(>F)"]),
+                     nan, False, SINGLE, error))  # fmt: skip
+    if df_lof > 0:
+        rows.append((RESIDUAL, "", df_res, ss_res, ms_err, nan, nan, nan, False, SINGLE, ""))
+        ms_lof, ms_pe = ss_lof / df_lof, ss_pe / df_pe if df_pe > 0 else nan
+        f_lof = ms_lof / ms_pe if df_pe > 0 and ms_pe > 0 else nan
+        p_lof = float(stats.f.sf(f_lof, df_lof, df_pe)) if math.isfinite(f_lof) else nan
+        rows.append((LACK_OF_FIT, "", df_lof, ss_lof, ms_lof, f_lof, p_lof, nan, False, SINGLE,
+                     PURE_ERROR))  # fmt: skip
+    ms_pe = ss_pe / df_pe if df_pe > 0 else nan
+    rows.append((PURE_ERROR, "", df_pe, ss_pe, ms_pe, nan, nan, nan, False, SINGLE, ""))
+    return pd.DataFrame(rows, columns=ANOVA_COLUMNS[:-1])
 
 
 def split_plot_table(design, y: pd.Series, clusters: Mapping[str, str], strata) -> pd.DataFrame:
@@ -289,6 +362,7 @@ def fit_anova(
     order=None,
     multiplicity: str = mult.DEFAULT,
     clusters: Mapping[str, str] | None = None,
+    center: pd.Series | None = None,
 ) -> AnovaResult:
     """ANOVA table and residuals for one response per run (see the module docstring);
     `clusters` (run -> the cluster it ran on) makes a split plot's table, one error per
@@ -296,18 +370,23 @@ def fit_anova(
     mult.check_rule(multiplicity)
     y = transform(aligned_responses(design, responses), model)
     blocks = block_labels(design, y.index, blocks)
-    pooled = pooled_terms(design, y, alpha)
-    kept = [t for t in design.terms if t not in pooled]
+    blocked = block_columns(design, y.index, blocks)  # unreplicated: the block line's columns
+    pooled = pooled_terms(design, y, alpha, blocked)
+    kept = [t for t in design.terms if t not in pooled and t not in blocked]
     fit = _fit(design, y, kept, blocks)
     strata = column_strata(design, clusters or {})
     split = WHOLE in strata.values()
+    centre = transform(center.astype(float), model) if center is not None else None
     if split:
         table = split_plot_table(design, y, clusters, strata)
+    elif centre is not None and len(centre) > 1 and blocks is None:
+        table = center_table(design, y, centre, kept, pooled)
     else:
-        table = _table(design, y, fit, kept, pooled, blocks is not None)
+        table = _table(design, y, fit, kept, pooled, blocks is not None, blocked)
     rule = multiplicity if design.replications > 1 else None
     if rule:
-        terms = ~table["term"].isin([RESIDUAL, BLOCK, WHOLE_ERROR])
+        terms = ~table["term"].isin([RESIDUAL, BLOCK, WHOLE_ERROR, CURVATURE, LACK_OF_FIT,
+                                     PURE_ERROR])  # fmt: skip
         table.loc[terms, "p_adjusted"] = mult.adjust(table.loc[terms, "p_value"], rule)
     pooled = [] if split else pooled  # the split-plot table pools nothing (the residuals' fit may)
     table["partial_eta_sq"] = partial_eta_squared(table)

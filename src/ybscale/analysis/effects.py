@@ -21,12 +21,16 @@ Significance, always on the effect scale:
 
 model="multiplicative" analyses log10(response) (Jain 18.7); effects are then log10 ratios.
 
-Blocks, only where the runs really were blocked (r >= 2; `blocks=True`: each replicate measured
-as one block, or `blocks` a run -> block label Series, e.g. a batch column): the block sum of
+Blocks, only where the runs really were blocked (`blocks=True`: each replicate measured as one
+block, r >= 2; or `blocks` a run -> block label Series, e.g. a batch column): the block sum of
 squares Σ_b n_b (ȳ_b − ȳ)² with (blocks − 1) df is taken out of the error, which keeps
 2^(k-p)(r−1) − (blocks − 1) df (Montgomery, 8th ed., §7.2: complete blocks orthogonal to the
-effects); a `block` line joins the table. Without blocks (the default) the design is completely
-randomized and the error is the pure error on 2^(k-p)(r−1) df (Montgomery §6.3).
+effects); a `block` line joins the table. An unreplicated design in b blocks (Montgomery
+§7.4-7.6) has its blocks confounded with b − 1 columns (`block_columns`): those estimate the
+block differences, not effects, so they leave the effect table for its `block` line (their SS;
+`alias` names them) and Lenth judges the other columns. Without blocks (the default) the
+design is completely randomized and the error is the pure error on 2^(k-p)(r−1) df
+(Montgomery §6.3).
 
 Measurement noise (`noise_se`: each run's standard error of its ceiling, e.g. from its 95 %
 interval): an effect is a ±2/n-weighted sum of the n responses, so its noise standard error is
@@ -91,16 +95,51 @@ def noise_band(design, y_raw: pd.Series, noise_se: pd.Series, model: str, alpha:
 
 
 def block_labels(design, index, blocks) -> pd.Series | None:
-    """The block of each run of `index`: None (completely randomized) for blocks None/False
-    or an unreplicated design; the replicate for True; else the labels given (run -> block)."""
-    if blocks is None or blocks is False or design.replications < 2:
+    """The block of each run of `index`: None (completely randomized) for blocks None/False,
+    or True (the replicates) on an unreplicated design; the replicate for True; else the labels
+    given (run -> block), an unreplicated design's too (`block_columns`)."""
+    if blocks is None or blocks is False:
         return None
     if blocks is True:
+        if design.replications < 2:
+            return None
         return design.sign_table().loc[index, "replicate"].astype(str)
     labels = pd.Series(blocks).reindex(index)
     if labels.isna().any():
         raise ValueError(f"no block for runs: {', '.join(map(str, labels.index[labels.isna()]))}")
     return labels.astype(str)
+
+
+def block_columns(design, index, labels: pd.Series | None) -> list[str]:
+    """The columns an unreplicated design's blocks are confounded with: those constant within
+    every block (b regular blocks confound b − 1 columns, Montgomery §7.4-7.6: e.g. ABCD for a
+    2^4 in two blocks). They estimate block differences, not effects: the analysis takes them
+    out of the effect tests. [] for a replicated design or no blocks. ValueError when the
+    blocks are not confounded with whole columns (fewer than b − 1 are constant: the block
+    differences would leak into every column) or when a column holding a main effect is one
+    of them (that factor cannot be told from the blocks)."""
+    if labels is None or design.replications > 1:
+        return []
+    x = design.model_matrix().loc[index].astype(float)
+    groups = labels.reindex(index).to_numpy()
+    constant = [t for t in x.columns if int(x[t].groupby(groups).nunique().max()) == 1]
+    b = int(pd.Series(groups).nunique())
+    if b < 2:
+        return []
+    if len(constant) != b - 1:
+        raise ValueError(
+            f"{b} blocks of an unreplicated design must be confounded with {b - 1} whole "
+            f"column(s) of the design (constant within every block); "
+            f"{len(constant)} are ({', '.join(constant) or 'none'}): the blocks are not a "
+            "regular blocking of this design"
+        )
+    mains = [t for t in constant if any(len(w) == 1 for w in design.alias_string(t).split(" = "))]
+    if mains:
+        raise ValueError(
+            f"the blocks are confounded with {', '.join(design.alias_string(t) for t in mains)}: "
+            "a main effect cannot be told from the blocks"
+        )
+    return constant
 
 
 def block_sum_sq(y: pd.Series, labels: pd.Series) -> float:
@@ -216,8 +255,9 @@ def _t_columns(
     alpha: float,
     df_block: int = 0,
     rule: str = mult.DEFAULT,
+    df_center: int = 0,
 ) -> tuple[pd.DataFrame, dict]:
-    df_error = n_rows * (r - 1) - df_block
+    df_error = n_rows * (r - 1) - df_block + df_center
     s_e = math.sqrt(sse / df_error)
     s_q = s_e / math.sqrt(n_rows * r)
     t = float(stdtrit(df_error, 1.0 - alpha / 2.0))
@@ -251,8 +291,10 @@ def estimate_effects(
     noise_se: pd.Series | None = None,
     blocks: bool | pd.Series | None = None,
     multiplicity: str = mult.DEFAULT,
+    center: pd.Series | None = None,
 ) -> pd.DataFrame:
-    """Effects table (see COLUMNS), sorted by |effect| descending; r >= 2 adds an 'error' line.
+    """Effects table (see COLUMNS), sorted by |effect| descending; r >= 2 (or centre points)
+    adds an 'error' line.
 
     ``responses`` holds one value per run id (replicates included); ``noise_se`` each run's
     standard error of measurement; ``blocks`` (True: the replicates; or run -> block labels)
@@ -273,8 +315,16 @@ def estimate_effects(
     ss_block = block_sum_sq(y, labels) if blocks else 0.0
     df_block = labels.nunique() - 1 if blocks else 0
     sse = max(sse - ss_block, 0.0)
-    if r > 1:
-        sig, info = _t_columns(effect, sse, design.n_rows, r, alpha, df_block, multiplicity)
+    confounded = block_columns(design, y.index, labels)  # unreplicated: the block's columns
+    effect, sum_sq = effect.drop(confounded), sum_sq.drop(confounded)
+    curvature = center_points(y, center, model)
+    if curvature:  # the centre points' pure error joins the replicates' (Montgomery §6.8)
+        sse += curvature["ss_pure_error"]
+    df_center = curvature.get("df_pure_error", 0)
+    if r > 1 or df_center > 0:
+        sig, info = _t_columns(
+            effect, sse, design.n_rows, r, alpha, df_block, multiplicity, df_center
+        )
     else:
         sig, info = _lenth_columns(effect, alpha)
     table = pd.DataFrame(
@@ -294,8 +344,10 @@ def estimate_effects(
     table["below_noise"] = table["effect"].abs() < band if math.isfinite(band) else False
     table = table.sort_values("effect", key=np.abs, ascending=False, kind="stable")
     if blocks:
-        table = pd.concat([table, _error_line(ss_block, sst, model, BLOCK_TERM)], ignore_index=True)
-    if r > 1:
+        alias = "; ".join(design.alias_string(t) for t in confounded)
+        block = _error_line(ss_block, sst, model, BLOCK_TERM, alias)
+        table = pd.concat([table, block], ignore_index=True)
+    if r > 1 or df_center > 0:
         table = pd.concat([table, _error_line(sse, sst, model)], ignore_index=True)
     table = table.reset_index(drop=True)[COLUMNS]
     table.attrs.update(
@@ -308,12 +360,41 @@ def estimate_effects(
             "noise": band,
             "alpha": alpha,
             "model": model,
-            "multiplicity": multiplicity if r > 1 else "none",
+            "multiplicity": multiplicity if r > 1 or df_center > 0 else "none",
+            "curvature": curvature,
             "columns": len(effect),
+            "block_columns": confounded,
             **info,
         }
     )
     return table
+
+
+def center_points(y: pd.Series, center: pd.Series | None, model: str) -> dict:
+    """The centre points' test of curvature (Montgomery, 8th ed., §6.8): with n_F factorial
+    runs (mean ȳ_F) and n_C centre runs (mean ȳ_C), SS_curvature = n_F n_C (ȳ_F − ȳ_C)² /
+    (n_F + n_C) on 1 df, against the centre points' pure error (their own spread, n_C − 1 df):
+    F, p, and the curvature ȳ_F − ȳ_C with its standard error sqrt(MS_PE (1/n_F + 1/n_C)).
+    {} without centre points; fewer than two give no pure error (no F)."""
+    if center is None or len(center) == 0:
+        return {}
+    from scipy import stats
+
+    yc = transform(center.astype(float), model)
+    n_f, n_c = len(y), len(yc)
+    diff = float(y.mean() - yc.mean())
+    ss = n_f * n_c * diff**2 / (n_f + n_c)
+    ss_pe = float(((yc - yc.mean()) ** 2).sum())
+    df_pe = n_c - 1
+    out = {"n_center": n_c, "center_mean": float(yc.mean()),
+           "factorial_mean": float(y.mean()), "difference": diff, "ss": ss,
+           "ss_pure_error": ss_pe, "df_pure_error": df_pe}  # fmt: skip
+    if df_pe > 0 and ss_pe > 0:
+        ms_pe = ss_pe / df_pe
+        f = ss / ms_pe
+        out |= {"ms_pure_error": ms_pe, "f": f, "p": float(stats.f.sf(f, 1, df_pe)),
+                "std_error": math.sqrt(ms_pe * (1 / n_f + 1 / n_c))}  # fmt: skip
+    return out
 
 
 def _pct(sum_sq, sst: float):
@@ -322,12 +403,15 @@ def _pct(sum_sq, sst: float):
         return 100.0 * np.asarray(sum_sq, dtype=float) / sst if sst > 0 else np.nan * sum_sq
 
 
-def _error_line(sse: float, sst: float, model: str, term: str = ERROR_TERM) -> pd.DataFrame:
-    """The 'error' (or 'block') line of the allocation of variation (replicated designs)."""
+def _error_line(
+    sse: float, sst: float, model: str, term: str = ERROR_TERM, alias: str = ""
+) -> pd.DataFrame:
+    """The 'error' (or 'block') line of the allocation of variation (`alias`: the columns an
+    unreplicated design's blocks are confounded with)."""
     row = {c: math.nan for c in COLUMNS}
     row.update(
         term=term,
-        alias="",
+        alias=alias,
         sum_sq=sse,
         variation_pct=float(_pct(np.array([sse]), sst)[0]),
         active=False,

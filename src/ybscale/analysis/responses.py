@@ -265,6 +265,51 @@ def _block_column(frame: pd.DataFrame, block: str | None, path: Path) -> str | N
     return block
 
 
+def _midpoint(factor) -> float | None:
+    """The centre of a factor whose two levels are numbers (None otherwise)."""
+    try:
+        low, high = (float(v) for v in factor.levels)
+    except (TypeError, ValueError):
+        return None
+    return (low + high) / 2
+
+
+def _center_lines(frame: pd.DataFrame, design, path: Path) -> list[bool]:
+    """Per line: whether it is a centre point: every factor column at its centre (a letter
+    column coded 0; a factor-name column at the midpoint of the two numeric levels). A line
+    with some factors at their centre and others not, or a centre on a factor whose levels are
+    not numbers, is refused naming the row (categorical factors crossed with centre points are
+    not supported)."""
+    out = []
+    for i, (_, line) in enumerate(frame.iterrows(), start=1):
+        at = {}
+        for f in design.factors:
+            if f.letter in frame.columns:
+                at[f.letter] = str(line[f.letter]).strip() in ("0", "0.0", "+0", "-0")
+            elif f.name in frame.columns:
+                mid = _midpoint(f)
+                cell = str(line[f.name]).strip()
+                try:
+                    at[f.letter] = mid is not None and float(cell) == mid
+                except ValueError:
+                    at[f.letter] = False
+        if any(at.values()) and not all(at.values()):
+            centred = ", ".join(k for k, v in at.items() if v)
+            raise ResponsesError(
+                f"{path}: row {i}: {centred} at the centre but not every factor: a centre "
+                "point sets every factor to the midpoint of its numeric levels (categorical "
+                "factors crossed with centre points are not supported)"
+            )
+        if at and all(at.values()):
+            flat = [f.name for f in design.factors if f.name in frame.columns
+                    and _midpoint(f) is None]  # fmt: skip
+            if flat:
+                raise ResponsesError(f"{path}: row {i}: {', '.join(flat)} has no centre "
+                                     "(its levels are not numbers)")  # fmt: skip
+        out.append(bool(at) and all(at.values()))
+    return out
+
+
 def read_responses(
     path, design, response: str | None = None, block: str | None = None
 ) -> pd.DataFrame:
@@ -276,6 +321,9 @@ def read_responses(
     block = _block_column(frame, block, path)
     ids = _id_columns(frame, design) + ([block] if block and block != "replicate" else [])
     column = _pick_response(frame, ids, response, path)
+    centre = pd.Series(_center_lines(frame, design, path), index=frame.index)
+    centers = frame[centre.to_numpy()]
+    frame = frame[~centre.to_numpy()]
     if "run" in frame.columns:
         runs = _runs_by_id(frame, design, path)
         _check_run_signs(frame, runs, design, path)
@@ -294,4 +342,11 @@ def read_responses(
         out.insert(2, "block", frame[block].to_numpy())
     out = out.loc[design.run_ids]
     out.attrs["response"] = column
+    if len(centers):  # centre points: their responses apart (Montgomery §6.8)
+        kept = centers[[c for c in centers.columns if c not in ids]].copy()
+        for c in kept.columns:
+            kept[c] = pd.to_numeric(kept[c], errors="coerce")
+        kept[column] = _numeric(centers, column, path).to_numpy()
+        kept.index = pd.Index([f"center{i}" for i in range(1, len(kept) + 1)], name="run")
+        out.attrs["center"] = kept
     return out
