@@ -422,3 +422,87 @@ def test_a_yaml_boolean_level_is_refused_saying_to_quote_it(tmp_path):
     message = str(info.value)
     assert f"{path}: factors.B.levels.0: False is not of type 'string', 'number'" in message
     assert "quote on, off, yes, no, true and false ('on')" in message
+
+
+# ------------------------------------------------------------------ blocks (issue 47)
+
+LETTERS5 = {x: {"name": f"f{x}", "levels": [-1, 1]} for x in "ABCDE"}
+
+
+def _treatments(design, block: int) -> set[str]:
+    """The treatment combinations (Montgomery's names: (1), a, ab, ...) of one block."""
+    table = design.sign_table()
+    out = set()
+    for i, (_run, row) in enumerate(table.iterrows()):
+        if design.row_blocks[i] == block:
+            name = "".join(x.lower() for x in design.base if row[x] > 0)
+            out.add(name or "(1)")
+    return out
+
+
+def test_a_2_4_in_two_blocks_confounds_abcd_as_montgomery_does():
+    """Montgomery (8th ed.), §7.4: the 2^4 in two blocks confounds the highest-order
+    interaction, ABCD; the principal block (the one holding (1)) is (1), ab, ac, bc, ad, bd,
+    cd, abcd."""
+    from ybscale.design.factorial import design_from_dict
+
+    design = design_from_dict({"factors": {x: LETTERS5[x] for x in "ABCD"}, "blocks": 2})
+    assert design.block_generators == ("ABCD",)
+    assert _treatments(design, 1) == {"(1)", "ab", "ac", "bc", "ad", "bd", "cd", "abcd"}
+    assert design.block_labels()["run01"] == 1
+
+
+def test_a_2_5_in_four_blocks_as_given_and_as_chosen():
+    """Montgomery (8th ed.), §7.6: the 2^5 in four blocks with ADE and BCE confounded (and so
+    their product ABCD); the principal block by the defining contrasts is (1), ad, bc, abcd,
+    abe, ace, cde, bde. Chosen: no block column holds a main effect or a two-factor
+    interaction (what the minimum-aberration blockings of the catalogues reach here)."""
+    from ybscale.design.factorial import design_from_dict
+
+    given = design_from_dict({"factors": LETTERS5, "blocks": 4,
+                              "block_generators": ["ADE", "BCE"]})  # fmt: skip
+    assert given.block_words() == ["ADE", "BCE", "ABCD"]
+    assert _treatments(given, 1) == {"(1)", "ad", "bc", "abcd", "abe", "ace", "cde", "bde"}
+    assert sorted(given.row_blocks.count(b) for b in (1, 2, 3, 4)) == [8, 8, 8, 8]
+    chosen = design_from_dict({"factors": LETTERS5, "blocks": 4})
+    assert len(chosen.block_generators) == 2
+    assert all(len(w) >= 3 for w in chosen.block_words())
+
+
+def test_blocks_that_cannot_be_are_refused_naming_the_field():
+    from ybscale.design.factorial import DesignError, design_from_dict
+
+    four = {x: LETTERS5[x] for x in "ABCD"}
+    cases = [
+        ({"factors": four, "blocks": 3}, "blocks: must be a power of two"),
+        ({"factors": four, "blocks": 2, "replications": 2}, "blocks: with replications > 1"),
+        ({"factors": four, "blocks": 2, "block_generators": ["ABC", "ABD"]},
+         "block_generators: 2 blocks need 1 generator"),
+        ({"factors": four, "blocks": 4, "block_generators": ["ABC", "BC"]},
+         "block_generators: the blocks would be confounded with A"),
+        ({"factors": four, "blocks": 2, "block_generators": ["ABX"]},
+         "block_generators: 'ABX' is not an interaction"),
+        ({"factors": four, "block_generators": ["ABCD"]}, "block_generators: given without"),
+        ({"factors": {x: LETTERS5[x] for x in "AB"}, "blocks": 4}, "leave a block of one run"),
+    ]  # fmt: skip
+    for data, message in cases:
+        with pytest.raises(DesignError, match=message):
+            design_from_dict(data, "config/design.yaml")
+
+
+def test_a_blocked_design_is_ordered_block_by_block_and_recorded():
+    """The run order: block 1's rows (random order within), then block 2's; the record holds
+    the generators, what they are aliased with and each row's block, and reads back."""
+    from ybscale.design import record
+    from ybscale.design.factorial import design_from_dict, design_from_record
+
+    design = design_from_dict({"factors": {x: LETTERS5[x] for x in "ABCD"}, "blocks": 2})
+    built = record.build(design, "local", order="random", seed=7)
+    blocks = [line["block"] for line in built["run_order"]["planned"]]
+    assert blocks == [1] * 8 + [2] * 8
+    assert built["block_generators"] == ["ABCD"] and built["block_aliases"] == ["ABCD"]
+    again = design_from_record(built)
+    assert again.block_generators == ("ABCD",) and again.row_blocks == design.row_blocks
+    shared = {run: "one" for run in design.run_ids}
+    with pytest.raises(ValueError, match="blocks: design blocks with rows that share a cluster"):
+        record.build(design, "gcp", clusters=shared, order="random", seed=7)

@@ -280,3 +280,18 @@ def test_the_noise_says_whether_replicates_were_blocks(tmp_path, blocked):
     said = " ".join(text.split())
     assert ("The replicates were blocks" in said) is blocked
     assert ("The replicates are pure replication" in said) is not blocked
+
+
+def test_the_design_page_names_the_blocks_and_what_they_are_confounded_with():
+    """Issue 47: a design in blocks: the design page gives the block generators, the columns
+    the blocks are confounded with and each block's size."""
+    from ybscale.design.factorial import design_from_dict
+    from ybscale.report.design_report import design_rst
+
+    factors = {x: {"name": f"f{x}", "levels": [-1, 1]} for x in "ABCDE"}
+    text = design_rst(design_from_dict({"factors": factors, "blocks": 4,
+                                        "block_generators": ["ADE", "BCE"]}))  # fmt: skip
+    assert "* Blocks: 4, measured one after the other" in text
+    assert "block 1: 8 rows, block 2: 8 rows, block 3: 8 rows, block 4: 8 rows" in text
+    assert "block generators ADE, BCE: the blocks are confounded with **ADE**; **BCE**; " \
+        "**ABCD**" in text  # fmt: skip

@@ -152,6 +152,8 @@ def analyze(
     if not isinstance(out, AnalysisPaths):
         write_design_record(design, Path(out))
     names = [response] if isinstance(response, str) else list(response)
+    if blocks is None and design.blocks > 1:  # a design measured in blocks (`blocks:`)
+        blocks = pd.Series(design.block_labels())
     if blocks is None and run_order is not None:
         blocks = replicate_blocks(run_order, design)
     each = {

@@ -116,12 +116,20 @@ class Design:
     generators: dict[str, str] = field(default_factory=dict)
     replications: int = 1
     source: str = "<memory>"
+    blocks: int = 1  # an unreplicated design measured in 2, 4, 8 ... blocks
+    block_generators: tuple[str, ...] = ()  # the blocks' defining words (chosen when empty)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "factors", tuple(sorted(self.factors, key=lambda f: f.letter)))
         gens = {k: v.strip().upper() for k, v in sorted(self.generators.items())}
         object.__setattr__(self, "generators", gens)
+        words = tuple("".join(sorted(w.strip().upper())) for w in self.block_generators)
+        object.__setattr__(self, "block_generators", words)
         _check(self)
+        _check_block_shape(self)
+        if self.blocks > 1 and not self.block_generators:
+            object.__setattr__(self, "block_generators", choose_block_generators(self))
+        _check_blocks(self)
 
     # ---- basic shape
 
@@ -315,8 +323,135 @@ class Design:
             out[term] = col
         return pd.DataFrame(out, index=table.index)
 
+    # ---- blocks (an unreplicated design in 2^q blocks, Montgomery §7.4-7.6)
+
+    def block_words(self) -> list[str]:
+        """The 2^q − 1 words the blocks are confounded with: every product of the block
+        generators (each an effect column, `alias_string` names its group)."""
+        return sorted(_products(self.block_generators), key=lambda w: (len(w), w))
+
+    @cached_property
+    def row_blocks(self) -> list[int]:
+        """The block (1 ..) of each row of the sign table, in row order: the block holding row
+        1 (every base factor low) is block 1, the principal block; [] without blocks."""
+        if self.blocks <= 1:
+            return []
+        cols = self._column_lists
+        signs = []
+        for word in self.block_generators:
+            col = [1] * self.n_rows
+            for letter in word:
+                col = [x * y for x, y in zip(col, cols[letter], strict=True)]
+            signs.append(col)
+        return [
+            1 + sum((1 << j) for j, col in enumerate(signs) if col[i] != col[0])
+            for i in range(self.n_rows)
+        ]
+
+    def block_labels(self) -> dict[str, int]:
+        """run -> its block ({} without blocks)."""
+        return {run: self.row_blocks[i % self.n_rows] for i, run in enumerate(self.run_ids)}
+
+
+def _products(words) -> list[str]:
+    """Every product of one or more of `words` (letters squared cancel; "" is the identity)."""
+    gens = [frozenset(w) for w in words]
+    out = []
+    for n in range(1, len(gens) + 1):
+        for combo in combinations(gens, n):
+            word: frozenset = frozenset()
+            for g in combo:
+                word = word ^ g
+            out.append("".join(sorted(word)))
+    return out
+
+
+def _span_groups(design: Design, words) -> list[str] | None:
+    """The alias groups of every product of `words` (letters), or None when a product is the
+    identity (or in the defining relation): the words are not independent."""
+    groups = []
+    for word in _products(words):
+        try:
+            groups.append(design.alias_string(word) if word else "")
+        except KeyError:
+            return None
+        if not word:
+            return None
+    return groups if len(set(groups)) == len(groups) else None
+
+
+def choose_block_generators(design: Design) -> tuple[str, ...]:
+    """The q = log2(blocks) block generators chosen as FrF2 and the textbooks choose them:
+    no block column aliased with a main effect, then as few aliased with a two-factor
+    interaction as possible, then the highest-order words (Montgomery: a 2^4 in two blocks
+    confounds ABCD), ties broken alphabetically. DesignError when every choice confounds a
+    main effect (too many blocks for the runs)."""
+    q = design.blocks.bit_length() - 1
+    candidates = [
+        t for t, members in design.alias_groups()
+        if not any(len(m.lstrip("-")) == 1 for m in members)
+    ]  # fmt: skip
+    best, best_key = None, None
+    for combo in combinations(candidates, q):
+        groups = _span_groups(design, combo)
+        if groups is None:
+            continue
+        members = [[m.lstrip("-") for m in g.split(" = ")] for g in groups]
+        if any(len(m) == 1 for ms in members for m in ms):
+            continue
+        two = sum(any(len(m) == 2 for m in ms) for ms in members)
+        key = (two, -sum(min(len(m) for m in ms) for ms in members), combo)
+        if best_key is None or key < best_key:
+            best, best_key = combo, key
+    if best is None:
+        raise _fail(design.source, "blocks", f"{design.blocks} blocks of {design.n_rows} runs "
+                    "confound a main effect whatever the block generators")  # fmt: skip
+    return tuple(best)
+
 
 # --------------------------------------------------------------------------- validation
+
+
+def _check_block_shape(design: Design) -> None:
+    """blocks: a power of two, one replicate, at least two runs a block."""
+    src, b = design.source, design.blocks
+    if b == 1:
+        if design.block_generators:
+            raise _fail(src, "block_generators", "given without blocks (blocks: 2, 4, 8, ...)")
+        return
+    if b < 1 or b & (b - 1):
+        raise _fail(src, "blocks", f"must be a power of two (2, 4, 8, ...), got {b}")
+    if design.replications > 1:
+        raise _fail(src, "blocks", "with replications > 1 each replicate is already a block "
+                    "(measured one after the other): blocks are for one replicate")  # fmt: skip
+    if b >= design.n_rows:
+        raise _fail(src, "blocks", f"{b} blocks of {design.n_rows} runs leave a block of one run")
+
+
+def _check_blocks(design: Design) -> None:
+    """block_generators: as many as the blocks need, independent words of the design's
+    letters whose products alias no main effect."""
+    src, b = design.source, design.blocks
+    if b == 1:
+        return
+    q = b.bit_length() - 1
+    if len(design.block_generators) != q:
+        raise _fail(src, "block_generators", f"{b} blocks need {q} generator(s), "
+                    f"got {len(design.block_generators)}")  # fmt: skip
+    for word in design.block_generators:
+        unknown = sorted(set(word) - set(design.letters))
+        if unknown or len(word) < 2:
+            raise _fail(src, "block_generators", f"{word!r} is not an interaction of the "
+                        "design's factors")  # fmt: skip
+    groups = _span_groups(design, design.block_generators)
+    if groups is None:
+        named = ", ".join(design.block_generators)
+        raise _fail(src, "block_generators", f"{named}: not independent (a product of them "
+                    "is the identity or another of them)")  # fmt: skip
+    mains = [g for g in groups if any(len(m.lstrip("-")) == 1 for m in g.split(" = "))]
+    if mains:
+        raise _fail(src, "block_generators", "the blocks would be confounded with "
+                    f"{'; '.join(mains)}: a main effect cannot be told from them")  # fmt: skip
 
 
 def _check(design: Design) -> None:
@@ -455,6 +590,8 @@ def design_from_dict(data: object, source: str = "<memory>") -> Design:
         generators={str(k): v for k, v in (data.get("generators") or {}).items()},
         replications=data["replications"],
         source=source,
+        blocks=int(data.get("blocks", 1)),
+        block_generators=tuple(data.get("block_generators") or ()),
     )
 
 
@@ -474,6 +611,9 @@ def design_from_record(record: dict, source: str = "<memory>") -> Design:
     data = {"factors": factors, "replications": record["replications"]}
     if record.get("generators"):
         data["generators"] = dict(record["generators"])
+    if record.get("blocks", 1) > 1:
+        data["blocks"] = record["blocks"]
+        data["block_generators"] = list(record["block_generators"])
     design = design_from_dict(data, source)
     return dataclasses.replace(design, source=record.get("source", source))
 
@@ -525,6 +665,16 @@ def design_dict(design: Design) -> dict:
         "replications": design.replications,
         "n_runs": design.n_runs,
         "aliases": [{"term": t, "members": m} for t, m in design.alias_groups()],
+        **(
+            {
+                "blocks": design.blocks,
+                "block_generators": list(design.block_generators),
+                "block_aliases": [design.alias_string(w) for w in design.block_words()],
+                "row_blocks": design.row_blocks,
+            }
+            if design.blocks > 1
+            else {}
+        ),  # fmt: skip
     }
 
 

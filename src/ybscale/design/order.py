@@ -1,9 +1,12 @@
-"""Run order: randomised from a recorded seed, one block per replicate, and what was executed.
+"""Run order: randomised from a recorded seed, one block per replicate (or per block of a
+blocked design), and what was executed.
 
 Montgomery ch. 1 / Jain ch. 16: measure the rows in random order so that slow drift of the
 machine is not confounded with whichever factors happen to follow the standard order. With
 r >= 2 replicates each replicate is a block (all rows once), run in its own random order, one
-block after the other; the block is then a term of the ANOVA. Where rows share a cluster (gcp,
+block after the other; the block is then a term of the ANOVA. A design in blocks (`blocks:`)
+is measured the same way, block by block, its rows in random order within each. Where rows
+share a cluster (gcp,
 existing, local with `local.cluster_per: combination`: ybscale.design.strata) the cluster is the
 block: clusters in random order, and the rows of each (its replicates included, since they
 reuse it) in random order, all drawn from the seed.
@@ -73,28 +76,39 @@ def _by_cluster(units: list[tuple[str, int, int]], order: str, seed: int, cluste
 
 
 def _positions(
-    units: list[tuple[str, int, int]], order: str, seed: int, clusters=None
+    units: list[tuple[str, int, int]], order: str, seed: int, clusters=None, row_blocks=()
 ) -> list[tuple]:
     """(run, row, replicate) -> planned (position, run, row, replicate, block), pure Python.
-    With `clusters` (run -> cluster) shared by several rows, a block is a cluster."""
+    With `clusters` (run -> cluster) shared by several rows, a block is a cluster; with
+    `row_blocks` (the design's blocks, `Design.row_blocks`) the block of each row."""
     if order not in ORDERS:
         raise ValueError(f"measurement.order must be one of {ORDERS}, got {order!r}")
     if _shared(clusters):
+        if row_blocks:
+            raise ValueError(
+                "design blocks with rows that share a cluster (gcp, existing, local.cluster_per:"
+                " combination) are not supported yet: the clusters are the blocks there"
+            )
         return _by_cluster(units, order, seed, clusters)
-    blocks = sorted({rep for _, _, rep in units})
+
+    def block_of(unit) -> int:
+        return row_blocks[unit[1] - 1] if row_blocks else unit[2]
+
+    blocks = sorted({block_of(u) for u in units})
     children = np.random.SeedSequence(int(seed)).spawn(len(blocks))
     out = []
     for block, child in zip(blocks, children, strict=True):
-        part = sorted((u for u in units if u[2] == block), key=lambda u: u[1])
+        part = sorted((u for u in units if block_of(u) == block), key=lambda u: u[1])
         if order == "random":
             perm = np.random.default_rng(child).permutation(len(part))
             part = [part[i] for i in perm]
-        out += [(len(out) + i + 1, run, row, rep, rep) for i, (run, row, rep) in enumerate(part)]
+        out += [(len(out) + i + 1, run, row, rep, block)
+                for i, (run, row, rep) in enumerate(part)]  # fmt: skip
     return out
 
 
 def planned_order(
-    sign_table: pd.DataFrame, order: str = "random", seed: int = 0, clusters=None
+    sign_table: pd.DataFrame, order: str = "random", seed: int = 0, clusters=None, row_blocks=()
 ) -> pd.DataFrame:
     """Planned position of every run (1 = first), blocks (replicates, or the clusters rows
     share: `clusters`, run -> cluster) one after the other.
@@ -109,7 +123,8 @@ def planned_order(
         (str(run), int(r["row"]), int(r["replicate"]))
         for run, r in sign_table[["row", "replicate"]].iterrows()
     ]
-    return pd.DataFrame(_positions(units, order, seed, clusters), columns=PLANNED_COLUMNS)
+    lines = _positions(units, order, seed, clusters, row_blocks)
+    return pd.DataFrame(lines, columns=PLANNED_COLUMNS)
 
 
 def planned_lines(design, order: str, seed: int, clusters=None) -> list[tuple]:
@@ -119,7 +134,12 @@ def planned_lines(design, order: str, seed: int, clusters=None) -> list[tuple]:
         (run, (i % design.n_rows) + 1, i // design.n_rows + 1)
         for i, run in enumerate(design.run_ids)
     ]
-    return _positions(units, order, seed, clusters)
+    try:
+        return _positions(units, order, seed, clusters, design.row_blocks)
+    except ValueError as exc:
+        from ybscale.design.factorial import DesignError
+
+        raise DesignError(f"{design.source}: blocks: {exc}") from None
 
 
 def run_priorities(design, order: str, seed: int, clusters=None) -> dict[str, int]:
@@ -187,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         clusters = parse_clusters(args.clusters)
     order = args.order or order
     seed = seed if args.seed is None else args.seed
-    plan = planned_order(design.sign_table(), order, seed, clusters)
+    plan = planned_order(design.sign_table(), order, seed, clusters, design.row_blocks)
     executed_order(plan, args.measurements, order, seed).to_csv(args.out, index=False)
     return 0
 

@@ -97,6 +97,17 @@ def design_rst(
         f"* Generators: {gens}. Defining relation: **{design.defining_relation_string()}**.",
         f"* {_meaning(design)}",
     ]
+    if design.blocks > 1:
+        confounded = "; ".join(f"**{design.alias_string(w)}**" for w in design.block_words())
+        sizes = ", ".join(
+            f"block {b}: {design.row_blocks.count(b)} rows" for b in range(1, design.blocks + 1)
+        )
+        lines.append(
+            f"* Blocks: {design.blocks}, measured one after the other, rows in random order "
+            f"within each ({sizes}); block generators "
+            f"{', '.join(design.block_generators)}: the blocks are confounded with {confounded}, "
+            "which estimate the differences between blocks and are not tested as effects."
+        )
     low = _low_order(design)
     if low:
         lines.append(

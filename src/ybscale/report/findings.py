@@ -539,6 +539,13 @@ def noise_section(study: Study) -> list[str]:
             f"of one effect; simultaneous margin SME = {number(float(terms['sme'].iloc[0]), model)}"
             f"{unit})."
         )
+        block = study.effects[study.effects["term"].astype(str) == BLOCK_TERM]
+        if len(block):  # a design measured in blocks (design.yaml `blocks:`)
+            noise += (
+                f" The rows were measured in blocks confounded with {block['alias'].iloc[0]}: "
+                "those columns estimate the differences between the blocks, not effects, and "
+                "are not tested (the `block` line)."
+            )
     else:
         blocked = BLOCK_TERM in set(study.effects["term"].astype(str))
         noise = (

@@ -581,7 +581,8 @@ def replicated_cost(design, config: Mapping, replications: int) -> str:
 
     from ybscale.design.row import resolve_rows
 
-    p = plan(resolve_rows(replace(design, replications=replications), config), config)
+    more = replace(design, replications=replications, blocks=1, block_generators=())
+    p = plan(resolve_rows(more, config), config)
     return (
         f"gcp: {p.vm_hours():.1f} VM-hours, estimated USD {p.cost():.2f} (at best "
         f"USD {p.cost(False):.2f}), an ESTIMATE from gcp.prices (see `ybscale plan` for what "
