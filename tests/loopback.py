@@ -285,7 +285,8 @@ def _boot_site(root: Path, stack: ExitStack, series: str, compiler: str, bindir:
 
 @contextmanager
 def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
-                  cluster_cpus: float | None = None, compiler: str | None = None):  # fmt: skip
+                  cluster_cpus: float | None = None, compiler: str | None = None,
+                  ysql: dict | None = None):  # fmt: skip
     """Start the stand-in tservers for each node count in `node_counts` (the study's
     clusters), the master endpoint and the ready marker; write the site file; yield its path.
     Everything started is stopped on exit. `root`: a data root of the test's own (RAM).
@@ -332,7 +333,13 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
             subprocess.run(["cp", "-a", str(template), str(node.datadir)], check=True)
             with open(node.datadir / "pg_hba.conf", "a") as hba:
                 hba.write("host all all 127.0.0.0/8 trust\n")
-            node.configure("32MB", {"listen_addresses": "'" + ", ".join(ips) + "'"})
+            # the YSQL the tservers' ysql_pg.conf gives (`ysql`: the study's server.* YSQL
+            # settings, which the booted tservers' PostgreSQL parsed; one database stands for
+            # every tserver's YSQL)
+            from ybscale_infra.startup import pg_conf_value
+
+            conf = {name: pg_conf_value(value) for name, value in (ysql or {}).items()}
+            node.configure("32MB", {"listen_addresses": "'" + ", ".join(ips) + "'", **conf})
             stack.callback(node.stop)
             prefix = []
             if groups_cpu is not None:

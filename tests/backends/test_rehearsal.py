@@ -58,6 +58,7 @@ REPLICATED = {  # 2^2 twice: each replicate of a combination on a cluster of its
     },
     "replications": 2,
 }
+YSQL_SETTINGS = ("log_line_prefix", "datestyle")  # of SERVER: YSQL's, not yb flags
 # server knobs the end-to-end study sets (issue 46): a boolean yb flag in PostgreSQL's spelling
 # (gflags refuses `off`), a yb-master flag, an int32 tserver flag, YSQL settings whose values
 # hold spaces, %, quotes and a comma: each must reach its server by the boot its VM runs
@@ -66,7 +67,8 @@ SERVER = {
     "load_balancer_max_concurrent_moves": 4,
     "ysql_max_connections": 200,
     "log_line_prefix": "%m [%p] ",
-    "search_path": '"$user", public',
+    # (not search_path: the stand-in database sets its own, for public.version())
+    "datestyle": "ISO, DMY",
 }
 
 
@@ -110,7 +112,8 @@ def site(sshd):
     of the VMs the program boots (tests/vm_boot.py); all stopped at the end."""
     with ram_root() as root:
         settings = settings_with(local={"data_root": str(root), "cpu_mechanism": "none"})
-        with loopback_site(root, sshd, [1, 2], settings) as site_file:
+        ysql = {k: SERVER[k] for k in YSQL_SETTINGS}
+        with loopback_site(root, sshd, [1, 2], settings, ysql=ysql) as site_file:
             yield root, site_file
         assert servers_under(root) == []
         assert vm_boot.running(root / "vms") == []
@@ -274,7 +277,7 @@ def check_published_rows(
         for name, flags in reported.items():
             assert flags["use_memory_defaults_optimized_for_ysql"] == "true", name
         for name, value in (server or {}).items():
-            if name in ("log_line_prefix", "search_path"):  # YSQL settings: in ysql_pg.conf
+            if name in YSQL_SETTINGS:  # YSQL settings: in ysql_pg.conf
                 for i in range(nodes):
                     shown = json.loads((vms / f"{applied['stack']}-tserver-{i}" /
                                         "ysql_settings.json").read_text())  # fmt: skip
@@ -286,6 +289,12 @@ def check_published_rows(
             assert all(reported[n][name] == written for n in holders), (name, reported)
         if server:
             assert all("ysql_pg_conf_csv" in reported[n] for n in tservers)
+            # the YSQL settings read back from every tserver (SHOW), as the row asked
+            shown = applied["ysql_settings_in_effect"]
+            assert len(shown) == nodes, shown
+            for settings in shown.values():
+                assert settings["log_line_prefix"] == "%m [%p] ", settings
+                assert settings["datestyle"] == "ISO, DMY", settings
         assert "-YB-2024.2" in applied["server_version"]  # the stand-in answers as YugabyteDB
         assert applied["isolation_source"] == ["yb_get_effective_transaction_isolation_level()"]
         wanted = meta["row"]["session"]["default_transaction_isolation"]

@@ -618,3 +618,15 @@ def test_the_vendored_catalogue_matches_the_tag_when_a_checkout_is_at_hand(serie
     assert built["ysql_setting_names"] == vendored["ysql_setting_names"]
     for key in ("master_flag_names", "tserver_flag_names"):
         assert set(vendored[key]) <= set(built[key]), key
+
+
+def test_ysql_setting_names_are_read_without_regard_to_case():
+    """PostgreSQL compares setting names case-insensitively (guc.c, guc_name_compare), and a
+    knob name is lower case (design knobs): `server.datestyle` is YSQL's DateStyle, accepted
+    at dry run; a name in neither case is still refused."""
+    assert "datestyle" in yb_catalogue.ysql_settings("2024.2")
+    assert "DateStyle" in yb_catalogue.ysql_settings("2024.2")
+    where = {"ISO, DMY": "config/config.yaml: defaults.server.datestyle"}
+    assert yb_catalogue.server_setting_errors({"datestyle": where}, "2024.2.1.0-b185") == []
+    refused = yb_catalogue.server_setting_errors({"datestile": where}, "2024.2.1.0-b185")
+    assert refused and "server.datestile: neither" in refused[0]

@@ -359,3 +359,18 @@ def settings_by_source(rows: Sequence[Row], kind: str) -> dict[str, dict[str, st
         for name, value in getattr(row, kind).items():
             out.setdefault(name, {}).setdefault(value, row.source(f"{kind}.{name}"))
     return out
+
+
+def same_setting(shown: str, wanted: str) -> bool:
+    """Whether SHOW's answer is the value asked for (on/true, 64MB/65536kB etc. agree)."""
+    norm = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}
+    a, b = shown.strip().lower(), str(wanted).strip().lower()
+    return a == b or norm.get(a, a) == norm.get(b, b) or _bytes(a) == _bytes(b) is not None
+
+
+def _bytes(text: str) -> int | None:
+    units = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
+    number, unit = text.rstrip("abgkmt"), text[len(text.rstrip("abgkmt")) :]
+    if not number.isdigit() or unit not in units:
+        return None
+    return int(number) * units[unit]

@@ -26,6 +26,7 @@ from ybscale.backends.base import (
     Endpoint,
     PgbenchCommand,
     Target,
+    same_setting,
     spawn_local,
 )
 from ybscale.backends.machine_cpu import MachineCpu
@@ -570,6 +571,21 @@ class YsqlCluster(Cluster):
                 ) from exc
         sql = "SHOW transaction_isolation"
         return self.psql(sql, endpoint, env=env, timeout=30).strip().lower(), sql
+
+    def settings_in_effect(self, wanted: Mapping[str, str]) -> dict[str, dict[str, str]]:
+        """Each YSQL setting of `wanted` as every node reports it (SHOW, a session without the
+        row's settings); BackendError naming the node, the setting and both values when one
+        differs (gcp: the server.* settings its tservers got through --ysql_pg_conf_csv)."""
+        names = sorted(wanted)
+        shown = {}
+        for ep in self.endpoints:
+            answers = self.psql("\n".join(f"SHOW {n};" for n in names), ep).splitlines()
+            shown[self.name(ep)] = dict(zip(names, answers, strict=True))
+        wrong = [f"{node}: {n} is {got[n]!r}, asked {wanted[n]!r}" for node, got in shown.items()
+                 for n in names if not same_setting(got[n], wanted[n])]  # fmt: skip
+        if wrong:
+            raise BackendError("YSQL settings in effect differ from the row's: " + "; ".join(wrong))
+        return shown
 
     def applied(self) -> dict:
         """Isolation level read back from every node; BackendError if one differs from the row."""

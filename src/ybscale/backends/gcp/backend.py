@@ -298,7 +298,7 @@ class GcpBackend(Backend):
                 return LoadgenRunner(new)
 
             spare = [functools.partial(join, k) for k in range(len(hosts), bound)] if auto else []
-            yield YsqlCluster(
+            cluster = YsqlCluster(
                 nodes,
                 row,
                 runners[0],
@@ -318,3 +318,8 @@ class GcpBackend(Backend):
                     flags_asked(master_flags, tserver_flags, ysql_pg_conf),
                     yb_catalogue.series_of(self.settings["yugabyte"]["version"]))},
             )  # fmt: skip
+            if ysql_pg_conf:  # and the YSQL settings as every tserver's YSQL reports them
+                cluster.read_back["ysql_settings_in_effect"] = functools.partial(
+                    cluster.settings_in_effect, ysql_pg_conf
+                )
+            yield cluster

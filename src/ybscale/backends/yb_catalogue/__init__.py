@@ -66,13 +66,18 @@ def master_flags(series: str) -> frozenset[str]:
 
 
 def ysql_settings(series: str) -> frozenset[str]:
-    """YSQL (PostgreSQL) setting names of `series` a configuration file can set."""
-    return frozenset(load(series)["ysql_setting_names"])
+    """YSQL (PostgreSQL) setting names of `series` a configuration file can set, as the
+    catalogue spells them and in lower case: PostgreSQL reads setting names without regard to
+    case (guc.c, `guc_name_compare`), so `datestyle` is `DateStyle`."""
+    names = load(series)["ysql_setting_names"]
+    return frozenset(names) | {n.lower() for n in names}
 
 
 def ysql_settings_not_settable(series: str) -> frozenset[str]:
-    """YSQL setting names of `series` no configuration file can set (internal, read-only)."""
-    return frozenset(load(series).get("ysql_setting_names_not_settable", ()))
+    """YSQL setting names of `series` no configuration file can set (internal, read-only), in
+    either case as `ysql_settings`."""
+    names = load(series).get("ysql_setting_names_not_settable", ())
+    return frozenset(names) | {n.lower() for n in names}
 
 
 def not_in_pinned_build(series: str) -> dict[str, dict]:
