@@ -153,3 +153,44 @@ def test_the_load_generators_busy_time_counts_cpu_spent_on_this_machine():
     while time.process_time() < end:
         pass
     assert utilisation.proc_stat_busy(runner.proc_stat())[0] - before >= 0.4
+
+
+def test_what_other_processes_take_is_the_machine_less_the_studys_own():
+    """Issue 49: `outside` = (host CPU time − the nodes', pgbench's and the measuring job's)
+    / (window × the machine's CPUs): 1.8 of 2 CPUs busy for a second, node1 0.5 of its 1 CPU,
+    pgbench 0.2 of 2, the job 0.05 of 2: 0.8 CPU-second of others, 0.4 of the machine."""
+    util = {"host": 0.9, "node1": 0.5, "client": 0.2, "job": 0.05}
+    cap = {"host": 2.0, "node1": 1.0, "client": 2.0, "job": 2.0}
+    got = utilisation.with_outside(util, cap)
+    assert got["outside"] == pytest.approx(0.4)
+    assert utilisation.with_outside({"node1": 0.5}, {"node1": 1.0}) == {"node1": 0.5}  # no host
+    neck = utilisation.bottleneck({**got, "outside": 5.0, "job": 5.0}, 100.0, cap)
+    assert neck["bottleneck"] == "node1"  # never the machine, the job or the others
+
+
+@pytest.mark.exclusive
+def test_a_busy_neighbour_is_measured_as_outside_cpu(data_root, tmp_path):
+    """A spinning process beside a real measured row (one CPU of this machine's two, not the
+    study's): each repetition records it in `util_outside`, at least most of its half of the
+    machine; the row's nodes, pgbench and job are not counted in it."""
+    import os
+    import subprocess
+    import sys
+
+    _cgroups(data_root)
+    hog: list[subprocess.Popen] = []
+
+    def neighbour(_cluster) -> None:
+        hog.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        time.sleep(0.5)  # spinning before the repetition starts
+
+    try:
+        line, rep, _ = _measure(data_root, tmp_path, 1, 1, {"cpu": {"small": 0.5}}, neighbour)
+    finally:
+        for proc in hog:
+            proc.kill()
+            proc.wait()
+    share = 1 / (os.cpu_count() or 1)  # one spinning CPU of the machine's
+    assert rep["util_outside"] >= 0.8 * share, rep
+    assert line["util_outside"] >= 0.8 * share and line["util_host"] >= line["util_outside"]
+    assert rep["util_job"] >= 0 and line["bottleneck"] not in ("outside", "job", "host")

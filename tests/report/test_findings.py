@@ -295,3 +295,22 @@ def test_the_design_page_names_the_blocks_and_what_they_are_confounded_with():
     assert "block 1: 8 rows, block 2: 8 rows, block 3: 8 rows, block 4: 8 rows" in text
     assert "block generators ADE, BCE: the blocks are confounded with **ADE**; **BCE**; " \
         "**ABCD**" in text  # fmt: skip
+
+
+def test_the_findings_name_the_rows_a_neighbour_disturbed():
+    """Issue 49: the rows where processes other than the study's took at least 10 % of the
+    machine at the ceiling are named with their share; quiet rows are not."""
+    import pandas as pd
+
+    from ybscale.report.bottlenecks import interference_text
+
+    rows = pd.DataFrame({"run": ["run01", "run02", "run03", "run04"],
+                         "outside_utilisation": [0.02, 0.46, 0.11, -0.003]})  # fmt: skip
+    (text,) = interference_text(rows)
+    assert (
+        "at least 10 % of the machine at the ceiling of 2 of 4 rows (run02 46 %, run03 11 %;"
+        in text
+    )
+    assert "median over all rows 6 %" in text
+    assert interference_text(rows.assign(outside_utilisation=0.01)) == []
+    assert interference_text(rows.drop(columns=["outside_utilisation"])) == []

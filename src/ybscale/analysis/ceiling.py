@@ -285,6 +285,10 @@ def collect(
         line["host_utilisation"] = float(
             neck.get("utilisation_by_resource", {}).get("host", math.nan)
         )
+        # what other processes took of the machine at the ceiling (local: interference)
+        line["outside_utilisation"] = float(
+            neck.get("utilisation_by_resource", {}).get("outside", math.nan)
+        )
         line.update({f"usl_{k}": float(usl.get(k, math.nan)) for k in USL_FIELDS})
         line["usl_flags"] = ";".join(usl.get("flags", []))
         lines.append(line)

@@ -272,7 +272,8 @@ def window_utilisation(cluster: Cluster, kind: str, clients: int, readings) -> d
     if readings is None:
         return {}
     seconds, first, last = readings
-    return utilisation.utilisation(first, last, seconds, capacity(cluster, kind, clients))
+    cap = capacity(cluster, kind, clients)
+    return utilisation.with_outside(utilisation.utilisation(first, last, seconds, cap), cap)
 
 
 def mean_utilisation(per_repetition: list[dict[str, float]]) -> dict[str, float]:

@@ -17,7 +17,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-CONTEXT = ("host",)  # recorded beside the others, never a bottleneck candidate
+# recorded beside the others, never a bottleneck candidate: the whole machine, the measuring
+# job's own process, and what neither the study's resources nor its job used (`with_outside`)
+CONTEXT = ("host", "job", "outside")
 USER_HZ = 100  # /proc/stat ticks per second (sysconf(_SC_CLK_TCK) on Linux)
 
 
@@ -50,6 +52,19 @@ def utilisation(
         if seconds > 0 and capacity[name] > 0:
             out[name] = (after[name] - before[name]) / (seconds * capacity[name])
     return out
+
+
+def with_outside(util: Mapping[str, float], capacity: Mapping[str, float]) -> dict[str, float]:
+    """`util` with ``outside``: the share of the machine's CPUs that processes other than the
+    study's used over the window (other work, a neighbour: interference), where every other
+    resource runs on the machine `host` measures (local: the nodes' and pgbench's CPU groups and
+    the measuring job, `job`): (host CPU time − theirs) / (window × host CPUs). As measured:
+    the accounting's tick (10 ms) can make it slightly negative on a quiet machine. Unchanged
+    without `host`."""
+    if "host" not in util or "host" not in capacity:
+        return dict(util)
+    used = sum(u * capacity[name] for name, u in util.items() if name != "host")
+    return {**util, "outside": (util["host"] * capacity["host"] - used) / capacity["host"]}
 
 
 def bottleneck(util: Mapping[str, float], tps: float, capacity: Mapping[str, float]) -> dict:

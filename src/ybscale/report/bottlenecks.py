@@ -17,6 +17,7 @@ import pandas as pd
 from ybscale.design.factorial import Design
 from ybscale.measure.generators import SATURATED, client_bound
 
+OUTSIDE_NOTABLE = 0.10  # share of the machine other processes took: named in the findings
 HOST_SATURATED = 0.95  # the machine's busy share above which the host, not a quota, limited
 
 
@@ -84,6 +85,27 @@ def _geometric_mean(values: pd.Series) -> float:
     return float(np.exp(np.log(x).mean())) if len(x) else math.nan
 
 
+def interference_text(rows: pd.DataFrame) -> list[str]:
+    """The rows where processes other than the study's took a notable share of the machine at
+    the ceiling (`outside_utilisation`, local), [] when none did or it was not measured."""
+    if "outside_utilisation" not in rows:
+        return []
+    outside = rows.set_index("run")["outside_utilisation"].astype(float).dropna()
+    if outside.empty:
+        return []
+    notable = outside[outside >= OUTSIDE_NOTABLE].sort_values(ascending=False)
+    if notable.empty:
+        return []
+    each = ", ".join(f"{run} {100 * share:.0f} %" for run, share in notable.items())
+    return [
+        f"**Interference.** Processes other than the study's (its servers, pgbench, the "
+        f"measuring job) took at least {100 * OUTSIDE_NOTABLE:.0f} % of the machine at the "
+        f"ceiling of {len(notable)} of {len(outside)} rows ({each}; median over all rows "
+        f"{100 * outside.median():.0f} %): their ceilings may be lower than on a quiet machine "
+        "(`outside_utilisation` in ceilings.csv, `util_outside` per repetition)."
+    ]
+
+
 def bottleneck_text(
     design: Design,
     ceilings: pd.DataFrame,
@@ -116,6 +138,7 @@ def bottleneck_text(
                 f"other work included; {', '.join(busy)}): there a busiest resource below 100 % "
                 "of its CPUs was held back by the machine, not by its own quota."
             )
+    lines += interference_text(rows)
     items = []
     for term in active:
         if len(term) != 1 or term not in rows:

@@ -18,6 +18,7 @@ import json
 import os
 import pwd
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -41,6 +42,7 @@ from ybscale.backends.base import (
     cluster_label,
     orphan_jobs,
     released_since,
+    same_setting,
     settings_by_source,
     spawn_local,
     workflow_owner,
@@ -356,16 +358,22 @@ class LocalCluster(Cluster):
         return spawn_local(argv, command.env, command.workdir)
 
     def cpu_seconds(self) -> dict[str, float]:
-        """Each node's and pgbench's CPU group counter, and the machine's busy time."""
+        """Each node's and pgbench's CPU group counter, the measuring job's own CPU time (this
+        process, every thread), and the machine's busy time."""
         counted = self.limits.cpu_seconds()
-        return {**counted, "host": utilisation.host_cpu_seconds()} if counted else {}
+        if not counted:
+            return {}
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        return {**counted, "job": own.ru_utime + own.ru_stime,
+                "host": utilisation.host_cpu_seconds()}  # fmt: skip
 
     def cpu_capacity(self) -> dict[str, float]:
         """A node's CPU quota, the CPUs pgbench may use (its quota or every core), the
-        machine's cores."""
+        machine's cores (the job's and the machine's)."""
         cores = float(os.cpu_count() or 1)
         quotas = {name: float(cpu["cpus"]) for name, cpu in self.record.get("cpu", {}).items()}
-        return {**quotas, "client": min(cores, self.client_cpus or cores), "host": cores}
+        return {**quotas, "client": min(cores, self.client_cpus or cores), "job": cores,
+                "host": cores}  # fmt: skip
 
     def reset(self, kind: str) -> None:
         """Reload the dataset (writes grow it) so every client count starts from the same state."""
@@ -476,21 +484,6 @@ def read_settings(node: Node, names: list[str], env: Mapping[str, str]) -> dict[
         return {}
     sql = "\n".join(f"SHOW {name};" for name in names)
     return dict(zip(names, node.psql(sql, env=env).splitlines(), strict=True))
-
-
-def same_setting(shown: str, wanted: str) -> bool:
-    """Whether SHOW's answer is the value asked for (on/true, 64MB/65536kB etc. agree)."""
-    norm = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}
-    a, b = shown.strip().lower(), str(wanted).strip().lower()
-    return a == b or norm.get(a, a) == norm.get(b, b) or _bytes(a) == _bytes(b) is not None
-
-
-def _bytes(text: str) -> int | None:
-    units = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
-    number, unit = text.rstrip("abgkmt"), text[len(text.rstrip("abgkmt")) :]
-    if not number.isdigit() or unit not in units:
-        return None
-    return int(number) * units[unit]
 
 
 class LocalBackend(Backend):
