@@ -20,7 +20,7 @@ from ybscale.backends.lifecycle import (
     slot_chain,
     stage_priorities,
 )
-from ybscale.design.order import run_priorities
+from ybscale.design.order import run_priorities, runs_of_block
 from ybscale.measure import attempt
 from ybscale.measure.protocol import code_digest, file_digest
 from ybscale.param_records import compare_params_without_importing_pandas
@@ -80,7 +80,22 @@ RUN_PRIORITY = run_priorities(
 PRIORITY = stage_priorities(RUN_PRIORITY, CLUSTER_OF)
 # at most BACKEND.max_clusters clusters live: each slot brings its next cluster up only after
 # it released the previous one (a resource cannot span up -> measure -> down; a chain can)
-PREVIOUS_IN_SLOT = slot_chain(BACKEND, SETTINGS, STUDY.rows, CLUSTER_OF, RUN_PRIORITY)
+# (with --config block=N, the `block` target's rows alone: its clusters chain among
+# themselves, not behind another block's)
+BLOCK_RUNS = (
+    None if config.get("block") is None else set(runs_of_block(DESIGN, config["block"]))
+)
+PREVIOUS_IN_SLOT = slot_chain(
+    BACKEND,
+    SETTINGS,
+    [row for row in STUDY.rows if BLOCK_RUNS is None or row.run in BLOCK_RUNS],
+    {
+        run: label
+        for run, label in CLUSTER_OF.items()
+        if BLOCK_RUNS is None or run in BLOCK_RUNS
+    },
+    RUN_PRIORITY,
+)
 CLUSTER_DEFINITIONS = {
     label: BACKEND.definition(SETTINGS, [STUDY.row(run) for run in runs])
     for label, runs in CLUSTER_RUNS.items()
@@ -157,7 +172,9 @@ def previous_released(wildcards):
     checks of every job downstream of one that re-runs, through ancient inputs too, so a chain
     through released clusters would hide their stale rows; re-runs of released clusters are
     ordered by the stages' priorities instead (PRIORITY)."""
-    before = PREVIOUS_IN_SLOT[wildcards.cluster]
+    before = PREVIOUS_IN_SLOT.get(
+        wildcards.cluster
+    )  # none: outside the block asked for
     released = f"{CLUSTERS}/{{}}/released.json"
     if before is None or any(
         os.path.exists(released.format(label)) for label in (wildcards.cluster, before)

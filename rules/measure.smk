@@ -106,3 +106,14 @@ rule run_order:
     shell:
         "python -m ybscale.design.order --design {input.design} --out {output}"
         " {input.measurements} > {log} 2>&1"
+
+
+rule block:
+    """One block of a design in blocks, measured and published (`snakemake --cores 4 block
+    --config block=2`: one block per invocation, e.g. one a day); results/effects.csv analyses
+    the study once every block is measured."""
+    input:
+        lambda wildcards: expand(
+            "results/runs/{run}/throughput.csv",
+            run=sorted(runs_of_block(DESIGN, config.get("block"))),
+        ),

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import INTERRUPTIBLE, REPO, copy_workflow, failed, ram_root, servers_under
+from conftest import INTERRUPTIBLE, REPO, copy_workflow, failed, jobs_in, ram_root, servers_under
 from conftest import snakemake as run_snakemake
 
 # pgbench's \shell runs in the pgbench process: each transaction writes the :rows it was given
@@ -210,3 +210,26 @@ def test_a_design_in_blocks_is_measured_block_by_block_and_analysed_without_them
     assert "config/study.yaml: blocks: design blocks with rows that share a cluster" in (
         out.stdout + out.stderr
     )
+
+
+def test_one_block_per_invocation(tmp_path):
+    """`snakemake --cores 4 block --config block=2` measures block 2's rows and nothing else
+    (a dry run: the measuring and publishing jobs of exactly its four runs); a block the design
+    does not have, or a design without blocks, is refused naming `--config block`."""
+    from ybscale.design.factorial import design_from_dict
+
+    folder = study_dir(tmp_path, tmp_path / "root", "blocked", BLOCKED, cluster={"nodes": 1})
+    design = design_from_dict(BLOCKED)
+    second = {run for run, b in design.block_labels().items() if b == 2}
+    out = run_snakemake(folder, "-n", "block", "--config", "block=2", configfile="config/tiny.yaml")
+    assert out.returncode == 0, failed(out)
+    jobs = jobs_in(out.stdout)
+    assert jobs["measure"] == second and jobs["publish"] == second and len(second) == 4
+    assert "effects" not in jobs
+    out = run_snakemake(folder, "-n", "block", "--config", "block=3", configfile="config/tiny.yaml")
+    assert out.returncode != 0 and "--config block=3: config/study.yaml has blocks 1 to 2" in (
+        out.stdout + out.stderr
+    )
+    plain = study_dir(tmp_path, tmp_path / "root", "plain", NO_CLUSTER_FACTOR)
+    out = run_snakemake(plain, "-n", "block", "--config", "block=1", configfile="config/tiny.yaml")
+    assert out.returncode != 0 and "config/study.yaml has no blocks" in out.stdout + out.stderr

@@ -142,6 +142,23 @@ def planned_lines(design, order: str, seed: int, clusters=None) -> list[tuple]:
         raise DesignError(f"{design.source}: blocks: {exc}") from None
 
 
+def runs_of_block(design, block) -> list[str]:
+    """The runs of one block of a design in blocks (`--config block=N`: one block per
+    invocation, e.g. one a day), in design order; ValueError naming `--config block` when the
+    design has no blocks or no block N."""
+    if design.blocks <= 1:
+        raise ValueError(
+            f"--config block={block}: {design.source} has no blocks (blocks: 2, 4 ...)"
+        )
+    try:
+        number = int(block)
+    except (TypeError, ValueError):
+        number = 0
+    if not 1 <= number <= design.blocks:
+        raise ValueError(f"--config block={block}: {design.source} has blocks 1 to {design.blocks}")
+    return [run for run, b in design.block_labels().items() if b == number]
+
+
 def run_priorities(design, order: str, seed: int, clusters=None) -> dict[str, int]:
     """Snakemake priority per run, the first planned run highest (`planned_lines`)."""
     plan = planned_lines(design, order, seed, clusters)
