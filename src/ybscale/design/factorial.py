@@ -387,22 +387,32 @@ def choose_block_generators(design: Design) -> tuple[str, ...]:
     confounds ABCD), ties broken alphabetically. DesignError when every choice confounds a
     main effect (too many blocks for the runs)."""
     q = design.blocks.bit_length() - 1
-    candidates = [
-        t for t, members in design.alias_groups()
-        if not any(len(m.lstrip("-")) == 1 for m in members)
-    ]  # fmt: skip
+    bit = {letter: 1 << i for i, letter in enumerate(design.letters)}
+    group_of, traits = {}, []  # a word's letters as bits -> its alias group; per group
+    for i, (_, members) in enumerate(design.alias_groups()):
+        words = [m.lstrip("-") for m in members]
+        for w in words:
+            group_of[sum(bit[x] for x in w)] = i
+        lengths = [len(w) for w in words]  # (holds a main effect, a 2fi, its shortest word)
+        traits.append((1 in lengths, 2 in lengths, min(lengths)))
+    terms = design.terms
+    candidates = [i for i, t in enumerate(traits) if not t[0]]
+    masks = {i: sum(bit[x] for x in terms[i]) for i in candidates}
     best, best_key = None, None
-    for combo in combinations(candidates, q):
-        groups = _span_groups(design, combo)
-        if groups is None:
+    for combo in combinations(candidates, q):  # bits: far cheaper than words, at parse time
+        span = []
+        for n in range(1, q + 1):
+            for sub in combinations(combo, n):
+                mask = 0
+                for i in sub:
+                    mask ^= masks[i]
+                span.append(group_of.get(mask))
+        if None in span or len(set(span)) != len(span) or any(traits[g][0] for g in span):
             continue
-        members = [[m.lstrip("-") for m in g.split(" = ")] for g in groups]
-        if any(len(m) == 1 for ms in members for m in ms):
-            continue
-        two = sum(any(len(m) == 2 for m in ms) for ms in members)
-        key = (two, -sum(min(len(m) for m in ms) for ms in members), combo)
+        key = (sum(traits[g][1] for g in span), -sum(traits[g][2] for g in span),
+               tuple(terms[i] for i in combo))  # fmt: skip
         if best_key is None or key < best_key:
-            best, best_key = combo, key
+            best, best_key = key[2], key
     if best is None:
         raise _fail(design.source, "blocks", f"{design.blocks} blocks of {design.n_rows} runs "
                     "confound a main effect whatever the block generators")  # fmt: skip
