@@ -140,6 +140,15 @@ def measurement_section(measurement: dict) -> dict:
     """`measurement` with max_clients derived (EXTEND_FACTOR x the largest count when null) and
     checked against the grid."""
     largest = max(measurement["clients"])
+    if (
+        measurement["sweep"] == "economy"
+        and measurement["probe_seconds"] <= measurement["skip_seconds"]
+    ):
+        raise SettingsError(
+            f"{source_of('measurement.probe_seconds')}: {measurement['probe_seconds']} leaves no "
+            f"second to count after measurement.skip_seconds ({measurement['skip_seconds']}): "
+            "a probe must be longer than the seconds it skips"
+        )
     if measurement["max_clients"] is None:
         return {**measurement, "max_clients": EXTEND_FACTOR * largest}
     if measurement["max_clients"] < largest:

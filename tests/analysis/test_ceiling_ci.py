@@ -172,3 +172,19 @@ def test_the_row_job_reads_its_tables_without_pandas_as_pandas_would(tmp_path):
     (tmp_path / "bad.csv").write_text("clients,tps\n1,10\n2\n")
     with pytest.raises(ValueError, match=r"bad.csv: line 3 has 1 fields, not 2"):
         read_columns(tmp_path / "bad.csv")
+
+
+def test_a_best_count_of_one_repetition_takes_its_interval_from_its_seconds_or_has_none():
+    """The economy sweep's single full repetition: the bootstrap draws it from its batch-means
+    standard error (Student t, its degrees of freedom); without one, no interval at all rather
+    than a point presented as exact."""
+    from scipy import stats
+
+    samples = {4: np.array([1000.0]), 8: np.array([600.0])}
+    ci = empirical_ceiling(samples, n_boot=20000, single={4: (10.0, 3)})
+    half = stats.t.ppf(0.975, 3) * 10.0
+    assert ci["tps"] == 1000.0 and ci["clients"] == 4
+    assert ci["ci_low"] == pytest.approx(1000 - half, rel=0.01)
+    assert ci["ci_high"] == pytest.approx(1000 + half, rel=0.01)
+    none = empirical_ceiling(samples)
+    assert math.isnan(none["ci_low"]) and math.isnan(none["ci_high"])

@@ -259,3 +259,57 @@ def test_a_noisy_peak_inside_the_grid_is_not_extended():
     measure, log = _loop(lambda n: draws[n].pop(0) if len(draws[n]) > 1 else draws[n][0])
     samples = sweep([1, 2, 4, 8, 16, 32], measure, "adaptive", max_clients=128)
     assert max(samples) == 32
+
+
+# --- the economy sweep: its decision read from what was measured, no database ----------------
+
+
+def _economy(tps, grid=(1, 2, 4, 8, 16, 32), max_clients=None):
+    """Run `adaptive.economy` on a deterministic curve `tps(clients)`; (probed counts in order,
+    full repetitions by count)."""
+    probed: list[int] = []
+
+    def probe(n):
+        probed.append(n)
+        return tps(n)
+
+    def measure(n, previous, at_most, below_best):
+        return [*previous, tps(n)]
+
+    return probed, adaptive.economy(list(grid), probe, measure, max_clients)
+
+
+def test_economy_probes_up_to_two_counts_past_the_peak_and_measures_only_the_best():
+    probed, full = _economy(lambda n: {1: 10, 2: 30, 4: 50, 8: 40, 16: 35, 32: 20}[n])
+    assert probed == [1, 2, 4, 8, 16]  # 8 and 16 both below 4's probe: 32 never probed
+    assert full == {4: [50]}
+
+
+def test_economy_probes_a_plateau_to_the_grids_end():
+    probed, full = _economy(lambda n: {1: 10, 2: 20, 4: 40, 8: 41, 16: 40, 32: 42}[n])
+    assert probed == [1, 2, 4, 8, 16, 32]  # 16 below 8 but 32 above: not two in a row
+    assert full == {32: [42]}
+
+
+def test_economy_extends_a_rising_curve_by_doubling_until_a_probe_falls():
+    curve = {1: 1, 2: 2, 4: 4, 8: 8, 16: 16, 32: 32, 64: 30, 128: 50}
+    probed, full = _economy(curve.__getitem__, max_clients=128)
+    assert probed == [1, 2, 4, 8, 16, 32, 64]  # 64 below 32: the peak has an upper side
+    assert full == {32: [32]}
+    probed, full = _economy(lambda n: n, max_clients=100)
+    assert probed == [1, 2, 4, 8, 16, 32, 64, 100]  # up to max_clients, never past it
+    assert full == {100: [100]}
+    probed, _ = _economy(lambda n: n, max_clients=None)
+    assert probed[-1] == 32
+
+
+def test_economy_next_is_read_from_the_measurements_alone():
+    grid = [1, 2, 4, 8]
+    step = adaptive.economy_next
+    assert step(grid, {}, {}) == adaptive.Step(1, True)
+    assert step(grid, {1: 5.0, 2: 9.0}, {}) == adaptive.Step(4, True)
+    done_scanning = {1: 5.0, 2: 9.0, 4: 8.0, 8: 7.0}
+    assert step(grid, done_scanning, {}) == adaptive.Step(2, False)
+    assert step(grid, done_scanning, {2: [9.5]}) is None
+    # more full repetitions when asked; a count measured in full is never probed again
+    assert step(grid, done_scanning, {2: [9.5]}, repetitions=2) == adaptive.Step(2, False)

@@ -198,7 +198,7 @@ def _model_sweep(pool: _Pool, measurement: dict, logs: Path, monkeypatch):
     monkeypatch.setattr(
         bench,
         "steady_throughput",
-        lambda prefixes, s, skip, fallback, offsets: (fallback, 1.0, np.ones(3)),
+        lambda prefixes, s, skip, fallback, offsets, batches=None: (fallback, 1.0, np.ones(3)),
     )
     monkeypatch.setattr(bench, "window_utilisation",
                         lambda cluster, kind, clients, readings: cluster.util(clients))  # fmt: skip

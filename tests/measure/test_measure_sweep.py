@@ -11,7 +11,9 @@ from ybscale.design import workload
 from ybscale.measure import bench
 
 
-def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None, tweak=None):
+def _sweep(
+    workload_name: str, data_root, tmp_path, resets: list | None = None, tweak=None, reps=None, **m
+):
     levels = {
         "operation_size": 1,
         "workload": workload_name,
@@ -20,11 +22,12 @@ def _sweep(workload_name: str, data_root, tmp_path, resets: list | None = None, 
         "replication": "off",
     }
     row = row_from_levels(levels, 2000)
-    m = {"clients": [1, 2, 4], "repetitions": 2, "max_repetitions": 2, "seconds": 1}
-    m.update(skip_seconds=0, warmup=0, sweep="adaptive", timeout=60, max_clients=4)
+    m = {"clients": [1, 2, 4], "repetitions": 2, "max_repetitions": 2, "seconds": 1,
+         "skip_seconds": 0, "warmup": 0, "sweep": "adaptive", "timeout": 60, "max_clients": 4,
+         **m}  # fmt: skip
     settings = settings_with(local={"data_root": str(data_root)}, measurement=m)
     env = workload.session_env(row.session)
-    reps: list[dict] = []
+    reps = [] if reps is None else reps
     logs = tmp_path / "logs"
     logs.mkdir()
     with LocalBackend(settings).cluster(row, tmp_path) as cluster:
@@ -97,3 +100,26 @@ def test_a_layout_change_during_a_repetition_fails_the_row_naming_it(data_root, 
         _sweep("read", data_root, tmp_path, tweak=tweak)
     assert seen == ["after 1 clients, repetition 1", "after 2 clients, repetition 1"]
     assert str(failed.value).startswith("run01, 2 clients, repetition 1: table kv has 2 tablets")
+
+
+def test_the_economy_sweep_probes_each_count_and_measures_the_best_once(data_root, tmp_path):
+    """Probes (repetition 0, `probe_seconds`) rank the counts; only the best probe's count gets
+    a full repetition, whose interval comes from its own seconds (batch means)."""
+    import math
+
+    reps: list[dict] = []
+    lines, order = _sweep("read", data_root, tmp_path, reps=reps, sweep="economy",
+                          probe_seconds=2, seconds=3, skip_seconds=1)  # fmt: skip
+    probes = [r for r in reps if r["probe"]]
+    assert order[:3] == [(1, 0), (2, 0), (4, 0)] and len(probes) == 3
+    best = max(probes, key=lambda r: r["tps"])["clients"]
+    assert order[3:] == [(best, 1)]  # one full repetition, of the best probe's count
+    assert all(r["duration_s"] == 2 for r in probes)
+    by_count = {line["clients"]: line for line in lines}
+    assert {c for c, line in by_count.items() if line["stopped"] == "probe"} == {1, 2, 4} - {best}
+    full = by_count[best]
+    assert full["repetitions"] == 1 and full["seconds"] == 3
+    assert full["tps"] == [r["tps"] for r in reps if not r["probe"]][0]
+    assert full["ci_from"] == "batch_means"
+    assert full["tps_ci_low"] < full["tps"] < full["tps_ci_high"]
+    assert math.isfinite(full["tps_ci_high"])

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ybscale.measure.precision import Sequential, mean_ci, steady_tps
+from ybscale.measure.precision import Sequential, batch_means, mean_ci, steady_tps
 
 
 def _series(rel_noise: float, seed: int):
@@ -74,3 +74,18 @@ def test_a_repetition_shorter_than_one_interval_falls_back_to_pgbench_tps(tmp_pa
     (tmp_path / "c001_r1_node1.4242").write_text("")
     tps, seconds, latencies = steady_throughput([tmp_path / "c001_r1_node1"], 1, 1, 1234.5)
     assert tps == 1234.5 and math.isnan(seconds) and not len(latencies)
+
+
+def test_batch_means_takes_each_counted_second_as_a_batch_and_an_empty_second_as_zero():
+    """The batch-means standard error of one repetition (Law & Kelton §9.5.3): the spread of
+    its per-second throughputs over sqrt(batches), the skipped second out, a gap counted 0."""
+    log = pd.DataFrame({"interval_start": [100, 101, 102, 103, 104],
+                        "num_transactions": [5, 100, 110, 90, 100]})  # fmt: skip
+    se, df = batch_means(log, skip=1)
+    assert df == 3
+    assert se == pytest.approx(np.std([100, 110, 90, 100], ddof=1) / 2)
+    gap = pd.DataFrame({"interval_start": [100, 101, 103], "num_transactions": [5, 100, 100]})
+    se, df = batch_means(gap, skip=1)
+    assert df == 2 and se == pytest.approx(np.std([100, 0, 100], ddof=1) / np.sqrt(3))
+    se, df = batch_means(log.iloc[:2], skip=1)
+    assert math.isnan(se) and df == 0

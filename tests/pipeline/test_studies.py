@@ -57,13 +57,16 @@ NO_CLUSTER_FACTOR = {
 }
 
 
-def study_dir(work: Path, root: Path, name: str, design: dict, **defaults) -> Path:
-    """A folder of its own (results included) running `design` with the tiny measurement."""
+def study_dir(
+    work: Path, root: Path, name: str, design: dict, measurement=None, **defaults
+) -> Path:
+    """A folder of its own (results included) running `design` with the tiny measurement
+    (`measurement`: its changes)."""
     folder = copy_workflow(work / name)
     (folder / "workloads" / "probe.sql").write_text(PROBE)
     (folder / "config" / "study.yaml").write_text(yaml.safe_dump(design))
     tiny = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
-    tiny["measurement"].update(clients=[1])
+    tiny["measurement"].update({"clients": [1], **(measurement or {})})
     tiny["design"] = "config/study.yaml"
     tiny["defaults"] = {"dataset": {"rows": 1000}, **defaults}
     tiny["local"] = {"data_root": str(root)}
@@ -87,12 +90,16 @@ class Study:
         return self.folder
 
 
-# name -> (design, defaults)
+ECONOMY = {"sweep": "economy", "clients": [1, 2], "max_clients": 4, "probe_seconds": 2,
+           "seconds": 3}  # fmt: skip
+
+# name -> (design, defaults, measurement)
 STUDIES = {
-    "new": (NEW_FACTORS, {"cluster": {"nodes": 1}, "workload": {"script": "probe"}}),
-    # one node: the point is one combination for every row (3 and 5 nodes: the tiny study)
-    "plain": (NO_CLUSTER_FACTOR, {"cluster": {"nodes": 1}}),
-    "blocked": (BLOCKED, {"cluster": {"nodes": 1}}),
+    "new": (NEW_FACTORS, {"cluster": {"nodes": 1}, "workload": {"script": "probe"}}, None),
+    # one node: the point is one combination for every row (3 and 5 nodes: the tiny study);
+    # measured by the economy sweep (issue 50)
+    "plain": (NO_CLUSTER_FACTOR, {"cluster": {"nodes": 1}}, ECONOMY),
+    "blocked": (BLOCKED, {"cluster": {"nodes": 1}}, None),
 }
 
 
@@ -104,9 +111,9 @@ def studies(tmp_path_factory):
     work = tmp_path_factory.mktemp("studies")
     with ExitStack() as stack:
         started = {}
-        for name, (design, defaults) in STUDIES.items():
+        for name, (design, defaults, measurement) in STUDIES.items():
             root = stack.enter_context(ram_root())
-            folder = study_dir(work, root, name, design, **defaults)
+            folder = study_dir(work, root, name, design, measurement, **defaults)
             with open(folder / "snakemake.out", "w") as out:  # a file: nobody reads a pipe
                 proc = subprocess.Popen(
                     # Ctrl-C not ignored, so that `stop` can interrupt it (INTERRUPTIBLE)
@@ -179,6 +186,20 @@ def test_design_without_cluster_factor_runs_end_to_end_on_one_combination(studie
     assert (ceilings["empirical_tps"] > 0).all() and len(ceilings) == 4
     assert cluster_ups(folder) == 1
     assert servers_under(root) == []
+    # the economy sweep: counts probed (2 s), the best probe's measured once in full (3 s);
+    # the ceiling reads that repetition alone, with an interval from its own seconds
+    for run, line in ceilings.set_index("run").iterrows():
+        reps = pd.read_csv(folder / "results" / "runs" / run / "repetitions.csv")
+        full = reps[~reps["probe"]]
+        assert reps["probe"].sum() >= 2 and len(full) == 1 == line["full_repetitions"]
+        assert line["probes"] == reps["probe"].sum()
+        assert line["measured_seconds"] == reps["duration_s"].sum()
+        assert line["empirical_tps"] == full["tps"].iloc[0]
+        assert line["empirical_clients"] == full["clients"].iloc[0]
+        assert line["empirical_ci_low"] < line["empirical_tps"] < line["empirical_ci_high"]
+    findings = (folder / "results" / "findings.md").read_text()
+    assert "economy sweep: every count probed once for 2 s" in findings
+    assert f"**Measuring time.** {ceilings['measured_seconds'].sum():,.0f} s of pgbench" in findings
 
 
 @pytest.mark.slow
@@ -230,6 +251,6 @@ def test_one_block_per_invocation(tmp_path):
     assert out.returncode != 0 and "--config block=3: config/study.yaml has blocks 1 to 2" in (
         out.stdout + out.stderr
     )
-    plain = study_dir(tmp_path, tmp_path / "root", "plain", NO_CLUSTER_FACTOR)
+    plain = study_dir(tmp_path, tmp_path / "root", "plain", NO_CLUSTER_FACTOR, ECONOMY)
     out = run_snakemake(plain, "-n", "block", "--config", "block=1", configfile="config/tiny.yaml")
     assert out.returncode != 0 and "config/study.yaml has no blocks" in out.stdout + out.stderr

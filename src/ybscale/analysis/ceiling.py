@@ -26,12 +26,52 @@ CONFIDENCE = 0.95
 N_BOOT = 4000
 
 
+def full_repetitions(repetitions) -> np.ndarray:
+    """Which repetitions count for the ceiling: all but the economy sweep's probes."""
+    n = len(np.asarray(repetitions["clients"]))
+    if "probe" not in repetitions:
+        return np.ones(n, dtype=bool)
+    return np.array([str(v) != "True" for v in repetitions["probe"]], dtype=bool)
+
+
 def samples_by_clients(repetitions) -> dict[int, np.ndarray]:
     """Per client count (ascending), the throughput of every repetition (repetitions.csv:
-    clients, tps)."""
-    clients = np.asarray(repetitions["clients"], dtype=float)
-    tps = np.asarray(repetitions["tps"], dtype=float)
+    clients, tps); the economy sweep's probes only rank counts and are left out."""
+    full = full_repetitions(repetitions)
+    clients = np.asarray(repetitions["clients"], dtype=float)[full]
+    tps = np.asarray(repetitions["tps"], dtype=float)[full]
     return {int(c): tps[clients == c] for c in np.unique(clients[np.isfinite(clients)])}
+
+
+def measuring_time(repetitions) -> dict:
+    """The row's measuring time from repetitions.csv: pgbench's seconds (`duration_s`) of its
+    full repetitions and of its probes, and how many of each."""
+    full = full_repetitions(repetitions)
+    seconds = np.asarray(repetitions["duration_s"], dtype=float)
+    return {
+        "seconds": float(seconds.sum()),
+        "repetitions": int(full.sum()),
+        "repetition_seconds": float(seconds[full].sum()),
+        "probes": int((~full).sum()),
+        "probe_seconds": float(seconds[~full].sum()),
+    }
+
+
+def single_errors(repetitions) -> dict[int, tuple[float, int]]:
+    """Per client count measured by one (full) repetition: its batch-means standard error and
+    degrees of freedom (repetitions.csv tps_se, tps_se_df), where recorded."""
+    if "tps_se" not in repetitions:
+        return {}
+    full = full_repetitions(repetitions)
+    clients = np.asarray(repetitions["clients"], dtype=float)[full]
+    se = np.asarray(repetitions["tps_se"], dtype=float)[full]
+    df = np.asarray(repetitions["tps_se_df"], dtype=float)[full]
+    out = {}
+    for c in np.unique(clients[np.isfinite(clients)]):
+        idx = np.flatnonzero(clients == c)
+        if len(idx) == 1 and math.isfinite(se[idx[0]]) and df[idx[0]] >= 1:
+            out[int(c)] = (float(se[idx[0]]), int(df[idx[0]]))
+    return out
 
 
 def empirical_ceiling(
@@ -39,6 +79,7 @@ def empirical_ceiling(
     confidence: float = CONFIDENCE,
     n_boot: int = N_BOOT,
     seed: int = 0,
+    single: dict[int, tuple[float, int]] | None = None,
 ) -> dict:
     """Largest mean throughput over client counts, with a bootstrap interval.
 
@@ -47,7 +88,8 @@ def empirical_ceiling(
     the percentile interval of those maxima. The Student-t draw keeps the coverage of a t
     interval with 3–5 repetitions, where resampling the repetitions themselves (only 10
     distinct resamples of 3 values) gives intervals far too narrow. A client count with one
-    repetition has no spread and is taken as exact.
+    repetition draws from its own seconds' spread (`single`: batch-means standard error and
+    degrees of freedom, `precision.batch_means`), or, without it, is taken as exact.
     """
     counts = sorted(samples)
     means = np.array([np.mean(samples[c]) for c in counts])
@@ -58,14 +100,18 @@ def empirical_ceiling(
         if len(x) >= 2 and x.std(ddof=1) > 0:
             se = x.std(ddof=1) / math.sqrt(len(x))
             draws[:, j] += se * rng.standard_t(len(x) - 1, size=n_boot)
+        elif len(x) == 1 and c in (single or {}):
+            se, df = single[c]
+            draws[:, j] += se * rng.standard_t(df, size=n_boot)
     maxima = draws.max(axis=1)
     tail = (1 - confidence) / 2
     best = int(np.argmax(means))
-    return {
+    known = len(samples[counts[best]]) >= 2 or counts[best] in (single or {})
+    return {  # no interval where the best count's spread is unknown (one repetition, no seconds)
         "tps": float(means[best]),
         "clients": int(counts[best]),
-        "ci_low": float(np.quantile(maxima, tail)),
-        "ci_high": float(np.quantile(maxima, 1 - tail)),
+        "ci_low": float(np.quantile(maxima, tail)) if known else math.nan,
+        "ci_high": float(np.quantile(maxima, 1 - tail)) if known else math.nan,
     }
 
 
@@ -171,8 +217,11 @@ def row_ceiling(
     else:
         pairs = zip(throughput["clients"], throughput[col], strict=True)
         samples = {int(c): np.array([t]) for c, t in pairs}
-    empirical = empirical_ceiling(samples)
-    empirical["lower_bound"] = empirical["clients"] == max(samples)
+    empirical = empirical_ceiling(
+        samples, single=None if no_repetitions else single_errors(repetitions)
+    )
+    largest = max(np.asarray(throughput["clients"], dtype=float), default=max(samples))
+    empirical["lower_bound"] = empirical["clients"] == max(int(largest), max(samples))
     if no_repetitions:
         empirical.update(ci_low=math.nan, ci_high=math.nan)
     fit, pcov = fit_usl(
@@ -185,6 +234,9 @@ def row_ceiling(
     usl.update(ci_low=_finite(low), ci_high=_finite(high))
     return {
         "run": run,
+        "measuring": {}
+        if no_repetitions or "duration_s" not in repetitions
+        else measuring_time(repetitions),
         "empirical": {k: _finite(v) for k, v in empirical.items()},
         "bottleneck": bottleneck_at(throughput, empirical["clients"]),
         "latency": latency_at(throughput, empirical["clients"]),
@@ -194,9 +246,10 @@ def row_ceiling(
         ),
         "usl": usl,
         "method": {
-            "empirical": "max over client counts of the mean tps of the repetitions; 95% "
-            "interval: parametric (Student t) bootstrap over the repetitions; lower_bound: the "
-            "max is at the largest count measured (the curve may still rise)",
+            "empirical": "max over client counts of the mean tps of the repetitions (the "
+            "economy sweep's probes excluded); 95% interval: parametric (Student t) bootstrap "
+            "over the repetitions (a count with one: over its seconds, batch means); "
+            "lower_bound: the max is at the largest count measured (the curve may still rise)",
             "usl": "scipy curve_fit of X(N) = lam*N / (1 + sigma(N-1) + kappa*N(N-1)), "
             "sigma < 0 allowed (superlinear); 95% interval of X(N*): delta method, fit covariance",
             "bottleneck": "at the empirical ceiling's client count: the resource with the largest "
@@ -269,6 +322,10 @@ def collect(
             "empirical_ci_high": float(data["empirical"].get("ci_high", math.nan)),
             "empirical_lower_bound": bool(data["empirical"].get("lower_bound", False)),
         }
+        measuring = data.get("measuring") or {}
+        line["measured_seconds"] = float(measuring.get("seconds", math.nan))
+        line["probes"] = measuring.get("probes")
+        line["full_repetitions"] = measuring.get("repetitions")
         bound = data.get("latency_bound") or {}
         line["latency_bound_tps"] = float(bound.get("tps", math.nan))
         line["latency_bound_clients"] = bound.get("clients")

@@ -36,6 +36,7 @@ import pandas as pd
 from scipy.special import nctdtr, stdtrit  # scipy.stats' own t and noncentral t, fast
 
 from ybscale.analysis import multiplicity as mult
+from ybscale.analysis.ceiling import full_repetitions
 from ybscale.analysis.study_files import StudyFiles
 from ybscale.analysis.terms import RESPONSE_COLUMNS, of_response, response_words
 from ybscale.design.strata import SUB, WHOLE, stratified
@@ -144,6 +145,7 @@ def _repetition_sigma(runs: dict[str, Path], ceilings: pd.DataFrame) -> float:
         if path is None or not path.is_file() or "empirical_clients" not in row:
             continue
         reps = pd.read_csv(path)
+        reps = reps[full_repetitions(reps)]  # the economy sweep's probes rank counts only
         tps = reps.loc[reps["clients"] == row["empirical_clients"], "tps"]
         if len(tps) >= 2:
             variances.append(float(tps.var(ddof=1)) * (len(tps) - 1))

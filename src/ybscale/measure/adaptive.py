@@ -30,11 +30,12 @@ never refines or extends.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-SWEEPS = ("grid", "adaptive")
+SWEEPS = ("grid", "adaptive", "economy")
 CONFIRM_REPETITIONS = 3  # the scan's best gets up to these to test a peak (2 degrees of freedom)
 
 
@@ -293,3 +294,83 @@ def _past_peak(samples: dict[int, list[float]], alpha: float) -> bool:
     """The last two measured counts are both significantly below the best so far."""
     counts = list(samples)
     return len(counts) >= 3 and all(_below(samples, c, alpha) for c in counts[-2:])
+
+
+# --- the economy sweep: probe every count briefly, measure only the best ----------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """What to measure next: a client count, by a short probe or a full repetition."""
+
+    clients: int
+    probe: bool
+
+
+def economy_next(
+    grid: Sequence[int],
+    probes: Mapping[int, float],
+    full: Mapping[int, Sequence[float]],
+    max_clients: int | None = None,
+    repetitions: int = 1,
+) -> Step | None:
+    """The economy sweep's next step from what was measured so far (None: the row is done).
+
+    `probes`: each probed count's throughput from its probe; `full`: each count's full
+    repetitions. The decision reads nothing else, so the same measurements always lead to the
+    same step, and a row can be resumed or replayed from its tables.
+    - Scan: the grid's counts in ascending order, one probe each, until the last two probed
+      are both below the best probe (past the peak; a plateau is probed to the grid's end).
+      With the best probe at the grid's largest count, the range doubles (up to
+      `max_clients`) until a larger count's probe is below the best.
+    - Measure: the best probe's count gets `repetitions` full repetitions; nothing else does.
+    """
+    scan = next_probe(grid, probes, max_clients)
+    if scan is not None:
+        return Step(scan, True)
+    best = max(probes, key=probes.__getitem__)
+    if len(full.get(best, ())) < repetitions:
+        return Step(best, False)
+    return None
+
+
+def next_probe(
+    grid: Sequence[int], probes: Mapping[int, float], max_clients: int | None
+) -> int | None:
+    """The scan's next count to probe, None once the peak is passed or the range is done."""
+    counts = sorted(set(grid))
+    probed = sorted(probes)
+    if not probed:
+        return counts[0]
+    best = max(probes, key=probes.__getitem__)
+    if len(probed) >= 3 and all(probes[c] < probes[best] for c in probed[-2:]):
+        return None
+    left = [c for c in counts if c not in probes and c > probed[-1]]
+    if left:
+        return left[0]
+    largest = probed[-1]
+    if best != largest or max_clients is None or largest >= max_clients:
+        return None
+    return min(2 * largest, max_clients)
+
+
+def economy(
+    grid: Sequence[int],
+    probe: Callable[[int], float],
+    measure: Callable[..., Sequence[float]],
+    max_clients: int | None = None,
+    repetitions: int = 1,
+) -> dict[int, list[float]]:
+    """Run the economy sweep: `probe(clients) -> tps` and `measure(clients, previous, at_most,
+    below_best)` (as in `sweep`) as `economy_next` says; returns the full repetitions."""
+    probes: dict[int, float] = {}
+    full: dict[int, list[float]] = {}
+    while (step := economy_next(grid, probes, full, max_clients, repetitions)) is not None:
+        if step.probe:
+            probes[step.clients] = float(probe(step.clients))
+            continue
+        before = full.get(step.clients, [])
+        full[step.clients] = list(measure(step.clients, before, len(before) + 1, False))
+        if len(full[step.clients]) <= len(before):  # its rule is done: no repetition was added
+            break
+    return full

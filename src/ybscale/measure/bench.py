@@ -220,14 +220,27 @@ def summarize(
     }
 
 
+def batch_interval(tps: float, se: float, df: int, confidence: float = 0.95) -> dict:
+    """A single repetition's Student-t interval from its batch-means standard error
+    (`precision.batch_means`); NaN without two counted seconds."""
+    if not (df >= 1 and math.isfinite(se)):
+        return {"tps_ci_low": math.nan, "tps_ci_high": math.nan, "ci_from": ""}
+    from scipy.special import stdtrit
+
+    half = float(stdtrit(df, 0.5 + confidence / 2)) * se
+    return {"tps_ci_low": tps - half, "tps_ci_high": tps + half, "ci_from": "batch_means"}
+
+
 def steady_throughput(
     prefixes: list[Path],
     seconds: int,
     skip: int,
     fallback: float,
     offsets: list[float] | None = None,
+    batches: list | None = None,
 ) -> tuple[float, float, np.ndarray]:
-    """(tps, seconds, latencies in µs) of one repetition, its first `skip` s excluded.
+    """(tps, seconds, latencies in µs) of one repetition, its first `skip` s excluded; its
+    standard error from its own seconds (`precision.batch_means`) appended to `batches`.
 
     Each per-transaction log is reduced to per-second lines first (`latency.reduce_logs`, on
     the reference clock: `offsets` are the clock offsets of the generators that wrote each
@@ -247,6 +260,8 @@ def steady_throughput(
     tps, used = precision.steady_tps(samples, skip)
     if not (used > 0 and math.isfinite(tps)):
         return fallback, math.nan, np.array([])
+    if batches is not None:
+        batches.append(precision.batch_means(samples, skip))
     first = int(samples["interval_start"].min()) + skip
     lat = np.concatenate([latency.counted_latencies(tx, first) for tx in transactions])
     return tps, float(used), lat
@@ -294,86 +309,109 @@ def busiest(util: Mapping[str, float]) -> str:
 def measure_sweep(
     row: Row, cluster, script, env, settings, logs, rep_rows, progress, record=None
 ) -> list:
-    """Every client count the sweep chooses, each repeated to the stated precision.
+    """Every client count the sweep chooses, each repeated to the stated precision (or, in the
+    economy sweep, probed once and only the best measured); one throughput line per count.
 
-    With `auto` load generators (`cluster.generator_bound()` not None): a count that finds the
-    generators the bottleneck (`generators.Growth`) adds one (`cluster.add_generator`) while
-    fewer than the bound drive the cluster, and is measured again; a count measured with fewer
-    generators than drive the cluster when the sweep comes back to it is measured again too.
-    What a count measured before is kept in `record` (`superseded`, its logs in a folder of
-    pgbench-logs of their own), never in the tables; each line says its `generators`."""
-    run, kind, variables = row.run, row.kind, row.variables
-    protocol = MeasuringProtocol.of(settings)
-    seconds, skip = protocol.seconds, protocol.skip_seconds
-    lines: dict[int, dict] = {}  # by client count, in the order counts were first measured
-    # each repetition: (pgbench result, steady seconds, utilisation, latencies counted)
-    measured: dict[int, list] = {}
-    measured_with: dict[int, int] = {}  # the generators each count's repetitions ran with
-    growth = generators.Growth(cluster.generator_bound(), len(cluster.generator_names()))
-    superseded: list[dict] = []
+    What to measure next is the sweep's decision alone (`MeasuringProtocol.run`:
+    `adaptive.sweep`, `adaptive.economy`), made from the throughputs measured so far; `RowSweep`
+    carries it out (pgbench, utilisation, the lines). With `auto` load generators
+    (`cluster.generator_bound()` not None): a count that finds the generators the bottleneck
+    (`generators.Growth`) adds one (`cluster.add_generator`) while fewer than the bound drive
+    the cluster, and is measured again; a count measured with fewer generators than drive the
+    cluster when the sweep comes back to it is measured again too. What a count measured before
+    is kept in `record` (`superseded`, its logs in a folder of pgbench-logs of their own), never
+    in the tables; each line says its `generators`."""
+    sweep = RowSweep(row, cluster, script, env, settings, logs, rep_rows, progress)
+    sweep.protocol.run(sweep.one_count, sweep.probe)
+    sweep.checked("after the last repetition")  # the others are followed by the next one's check
+    if record is not None and sweep.growth.bound is not None:
+        record["load_generator_growth"] = {**sweep.growth.record(), "superseded": sweep.superseded}
+    return sorted(sweep.lines.values(), key=lambda line: line["clients"])
 
-    def supersede(clients: int, why: str) -> None:
+
+class RowSweep:
+    """Carries out one row's sweep: each repetition or probe run, timed and read, its line
+    written. Holds what was measured: `lines` (by client count, in the order counts were first
+    measured), `measured` (each count's full repetitions: pgbench result, steady seconds,
+    utilisation, latencies counted), `rep_rows` (repetitions.csv, probes included)."""
+
+    def __init__(self, row: Row, cluster, script, env, settings, logs, rep_rows, progress):
+        self.row, self.cluster, self.script, self.env = row, cluster, script, env
+        self.settings, self.logs, self.rep_rows, self.progress = settings, logs, rep_rows, progress
+        self.protocol = MeasuringProtocol.of(settings)
+        self.lines: dict[int, dict] = {}
+        self.measured: dict[int, list] = {}
+        self.measured_with: dict[int, int] = {}  # the generators each count's repetitions ran with
+        self.growth = generators.Growth(cluster.generator_bound(), len(cluster.generator_names()))
+        self.superseded: list[dict] = []
+
+    def supersede(self, clients: int, why: str) -> None:
         """The count's measurements so far out of the tables, into the record."""
-        k = lines[clients]["generators"]
-        gone = [r for r in rep_rows if r["clients"] == clients]
-        rep_rows[:] = [r for r in rep_rows if r["clients"] != clients]
-        aside = logs / f"superseded-c{clients:03d}-k{k}"
+        k = self.lines[clients]["generators"]
+        gone = [r for r in self.rep_rows if r["clients"] == clients]
+        self.rep_rows[:] = [r for r in self.rep_rows if r["clients"] != clients]
+        aside = self.logs / f"superseded-c{clients:03d}-k{k}"
         aside.mkdir(exist_ok=True)
         for rep in {r["repetition"] for r in gone}:
-            for path in node_logs(logs, clients, rep):
+            for path in node_logs(self.logs, clients, rep):
                 path.rename(aside / path.name)
-        superseded.append({"clients": clients, "generators": k, "why": why,
-                           "line": dict(lines[clients]), "repetitions": gone,
-                           "logs": aside.name})  # fmt: skip
-        measured[clients] = []
+        self.superseded.append({"clients": clients, "generators": k, "why": why,
+                                "line": dict(self.lines[clients]), "repetitions": gone,
+                                "logs": aside.name})  # fmt: skip
+        self.measured[clients] = []
 
-    def checked(when: str) -> None:
+    def checked(self, when: str) -> None:
         """Every node up (and the replication quorum); MeasurementError naming when."""
         try:
-            cluster.check()
+            self.cluster.check()
         except BackendError as exc:
-            raise MeasurementError(f"{run}, {when}: {exc}") from exc
+            raise MeasurementError(f"{self.row.run}, {when}: {exc}") from exc
 
-    def start_repetition(clients: int, warm: bool) -> None:
+    def start_repetition(self, clients: int, warm: bool) -> None:
         """Before each repetition: the dataset reset (every write repetition starts from the
         loaded rows), a check, and the warm-up before a count's first repetition in a call."""
-        cluster.reset(kind)
-        checked(f"before {clients} clients")
-        if warm and protocol.warmup > 0:
+        self.cluster.reset(self.row.kind)
+        self.checked(f"before {clients} clients")
+        if warm and self.protocol.warmup > 0:
             run_pgbench(
-                cluster,
-                kind,
-                script,
-                env,
+                self.cluster,
+                self.row.kind,
+                self.script,
+                self.env,
                 clients,
-                protocol.warmup,
-                settings,
+                self.protocol.warmup,
+                self.settings,
                 None,
-                variables=variables,
-                workdir=logs,
+                variables=self.row.variables,
+                workdir=self.logs,
             )
 
-    def repetition(clients: int, rep: int) -> float:
-        """One repetition: pgbench's run and its steady tps, recorded in `measured` and rep_rows."""
-        prefix = pgbench.repetition_prefix(logs, clients, rep)
+    def repetition(self, clients: int, rep: int, seconds: int, probe: bool = False) -> tuple:
+        """One run of pgbench for `seconds` (a repetition, or with `probe` the economy sweep's
+        probe, repetition 0): its steady tps, recorded in rep_rows; (result, steady seconds,
+        utilisation, latencies, steady tps)."""
+        cluster, kind, run = self.cluster, self.row.kind, self.row.run
+        skip = self.protocol.skip_seconds
+        prefix = pgbench.repetition_prefix(self.logs, clients, rep)
         seed = zlib.crc32(f"{run}/{clients}/{rep}".encode())
         several = len(cluster.generator_names()) > 1  # then pgbench starts LEAD s later
         window = utilisation.Window(cluster.cpu_seconds, skip + generators.LEAD * several)
         stopped = []  # the window ends with pgbench, before its logs are collected and read
         starts: list[float] = []  # each pgbench's start on the reference clock
+        batches: list[tuple[float, int]] = []
         window.start()
         try:
             result = run_pgbench(
                 cluster,
                 kind,
-                script,
-                env,
+                self.script,
+                self.env,
                 clients,
                 seconds,
-                settings,
+                self.settings,
                 prefix,
                 seed,
-                variables=variables,
+                variables=self.row.variables,
                 ended=lambda: stopped.append(window.stop()),
                 starts=starts,
             )
@@ -384,6 +422,7 @@ def measure_sweep(
                 skip,
                 result.tps,
                 [offsets[t.generator] for t in targets],
+                batches,
             )
         except (MeasurementError, pgbench.PgbenchError, BackendError) as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
@@ -394,17 +433,19 @@ def measure_sweep(
         except BackendError as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         util = window_utilisation(cluster, kind, clients, readings)
-        measured[clients].append((result, span, util, lat))
-        measured_with[clients] = len(cluster.generator_names())
-        rep_rows.append(
+        se, df = batches[0] if batches else (math.nan, 0)
+        self.rep_rows.append(
             {
                 "clients": clients,
                 "repetition": rep,
+                "probe": probe,
                 "generators": len(cluster.generator_names()),
                 "random_seed": seed,
                 **vars(result),
                 "tps_pgbench": result.tps,
                 "tps": steady,
+                "tps_se": se,
+                "tps_se_df": df,
                 "steady_seconds": span,
                 "cpu_window_s": readings[0] if readings else math.nan,
                 "start_skew_ms": 1000 * generators.skew(starts),
@@ -413,85 +454,111 @@ def measure_sweep(
                 **utilisation.bottleneck(util, steady, capacity(cluster, kind, clients)),
             }
         )
+        return result, span, util, lat, steady
+
+    def probe(self, clients: int) -> float:
+        """The economy sweep's probe of `clients`: one short run (`probe_seconds`); its line
+        says `probe` until the count is measured in full, and no ceiling reads it."""
+        self.start_repetition(clients, warm=True)
+        result, span, util, lat, steady = self.repetition(
+            clients, 0, self.protocol.probe_seconds, probe=True
+        )
+        self.progress(
+            f"{self.row.run}: {clients:>4} clients, probe ({self.protocol.probe_seconds} s): "
+            f"{steady:,.0f} tps (pgbench {result.tps:,.0f})" + busiest(util)
+        )
+        self.write_line(
+            clients, [(result, span, util, lat)], [steady], None, self.protocol.probe_seconds,
+            "probe",
+        )  # fmt: skip
+        self.lines[clients]["generators"] = len(self.cluster.generator_names())
         return steady
 
     def one_count(
-        clients: int, previous: list[float], at_most: int | None, below_best: bool
+        self, clients: int, previous: list[float], at_most: int | None, below_best: bool
     ) -> list[float]:
         """The count measured (`count`), again with one more generator while `auto` finds the
         generators the bottleneck; again from the start when more generators drive the cluster
         than when it was measured."""
-        k = len(cluster.generator_names())
-        if previous and not below_best and lines[clients]["generators"] != k:
-            supersede(clients, f"measured with {lines[clients]['generators']} generator(s), "
-                               f"{k} since")  # fmt: skip
+        k = len(self.cluster.generator_names())
+        line = self.lines.get(clients)
+        if previous and not below_best and line["generators"] != k:
+            self.supersede(clients, f"measured with {line['generators']} generator(s), {k} since")
             previous = []
-        values = count(clients, previous, at_most, below_best)
-        if not below_best and growth.add(clients, k, lines[clients]):
-            line = lines[clients]
-            supersede(clients, "client-bound")
+        values = self.count(clients, previous, at_most, below_best)
+        if not below_best and self.growth.add(clients, k, self.lines[clients]):
+            line = self.lines[clients]
+            self.supersede(clients, "client-bound")
             try:
-                cluster.add_generator()
+                self.cluster.add_generator()
             except BackendError as exc:
                 raise MeasurementError(
-                    f"{run}, {clients} clients: the load generators are the bottleneck and "
-                    f"generator {k + 1} could not join: {exc}"
+                    f"{self.row.run}, {clients} clients: the load generators are the bottleneck "
+                    f"and generator {k + 1} could not join: {exc}"
                 ) from exc
-            progress(
-                f"{run}: {clients:>4} clients: the load generators are the bottleneck "
+            self.progress(
+                f"{self.row.run}: {clients:>4} clients: the load generators are the bottleneck "
                 f"({line['bottleneck']} {100 * line['bottleneck_util']:.0f} %): {k + 1} "
                 "generators from now on, this count measured again"
             )
-            return one_count(clients, [], at_most, False)
+            return self.one_count(clients, [], at_most, False)
         return values
 
     def count(
-        clients: int, previous: list[float], at_most: int | None, below_best: bool
+        self, clients: int, previous: list[float], at_most: int | None, below_best: bool
     ) -> list[float]:
         """The count's repetitions (after `previous`) until the rule is done or it has
         `at_most`; none when the sweep found it `below_best` (its line says so)."""
-        rule = protocol.rule(previous)
-        measured.setdefault(clients, [])
+        rule = self.protocol.rule(previous)
+        self.measured.setdefault(clients, [])
         below = below_best and not rule.done
         started = False  # the warm-up runs before the first repetition of a call
         while not below and not rule.done and (at_most is None or len(rule.values) < at_most):
-            start_repetition(clients, warm=not started)
+            self.start_repetition(clients, warm=not started)
             started = True
             rep = len(rule.values) + 1
-            rule.add(repetition(clients, rep))
+            *kept, steady = self.repetition(clients, rep, self.protocol.seconds)
+            self.measured[clients].append(tuple(kept))
+            self.measured_with[clients] = len(self.cluster.generator_names())
+            rule.add(steady)
             half = 100 * precision.relative_half_width(rule.values)
             interval = f"95% CI ±{half:.1f}%" if math.isfinite(half) else "no interval yet"
-            progress(
-                f"{run}: {clients:>4} clients, repetition {rep}: {rule.values[-1]:,.0f} tps "
-                f"(pgbench {measured[clients][-1][0].tps:,.0f}), {interval}"
-                + busiest(measured[clients][-1][2])
+            self.progress(
+                f"{self.row.run}: {clients:>4} clients, repetition {rep}: {steady:,.0f} tps "
+                f"(pgbench {kept[0].tps:,.0f}), {interval}" + busiest(kept[2])
             )
-        used = [span for _, span, _, _ in measured[clients] if math.isfinite(span)]
-        order = lines[clients]["order"] if clients in lines else len(lines) + 1
-        lines[clients] = summarize(
+        self.write_line(
+            clients, self.measured[clients], rule.values, rule, self.protocol.seconds,
+            "below_best" if below else "",
+        )  # fmt: skip
+        self.lines[clients]["generators"] = self.measured_with[clients]
+        return list(rule.values)
+
+    def write_line(self, clients, reps, values, rule, seconds, stopped) -> None:
+        """The count's throughput line from `reps` (result, steady seconds, utilisation,
+        latencies) and their steady tps `values`."""
+        cluster, kind = self.cluster, self.row.kind
+        used = [span for _, span, _, _ in reps if math.isfinite(span)]
+        order = self.lines[clients]["order"] if clients in self.lines else len(self.lines) + 1
+        line = summarize(
             clients,
-            [result for result, _, _, _ in measured[clients]],
+            [result for result, _, _, _ in reps],
             seconds,
-            rule.values,
+            values,
             rule,
             statistics.mean(used) if used else math.nan,
             order,
-            "below_best" if below else "",
+            stopped,
         )
-        lines[clients] |= latency.percentiles(np.concatenate([r[3] for r in measured[clients]]))
-        util = mean_utilisation([u for _, _, u, _ in measured[clients]])
-        lines[clients] |= {f"util_{name}": u for name, u in util.items()}
-        lines[clients] |= utilisation.bottleneck(
-            util, lines[clients]["tps"], capacity(cluster, kind, clients)
-        )
-        lines[clients]["generators"] = measured_with[clients]
-        return list(rule.values)
-
-    protocol.run(one_count)
-    checked("after the last repetition")  # the others are followed by the next one's check
-    if record is not None and growth.bound is not None:
-        record["load_generator_growth"] = {**growth.record(), "superseded": superseded}
-    return sorted(lines.values(), key=lambda line: line["clients"])
+        if len(values) == 1:  # one repetition: its interval from its own seconds
+            [own] = [r for r in self.rep_rows if r["clients"] == clients
+                     and r["probe"] == (stopped == "probe")][-1:]  # fmt: skip
+            line |= batch_interval(values[0], own["tps_se"], own["tps_se_df"])
+        line |= latency.percentiles(np.concatenate([r[3] for r in reps]))
+        util = mean_utilisation([u for _, _, u, _ in reps])
+        line |= {f"util_{name}": u for name, u in util.items()}
+        line |= utilisation.bottleneck(util, line["tps"], capacity(cluster, kind, clients))
+        self.lines[clients] = line
 
 
 def measure(

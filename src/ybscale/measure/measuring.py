@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # precision needs numpy: only a measuring job imports it (`ru
     from ybscale.measure import precision  # plan that backends/gcp/rules.smk reads at parse time
 
 ADAPTIVE_EXTRA_COUNTS = 2  # the adaptive sweep's midpoints around the peak (planning estimate)
+ECONOMY_REPETITIONS = 1  # economy: full repetitions of the best probe's count
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class MeasuringProtocol:
     max_repetitions: int
     precision: float
     seconds: int
+    probe_seconds: int  # economy: the length of a probe (the scan's one short run per count)
     skip_seconds: int
     warmup: int
     max_tries: int  # pgbench --max-tries: serialization failures retried (and counted)
@@ -68,8 +70,17 @@ class MeasuringProtocol:
         rule.values = list(previous)
         return rule
 
-    def run(self, measure_count: Callable[..., Sequence[float]]) -> dict[int, list[float]]:
-        """The sweep over client counts (`adaptive.sweep` with these settings)."""
+    def run(
+        self,
+        measure_count: Callable[..., Sequence[float]],
+        probe: Callable[[int], float] | None = None,
+    ) -> dict[int, list[float]]:
+        """The sweep over client counts (`adaptive.sweep` with these settings; the economy
+        sweep, `adaptive.economy`, probes with `probe`)."""
+        if self.sweep == "economy":
+            return adaptive.economy(
+                self.clients, probe, measure_count, self.max_clients, ECONOMY_REPETITIONS
+            )
         return adaptive.sweep(
             self.clients,
             measure_count,
@@ -81,7 +92,7 @@ class MeasuringProtocol:
     def counts_at_most(self) -> int:
         """Client counts a row can measure: the grid, and in the adaptive sweep its midpoints
         (an estimate) and every count the extension can add."""
-        if self.sweep != "adaptive":
+        if self.sweep == "grid":
             return len(self.clients)
         extension = adaptive.extension_counts(self.clients, self.max_clients)
         return len(self.clients) + ADAPTIVE_EXTRA_COUNTS + len(extension)
@@ -92,6 +103,11 @@ class MeasuringProtocol:
         (`load_seconds`) before every repetition. The adaptive sweep's early stop is not
         counted: an upper bound for planning."""
         counts = self.counts_at_most()
+        if self.sweep == "economy":  # every count probed, one measured in full
+            probes = counts * (self.warmup + self.probe_seconds + per_count_overhead)
+            full = ECONOMY_REPETITIONS * self.seconds + self.warmup + per_count_overhead
+            reloads = 1 if read_only else counts + ECONOMY_REPETITIONS
+            return probes + full + reloads * load_seconds
         per_count = self.warmup + self.most_repetitions * self.seconds + per_count_overhead
         reloads = 1 if read_only else counts * self.most_repetitions
         return counts * per_count + reloads * load_seconds
@@ -103,6 +119,20 @@ class MeasuringProtocol:
         # a fixed number of repetitions stops there, whatever the interval
         until = f" until the 95 % CI is within ±{100 * self.precision:g} %" if low < high else ""
         each = f"{self.seconds} s each, {self.counted()}"
+        if self.sweep == "economy":
+            extend = (
+                f", doubling past the grid up to {self.max_clients} clients while the best "
+                "probe is at its edge"
+                if self.clients and adaptive.extension_counts(self.clients, self.max_clients)
+                else ""
+            )
+            return (
+                f"economy sweep: every count probed once for {self.probe_seconds} s "
+                f"({self.counted(self.probe_seconds)}), "
+                f"ascending until two counts in a row probe below the best{extend}; the best "
+                f"probe's count then measured by {_count(ECONOMY_REPETITIONS, 'repetition')} of "
+                f"{self.seconds} s ({self.counted()}), the only throughput the ceiling reads"
+            )
         if self.sweep != "adaptive":
             return f"every count {reps}{until}; {each}"
         extend = (
@@ -118,10 +148,12 @@ class MeasuringProtocol:
             f"{until} for the counts not significantly below the best; {each}"
         )
 
-    def counted(self) -> str:
-        """Which seconds of a repetition its throughput counts (`bench.steady_throughput`:
-        the per-second logs after `skip_seconds`, else pgbench's own figure)."""
-        if self.skip_seconds >= self.seconds:  # the per-second logs hold `seconds` intervals
+    def counted(self, seconds: int | None = None) -> str:
+        """Which seconds of a repetition (of `seconds`, default the setting) its throughput
+        counts (`bench.steady_throughput`: the per-second logs after `skip_seconds`, else
+        pgbench's own figure)."""
+        # the per-second logs hold `seconds` intervals
+        if self.skip_seconds >= (seconds or self.seconds):
             return (
                 f"throughput as pgbench reports it over the whole run (skipping the first "
                 f"{self.skip_seconds} s would leave no second to count)"

@@ -104,3 +104,27 @@ class Sequential:
             "repetitions": len(self.values),
             "precision_met": bool(self.met),
         }
+
+
+def batch_means(per_second, skip: int = 1) -> tuple[float, int]:
+    """(standard error, degrees of freedom) of one repetition's steady tps from its own counted
+    seconds, each second one batch (the method of batch means: Law & Kelton, Simulation
+    Modeling and Analysis, 5th ed., §9.5.3; Schmeiser, Operations Research 30, 1982): the
+    spread of the per-second throughput over the span `steady_tps` counts (a second with no
+    transaction counts 0) / sqrt(batches). (NaN, 0) below two counted seconds. Batches of one
+    second assume seconds nearly independent; a short repetition gives few batches and so a
+    wide Student-t interval, never a narrow one."""
+    starts = np.asarray(per_second["interval_start"], dtype=np.int64)
+    counts = np.asarray(per_second["num_transactions"], dtype=float)
+    if not len(starts):
+        return math.nan, 0
+    kept = starts >= starts.min() + skip
+    if kept.sum() == 0:
+        return math.nan, 0
+    first = int(starts[kept].min())
+    span = int(starts[kept].max()) - first + 1
+    if span < 2:
+        return math.nan, 0
+    per = np.zeros(span)
+    np.add.at(per, starts[kept] - first, counts[kept])
+    return float(per.std(ddof=1) / math.sqrt(span)), span - 1

@@ -478,7 +478,37 @@ def response_section(study: Study) -> list[str]:
         if len(y)
         else f"Design: 2^({k}-{p}), {res}, {d.n_runs} runs."
     )
-    return [text]
+    timing = measuring_text(study.ceilings, m)
+    return [text, timing] if timing else [text]
+
+
+def measuring_text(ceilings: pd.DataFrame, m: dict) -> str:
+    """How long the rows measured (pgbench's seconds, `ceiling.measuring_time`), and what the
+    full protocol (the adaptive sweep on the same settings) plans at most."""
+    if "measured_seconds" not in ceilings or ceilings["measured_seconds"].isna().all():
+        return ""  # older ceilings.csv
+    seconds = ceilings["measured_seconds"].astype(float)
+    text = (
+        f"**Measuring time.** {seconds.sum():,.0f} s of pgbench over the {len(seconds)} rows "
+        f"(per row {seconds.min():,.0f} to {seconds.max():,.0f} s"
+    )
+    probes = ceilings["probes"].fillna(0).astype(int) if "probes" in ceilings else None
+    if probes is not None and probes.sum():
+        full = ceilings["full_repetitions"].fillna(0).astype(int)
+        text += f"; {probes.sum()} probes and {full.sum()} full repetitions"
+    text += ")."
+    if m.get("sweep") == "economy" and m.get("clients"):
+        full_protocol = MeasuringProtocol.of({**m, "sweep": "adaptive"})
+        f = full_protocol  # pgbench's seconds only, as measured_seconds counts them
+        bound = f.counts_at_most() * f.most_repetitions * f.seconds
+        text += (
+            " The economy sweep gave no row more than one full repetition: rows differ only "
+            "in how many counts were probed before the peak was passed. The full protocol "
+            f"(measurement.sweep: adaptive, {full_protocol.most_repetitions} repetitions per "
+            f"count near the peak) plans at most {bound:,.0f} s per row, "
+            f"{bound * len(seconds):,.0f} s for these rows (`bench/economy` measures both)."
+        )
+    return text
 
 
 def effects_section(study: Study) -> list[str]:

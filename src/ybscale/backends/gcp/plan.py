@@ -20,6 +20,7 @@ from ybscale.config_sources import source_of
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
 from ybscale.measure.measuring import MeasuringProtocol
+from ybscale.settings import thaw
 
 HOURS_PER_MONTH = 730  # how GCP prices a GB-month of disk per hour
 NOT_INCLUDED = (
@@ -96,6 +97,9 @@ class Plan:
     cluster_per_replicate: bool = True  # gcp.cluster_per_replicate
     # with gcp.load_generators: auto, the peak needs if every cluster grew to its bound
     peaks_max: dict = field(default_factory=dict)
+    # measurement.sweep -> (VM-hours as scheduled, wall seconds) of the economy and the full
+    # protocol on the same settings (`protocols`)
+    protocols: dict = field(default_factory=dict)
 
     def worst_clusters(self, worst: bool = True) -> list[ClusterPlan]:
         """The clusters, each at `auto`'s bound when `worst` (`ClusterPlan.at_bound`)."""
@@ -315,8 +319,32 @@ def read_quotas(project: str | None, region: str) -> tuple[dict | None, str]:
     return quotas, f"quotas of {project} in {region} and project-wide (gcloud)"
 
 
+PROTOCOLS = {"economy": "economy", "adaptive": "full"}  # measurement.sweep -> its name here
+
+
+def protocols(rows: Sequence[Row], config: Mapping, combos, chosen: Plan) -> dict:
+    """VM-hours as scheduled and wall seconds of the economy and the full protocol for these
+    rows (`chosen`: the plan of the configured one)."""
+    current = config["measurement"]["sweep"]
+    out = {}
+    for sweep in PROTOCOLS:
+        if sweep == current:
+            p = chosen
+        else:
+            other = thaw(config)
+            other["measurement"]["sweep"] = sweep
+            p = plan(rows, other, combos, compare=False)
+        out[sweep] = (p.vm_hours(False), p.wall_seconds)
+    return out
+
+
 def plan(
-    rows: Sequence[Row], config: Mapping, combos: Sequence[str] | None = None, *, quotas=False
+    rows: Sequence[Row],
+    config: Mapping,
+    combos: Sequence[str] | None = None,
+    *,
+    quotas=False,
+    compare=True,
 ) -> Plan:
     """The plan for the rows (only those of the clusters `combos` when given); `config` as
     settings.load. A cluster per label of `GcpBackend.cluster_labels` (per combination, and per
@@ -382,7 +410,7 @@ def plan(
         used.add(settings["disk_type"])
     if "ip_hour" not in rates:
         used.add("external IP (ip_hour)")
-    return Plan(
+    out = Plan(
         clusters=clusters,
         row_seconds=seconds,
         wall_seconds=max((c.end_seconds for c in clusters), default=0.0),
@@ -404,6 +432,9 @@ def plan(
         replicates=max((by_run[r].replicate for r in runs), default=1),
         cluster_per_replicate=settings["cluster_per_replicate"],
     )
+    if compare:
+        out = dataclasses.replace(out, protocols=protocols(rows, config, combos, out))
+    return out
 
 
 def hourly_price(settings: Mapping, row: Row) -> dict:
@@ -484,6 +515,18 @@ def replication_line(p: Plan) -> str:
     )
 
 
+def protocol_line(p: Plan) -> list[str]:
+    """Both protocols' VM-hours as scheduled (each an upper bound on its measuring time)."""
+    if not p.protocols:
+        return []
+    parts = [
+        f"{PROTOCOLS[sweep]} (measurement.sweep: {sweep}) {hours:.1f} VM-hours, {_hm(wall)}"
+        for sweep, (hours, wall) in p.protocols.items()
+    ]
+    bounds = " (each with its own bound on a row's measuring time: see docs/GUIDE.md)"
+    return ["Protocols, as scheduled: " + "; ".join(parts) + bounds]
+
+
 def format_plan(p: Plan) -> str:
     """A human-readable plan, with the estimate caveats spelled out."""
     width = max([24, *(len(c.cluster) for c in p.clusters)])
@@ -519,6 +562,7 @@ def format_plan(p: Plan) -> str:
         f"VM-hours: {p.vm_hours(False):.1f} as scheduled; at most {p.vm_hours():.1f} if every VM "
         "ran until max_run_duration (gcp.ttl_hours) deletes it"
         + (", every cluster grown to auto's bound" if p.grows() else ""),
+        *protocol_line(p),
         f"Estimated cost: USD {p.cost(False):.2f} as scheduled (at most USD {p.cost():.2f}) -- an "
         f"ESTIMATE from the editable price table {source_of('gcp.prices')}.{p.region}: "
         + ", ".join(f"{item} {value:.2f}" for item, value in p.costs(False).items()),
