@@ -542,6 +542,10 @@ def test_centre_runs_follow_the_factorial_runs_at_the_middle_levels():
     assert set(built["clusters"]) == set(design.all_run_ids)
     assert design_from_record(built).center_run_ids == design.center_run_ids
     assert design_from_dict({**CENTRE, "center_points": 0}).all_run_ids == design.run_ids
+    shared = {run: f"nodes{design.levels(run)['nodes']}" for run in design.all_run_ids}
+    with pytest.raises(ValueError, match="config/design.yaml: center_points: with rows that "
+                       "share a cluster"):  # fmt: skip
+        record.build(design, "gcp", clusters=shared, order="random", seed=7)
 
 
 def test_centre_points_that_cannot_be_are_refused_naming_the_field():

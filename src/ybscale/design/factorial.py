@@ -308,9 +308,10 @@ class Design:
     def headline(self) -> str:
         """``2^(6-2) design, 16 runs, I = ..., resolution 3``: what the design commands print."""
         k, p = len(self.factors), len(self.generators)
+        centre = f" and {self.center_points} centre runs" if self.center_points else ""
         return (
-            f"2^({k}-{p}) design, {self.n_runs} runs, {self.defining_relation_string()}, "
-            f"resolution {self.resolution}"
+            f"2^({k}-{p}) design, {self.n_runs} runs{centre}, "
+            f"{self.defining_relation_string()}, resolution {self.resolution}"
         )
 
     @property

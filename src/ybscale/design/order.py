@@ -138,6 +138,15 @@ def planned_lines(design, order: str, seed: int, clusters=None) -> list[tuple]:
     units += list(
         zip(design.center_run_ids, [0] * design.center_points, design.center_blocks, strict=True)
     )
+    if design.center_points and _shared(clusters):
+        from ybscale.design.factorial import DesignError
+
+        raise DesignError(
+            f"{design.source}: center_points: with rows that share a cluster (gcp, existing, "
+            "local.cluster_per: combination) is not supported yet: the centre runs would share "
+            "one cluster, whose spread is not the cluster-to-cluster noise the curvature test "
+            "needs (local with a cluster per row runs them)"
+        )
     try:
         return _positions(units, order, seed, clusters, design.row_blocks)
     except ValueError as exc:
