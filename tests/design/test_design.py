@@ -561,6 +561,8 @@ def test_centre_points_that_cannot_be_are_refused_naming_the_field():
           "center_points": 1}, r"center_points: factors.B \(replication\)"),
         ({"factors": {x: {"name": f"f{x}", "levels": [-1, 1]} for x in "ABC"}, "blocks": 2,
           "center_points": 2}, "center_points: with blocks is not supported"),
+        ({"factors": two, "center_points": 2, "replications": 2},
+         "center_points: with replications > 1 is not supported yet"),
         ({"factors": two, "center_points": -1}, "center_points"),
     ]  # fmt: skip
     for data, message in cases:

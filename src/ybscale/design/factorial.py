@@ -526,6 +526,10 @@ def _check_center(design: Design) -> None:
     if design.blocks > 1:
         raise _fail(src, "center_points", "with blocks is not supported yet (each block "
                     "would need its own centre points)")  # fmt: skip
+    if design.replications > 1:
+        raise _fail(src, "center_points", "with replications > 1 is not supported yet (each "
+                    "replicate is a block, and the blocked analysis has no curvature test yet): "
+                    "the centre runs are the replication")  # fmt: skip
     for f in design.factors:
         if f.fold:
             raise _fail(src, "center_points", f"factors.{f.letter} ({f.name}) is a fold-over "
