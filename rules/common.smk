@@ -42,7 +42,7 @@ config.update(
 # settings re-runs a job through its params, never through this file's time)
 SETTINGS_INPUT = ancient(write_settings_file(SETTINGS))
 DESIGN = STUDY.design
-RUNS = DESIGN.run_ids
+RUNS = DESIGN.all_run_ids  # the factorial runs, then the centre runs (center_points)
 # what the rules know of the backend (backends.BACKENDS)
 BACKEND = backend_class(SETTINGS["backend"])
 ANALYSIS = SETTINGS["analysis"]

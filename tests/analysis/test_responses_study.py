@@ -491,3 +491,49 @@ def test_ybscale_analyze_takes_several_response_columns(tmp_path, capsys):
     assert "active on throughput_per_dollar (t, holm over 7 columns): A, B" in out
     effects = pd.read_csv(tmp_path / "out" / "effects.csv")
     assert list(dict.fromkeys(effects["response"])) == ["ceiling", "throughput_per_dollar"]
+
+
+def test_centre_rows_of_ceilings_csv_give_the_curvature_line(tmp_path):
+    """Issue 47, centre points in a study: the ceilings rule's table holds the centre runs
+    (row 0, every letter 0) after the factorial runs, and the analysis rule's command takes
+    them as centre points: the effects from the four corners only, the ANOVA with the
+    curvature and pure-error lines. Montgomery's 2^2 with five centre points (8th ed.,
+    Example 6.7; here × 100 as tps): corners 39.3, 40.9, 40.0, 41.5, centres 40.3, 40.5,
+    40.7, 40.2, 40.6: SS_curvature 0.0027 (× 100²), F = 0.0633 against the pure error on 4 df."""
+    from ybscale.analysis import analyze as analyze_module
+    from ybscale.design.factorial import design_dict
+
+    design = design_from_dict({"factors": {"A": {"name": "operation_size", "levels": [1, 100]},
+                                           "B": {"name": "nodes", "levels": [3, 5]}},
+                               "center_points": 5})  # fmt: skip
+    record = tmp_path / "design.json"
+    record.write_text(json.dumps(design_dict(design)))
+    values = [39.3, 40.9, 40.0, 41.5, 40.3, 40.5, 40.7, 40.2, 40.6]
+    files = []
+    for run, value in zip(design.all_run_ids, values, strict=True):
+        tps = 100 * value
+        data = {
+            "run": run,
+            "usl": {},
+            "empirical": {"tps": tps, "clients": 8, "ci_low": tps - 5, "ci_high": tps + 5},
+        }
+        files.append(tmp_path / f"{run}.json")
+        files[-1].write_text(json.dumps(data))  # fmt: skip
+    table = collect(str(record), files, "empirical")
+    assert list(table["run"]) == design.all_run_ids
+    centre = table[table["run"].isin(design.center_run_ids)]
+    assert (centre[["row", "A", "B"]] == 0).all().all()
+    table.to_csv(tmp_path / "ceilings.csv", index=False)
+    out = {name: tmp_path / f"{name}.csv" for name in ("effects", "anova", "residuals", "outliers")}
+    argv = ["--design", str(record), "--responses", str(tmp_path / "ceilings.csv"),
+            "--response", "ceiling", "--model", "additive", "--no-charts"]  # fmt: skip
+    for name, path in out.items():
+        argv += [f"--{name}", str(path)]
+    assert analyze_module.main(argv) == 0
+    effects = pd.read_csv(out["effects"]).set_index("term")
+    assert effects.loc["A", "effect"] == pytest.approx(155.0)  # the corners only
+    anova = pd.read_csv(out["anova"]).set_index("term")
+    assert anova.loc["curvature", "sum_sq"] == pytest.approx(0.0027222 * 100**2, rel=1e-4)
+    assert anova.loc["curvature", "F"] == pytest.approx(0.0633, abs=1e-4)
+    assert anova.loc["pure error", "df"] == 4
+    assert anova.loc["pure error", "sum_sq"] == pytest.approx(0.172 * 100**2)

@@ -506,3 +506,86 @@ def test_a_blocked_design_is_ordered_block_by_block_and_recorded():
     shared = {run: "one" for run in design.run_ids}
     with pytest.raises(ValueError, match="blocks: design blocks with rows that share a cluster"):
         record.build(design, "gcp", clusters=shared, order="random", seed=7)
+
+
+# ------------------------------------------------------------------ centre points (issue 47)
+
+CENTRE = {
+    "factors": {
+        "A": {"name": "operation_size", "levels": [1, 100]},
+        "B": {"name": "nodes", "levels": [3, 5]},
+        "C": {"name": "work_mem", "sets": "server.random_page_cost", "levels": [1.5, 4.0]},
+    },
+    "center_points": 3,
+}
+
+
+def test_centre_runs_follow_the_factorial_runs_at_the_middle_levels():
+    """A 2^3 with three centre points: run09 .. run11, every letter 0, every factor at the
+    middle of its levels (integers rounded half up: 1 and 100 give 51; nodes 3 and 5 give 4;
+    a decimal setting its arithmetic middle); they are recorded, ordered and read back."""
+    from ybscale.design import record
+    from ybscale.design.factorial import design_from_dict, design_from_record
+
+    design = design_from_dict(CENTRE, "config/design.yaml")
+    assert design.run_ids[-1] == "run08" and design.center_run_ids == ["run09", "run10", "run11"]
+    assert design.levels("run10") == {"nodes": 4, "operation_size": 51, "work_mem": 2.75}
+    assert design.signs("run11") == {"A": 0, "B": 0, "C": 0}
+    table = design.measured_table()
+    assert list(table.index) == design.all_run_ids
+    assert (table.loc[design.center_run_ids, ["row", "A", "B", "C"]] == 0).all().all()
+    built = record.build(design, "local", order="random", seed=7)
+    planned = [line["run"] for line in built["run_order"]["planned"]]
+    assert sorted(planned) == design.all_run_ids
+    assert built["center_runs"] == design.center_run_ids
+    assert built["center_levels"] == {"nodes": 4, "operation_size": 51, "work_mem": 2.75}
+    assert set(built["clusters"]) == set(design.all_run_ids)
+    assert design_from_record(built).center_run_ids == design.center_run_ids
+    assert design_from_dict({**CENTRE, "center_points": 0}).all_run_ids == design.run_ids
+    shared = {run: f"nodes{design.levels(run)['nodes']}" for run in design.all_run_ids}
+    with pytest.raises(ValueError, match="config/design.yaml: center_points: with rows that "
+                       "share a cluster"):  # fmt: skip
+        record.build(design, "gcp", clusters=shared, order="random", seed=7)
+
+
+def test_centre_points_that_cannot_be_are_refused_naming_the_field():
+    from ybscale.design.factorial import DesignError, design_from_dict
+
+    two = {"A": {"name": "operation_size", "levels": [1, 100]}}
+    cases = [
+        ({"factors": {**two, "B": {"name": "nodes", "levels": [5, 4]}}, "center_points": 1},
+         r"center_points: factors.B \(nodes\): no integer strictly between its levels 5 and 4"),
+        ({"factors": {**two, "B": {"name": "node_size", "levels": ["small", "large"]}},
+          "center_points": 1}, r"center_points: factors.B \(node_size\): levels .* not both"),
+        ({"factors": {**two, "B": {"name": "replication", "levels": ["off", "on"]}},
+          "center_points": 1}, r"center_points: factors.B \(replication\)"),
+        ({"factors": {x: {"name": f"f{x}", "levels": [-1, 1]} for x in "ABC"}, "blocks": 2,
+          "center_points": 2}, "center_points: with blocks is not supported"),
+        ({"factors": two, "center_points": 2, "replications": 2},
+         "center_points: with replications > 1 is not supported yet"),
+        ({"factors": two, "center_points": -1}, "center_points"),
+    ]  # fmt: skip
+    for data, message in cases:
+        with pytest.raises(DesignError, match=message) as info:
+            design_from_dict(data, "config/design.yaml")
+        assert "config/design.yaml" in str(info.value)
+
+
+def test_centre_rows_resolve_to_the_middle_knob_values():
+    """The centre rows are rows like any other: nodes 4 (a cluster shape of their own), 51 rows
+    per transaction as the script's variable, each knob's source naming center_points."""
+    from conftest import REPO, shipped_config
+
+    from ybscale import settings
+    from ybscale.design.factorial import design_from_dict
+    from ybscale.design.row import resolve_rows
+
+    config = {**settings.load(shipped_config()), "workloads": str(REPO / "workloads")}
+    design = design_from_dict({**CENTRE, "factors": {k: CENTRE["factors"][k] for k in "AB"}})
+    rows = resolve_rows(design, config)
+    assert [r.run for r in rows] == design.all_run_ids
+    centre = rows[-1]
+    assert centre.cluster.nodes == 4 and centre.variables == {"rows": "51"}
+    assert centre.levels == {"nodes": 4, "operation_size": 51}
+    assert "center_points" in centre.sources["cluster.nodes"]
+    assert len({r.combination for r in rows}) == 3  # nodes 3, 4 and 5

@@ -146,6 +146,22 @@ INVALID = {
         {},
         "workloads/needs_foo.sql: uses :foo",
     ),
+    "centre points on a categorical factor": (
+        {**factors(), "center_points": 2},
+        {},
+        "center_points: factors.B (workload): levels ['read', 'write'] are not both numbers",
+    ),
+    "centre points without an integer middle": (
+        {
+            "factors": {
+                "A": {"name": "operation_size", "levels": [1, 100]},
+                "B": {"name": "nodes", "levels": [3, 4]},
+            },
+            "center_points": 2,
+        },
+        {},
+        "center_points: factors.B (nodes): no integer strictly between its levels 3 and 4",
+    ),
 }
 
 
@@ -159,6 +175,7 @@ DRY_RUN = [
     "bad default",
     "negative rows per transaction",
     "script variable nobody sets",
+    "centre points without an integer middle",
 ]
 
 

@@ -49,6 +49,13 @@ BLOCKED = {  # issue 47: an unreplicated 2^3 in two blocks (ABC confounded, chos
     },
     "blocks": 2,
 }
+CENTRED = {  # issue 47: a 2^2 on numeric factors with two centre runs (nodes 4, 51 rows)
+    "factors": {
+        "A": {"name": "operation_size", "levels": [1, 100]},
+        "B": {"name": "nodes", "levels": [3, 5]},
+    },
+    "center_points": 2,
+}
 NO_CLUSTER_FACTOR = {
     "factors": {
         "A": {"name": "operation_size", "levels": [1, 100]},
@@ -254,3 +261,37 @@ def test_one_block_per_invocation(tmp_path):
     plain = study_dir(tmp_path, tmp_path / "root", "plain", NO_CLUSTER_FACTOR, ECONOMY)
     out = run_snakemake(plain, "-n", "block", "--config", "block=1", configfile="config/tiny.yaml")
     assert out.returncode != 0 and "config/study.yaml has no blocks" in out.stdout + out.stderr
+
+
+@pytest.mark.slow
+def test_a_design_with_centre_points_measures_them_and_tests_curvature(tmp_path):
+    """Issue 47: `center_points: 2` on a 2^2 of nodes (3, 5) and rows per transaction (1,
+    100): run05 and run06 are measured like any row, on clusters of four nodes with 51 rows
+    per transaction, in the random run order; ceilings.csv carries them coded 0; the effects
+    use the four corners, the ANOVA has the curvature and pure-error lines, the findings say
+    whether the throughput bends between the levels. Its own study (not the module's
+    fixture): one at a time on a small machine."""
+    with ram_root() as root:
+        folder = study_dir(tmp_path, root, "centred", CENTRED)
+        snakemake(folder, "--cores", "2", "results/effects.csv", timeout=1200)
+        results = folder / "results"
+        record = json.loads((results / "design" / "design.json").read_text())
+        assert record["center_runs"] == ["run05", "run06"]
+        assert record["center_levels"] == {"nodes": 4, "operation_size": 51}
+        order = pd.read_csv(results / "run_order.csv")
+        assert sorted(order["run"]) == [f"run0{i}" for i in range(1, 7)]
+        for run in ("run05", "run06"):
+            meta = json.loads((results / "runs" / run / "measurement.json").read_text())
+            assert meta["row"]["cluster"]["nodes"] == 4
+            assert meta["row"]["variables"] == {"rows": "51"}
+        ceilings = pd.read_csv(results / "ceilings.csv").set_index("run")
+        assert (ceilings.loc[["run05", "run06"], ["A", "B"]] == 0).all().all()
+        effects = pd.read_csv(results / "effects.csv")
+        effects = effects[effects["response"] == "ceiling"].set_index("term")
+        assert {"A", "B", "AB"} <= set(effects.index)
+        anova = pd.read_csv(results / "anova.csv")
+        terms = set(anova.loc[anova["response"] == "ceiling", "term"])
+        assert {"curvature", "pure error"} <= terms
+        findings = " ".join((results / "findings.md").read_text().split())
+        assert "**Curvature.** 2 centre run(s) set every factor to the middle" in findings
+        assert servers_under(root) == []

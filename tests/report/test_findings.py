@@ -314,3 +314,55 @@ def test_the_findings_name_the_rows_a_neighbour_disturbed():
     assert "median over all rows 6 %" in text
     assert interference_text(rows.assign(outside_utilisation=0.01)) == []
     assert interference_text(rows.drop(columns=["outside_utilisation"])) == []
+
+
+@pytest.mark.parametrize("bends", [True, False])
+def test_the_findings_say_whether_the_response_bends_between_the_levels(tmp_path, bends):
+    """Issue 47, centre points: the findings compare the centre runs' mean ceiling with the
+    factorial runs' (its 95 % interval from the centre runs' spread), give the ANOVA's
+    curvature F and p and say in words whether the response bends; the noise is the centre
+    runs' pure error; the design page says how many centre runs and where."""
+    from ybscale.design.factorial import design_from_dict
+
+    design = design_from_dict(
+        {
+            "factors": {
+                "A": {"name": "operation_size", "levels": [1, 100]},
+                "B": {"name": "nodes", "levels": [3, 5]},
+                "C": {"name": "clients_cap", "sets": "server.max_connections", "levels": [50, 150]},
+            },
+            "center_points": 4,
+        }
+    )
+    table = design.measured_table()
+    corners = 20_000 + 3_000 * table["B"] + 1_000 * table["A"]
+    centre = [21_000, 21_100, 20_900, 21_050] if bends else [20_050, 19_950, 20_000, 20_020]
+    y = list(corners.iloc[: design.n_runs] + [40, -30, 10, -20, 25, -15, 5, -5]) + centre
+    results = tmp_path / "results"
+    results.mkdir()
+    ceilings = table.assign(response=y).reset_index()
+    ceilings.to_csv(results / "ceilings.csv", index=False)
+    from ybscale.analysis.responses import read_responses
+
+    responses = read_responses(results / "ceilings.csv", design, "response")
+    analyze(design, responses, "response", results, model="additive")
+    for run in design.all_run_ids:
+        (results / "runs" / run).mkdir(parents=True)
+        pd.DataFrame(
+            {"clients": [1], "tps": [1.0], "tps_spread_pct": [1.0], "repetitions": [1]}
+        ).to_csv(results / "runs" / run / "throughput.csv", index=False)
+        (results / "runs" / run / "measurement.json").write_text("{}")
+    text = write_findings(
+        design, StudyFiles.under(results, design.all_run_ids), results / "findings.md"
+    )
+    said = " ".join(text.split())
+    assert "**Curvature.** 4 centre run(s) set every factor to the middle of its levels" in said
+    assert "(operation_size 51, nodes 4, clients_cap 100)" in said
+    assert "95 % interval" in said and "curvature F = " in said
+    assert ("**The response bends between the levels**" in said) is bends
+    assert ("No evidence that the response bends" in said) is not bends
+    assert "pure error of the 4 centre runs" in said
+    assert "8 runs and 4 centre runs" in said
+    page = design_rst(design)
+    assert "* Centre points: 4 runs (run09 .. run12) with every factor at the middle" in page
+    assert "(operation_size 51, nodes 4, clients_cap 100)" in page

@@ -309,7 +309,7 @@ def collect(
     from ybscale.design.factorial import load_design
 
     design = load_design(design_path)
-    table = design.sign_table()
+    table = design.measured_table()  # the centre runs after the rest, every letter 0
     lines = []
     for path in ceiling_files:
         data = json.loads(Path(path).read_text())

@@ -206,7 +206,8 @@ def common_scale(design, y_a: pd.Series, y_b: pd.Series) -> tuple[str, str]:
 
     from ybscale.analysis.scale import choose
 
-    both = replace(design, replications=2 * design.replications, blocks=1, block_generators=())
+    both = replace(design, replications=2 * design.replications, blocks=1, block_generators=(),
+                   center_points=0)  # fmt: skip
     values = np.concatenate([y.loc[design.run_ids].to_numpy(float) for y in (y_a, y_b)])
     choice = choose(both, pd.Series(values, index=both.run_ids), checks=False)
     return choice.model, choice.reason

@@ -118,6 +118,7 @@ class Design:
     source: str = "<memory>"
     blocks: int = 1  # an unreplicated design measured in 2, 4, 8 ... blocks
     block_generators: tuple[str, ...] = ()  # the blocks' defining words (chosen when empty)
+    center_points: int = 0  # runs at the middle of every factor's two levels, after the rest
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "factors", tuple(sorted(self.factors, key=lambda f: f.letter)))
@@ -130,6 +131,7 @@ class Design:
         if self.blocks > 1 and not self.block_generators:
             object.__setattr__(self, "block_generators", choose_block_generators(self))
         _check_blocks(self)
+        _check_center(self)
 
     # ---- basic shape
 
@@ -155,9 +157,35 @@ class Design:
 
     @property
     def run_ids(self) -> list[str]:
-        """``run01`` ... zero padded to at least two digits."""
-        width = max(2, len(str(self.n_runs)))
+        """The factorial runs ``run01`` ... zero padded to at least two digits (as wide as
+        the centre runs' ids need); the centre runs are `center_run_ids`."""
+        width = max(2, len(str(self.n_runs + self.center_points)))
         return [f"run{i:0{width}d}" for i in range(1, self.n_runs + 1)]
+
+    @property
+    def center_run_ids(self) -> list[str]:
+        """The centre runs' ids, numbered after the factorial runs (run17 .. run20 for a
+        2^4 with four centre points); [] without `center_points`."""
+        width = max(2, len(str(self.n_runs + self.center_points)))
+        total = self.n_runs + self.center_points
+        return [f"run{i:0{width}d}" for i in range(self.n_runs + 1, total + 1)]
+
+    @property
+    def all_run_ids(self) -> list[str]:
+        """Every run measured: the factorial runs, then the centre runs."""
+        return self.run_ids + self.center_run_ids
+
+    def is_center(self, run: str) -> bool:
+        """Whether `run` is a centre run."""
+        return run in self.center_run_ids
+
+    @cached_property
+    def center_levels(self) -> dict[str, object]:
+        """Letter -> the middle of its two levels (`center_points`; {} without): the
+        arithmetic middle, rounded when both levels are integers."""
+        if not self.center_points:
+            return {}
+        return {f.letter: _middle(f)[0] for f in self.factors}
 
     def factor(self, letter: str) -> Factor:
         """The factor with this letter."""
@@ -203,7 +231,9 @@ class Design:
         return table.astype("int64")
 
     def signs(self, run: str) -> dict[str, int]:
-        """Letter -> +1/-1 for one run."""
+        """Letter -> +1/-1 for one run (0 for every letter of a centre run)."""
+        if self.is_center(run):
+            return dict.fromkeys(self.letters, 0)
         if run not in self.run_ids:
             raise KeyError(run)
         index = (self.run_ids.index(run)) % self.n_rows
@@ -211,16 +241,43 @@ class Design:
         return {letter: cols[letter][index] for letter in self.letters}
 
     def replicate(self, run: str) -> int:
-        """Which replicate (1 ..) a run is of its design row (the sign table's ``replicate``)."""
+        """Which replicate (1 ..) a run is of its design row (the sign table's ``replicate``);
+        a centre run: the replicate (block) it is measured with (`center_blocks`)."""
+        if self.is_center(run):
+            return self.center_blocks[self.center_run_ids.index(run)]
         if run not in self.run_ids:
             raise KeyError(run)
         return self.run_ids.index(run) // self.n_rows + 1
 
     def levels(self, run: str) -> dict[str, object]:
-        """Factor name -> level label for one run, keys sorted (block columns left out)."""
+        """Factor name -> level label for one run, keys sorted (block columns left out); a
+        centre run: every factor at its middle (`center_levels`)."""
+        if self.is_center(run):
+            named = {f.name: self.center_levels[f.letter] for f in self.factors if not f.fold}
+            return dict(sorted(named.items()))
         signs = self.signs(run)
         named = {f.name: f.level(signs[f.letter]) for f in self.factors if not f.fold}
         return dict(sorted(named.items()))
+
+    @property
+    def center_blocks(self) -> list[int]:
+        """The replicate (block of the run order) each centre run is measured in: spread
+        round robin over the replicates, so each replicate holds its share."""
+        return [i % self.replications + 1 for i in range(self.center_points)]
+
+    def measured_table(self) -> pd.DataFrame:
+        """The sign table and, after it, one line per centre run: ``row`` 0, ``replicate``
+        its block (`center_blocks`), every letter 0 (what ceilings.csv carries)."""
+        import pandas as pd
+
+        table = self.sign_table()
+        if not self.center_points:
+            return table
+        centre = pd.DataFrame(
+            {"row": 0, "replicate": self.center_blocks, **dict.fromkeys(self.letters, 0)},
+            index=pd.Index(self.center_run_ids, name="run"),
+        )
+        return pd.concat([table, centre]).astype("int64")
 
     # ---- defining relation, aliases
 
@@ -251,9 +308,10 @@ class Design:
     def headline(self) -> str:
         """``2^(6-2) design, 16 runs, I = ..., resolution 3``: what the design commands print."""
         k, p = len(self.factors), len(self.generators)
+        centre = f" and {self.center_points} centre runs" if self.center_points else ""
         return (
-            f"2^({k}-{p}) design, {self.n_runs} runs, {self.defining_relation_string()}, "
-            f"resolution {self.resolution}"
+            f"2^({k}-{p}) design, {self.n_runs} runs{centre}, "
+            f"{self.defining_relation_string()}, resolution {self.resolution}"
         )
 
     @property
@@ -420,6 +478,65 @@ def choose_block_generators(design: Design) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- validation
+
+
+def _number(value: object) -> int | float | None:
+    """A level as a number (an int when it is one), None when it is not a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _middle(factor: Factor) -> tuple[object, str]:
+    """(the middle of a factor's two levels, '') or (None, why it has none): the arithmetic
+    middle of two numbers, rounded (half up) when both are integers, and then strictly between
+    them."""
+    low, high = (_number(v) for v in factor.levels)
+    if low is None or high is None:
+        return None, (
+            f"levels {list(factor.levels)!r} are not both numbers: a categorical factor has no "
+            "middle (centre points are for designs whose every factor is numeric)"
+        )
+    if isinstance(low, int) and isinstance(high, int):
+        middle = math.floor((low + high) / 2 + 0.5)
+        if not min(low, high) < middle < max(low, high):
+            return None, f"no integer strictly between its levels {low} and {high}"
+        return middle, ""
+    return (low + high) / 2, ""
+
+
+def _check_center(design: Design) -> None:
+    """center_points: a count >= 0; every factor numeric with a middle; no blocks, no fold."""
+    src, n = design.source, design.center_points
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise _fail(src, "center_points", f"must be an integer >= 0, got {n!r}")
+    if not n:
+        return
+    if design.blocks > 1:
+        raise _fail(src, "center_points", "with blocks is not supported yet (each block "
+                    "would need its own centre points)")  # fmt: skip
+    if design.replications > 1:
+        raise _fail(src, "center_points", "with replications > 1 is not supported yet (each "
+                    "replicate is a block, and the blocked analysis has no curvature test yet): "
+                    "the centre runs are the replication")  # fmt: skip
+    for f in design.factors:
+        if f.fold:
+            raise _fail(src, "center_points", f"factors.{f.letter} ({f.name}) is a fold-over "
+                        "column, which has no middle")  # fmt: skip
+        middle, why = _middle(f)
+        if middle is None:
+            raise _fail(src, "center_points", f"factors.{f.letter} ({f.name}): {why}")
 
 
 def _check_block_shape(design: Design) -> None:
@@ -602,6 +719,7 @@ def design_from_dict(data: object, source: str = "<memory>") -> Design:
         source=source,
         blocks=int(data.get("blocks", 1)),
         block_generators=tuple(data.get("block_generators") or ()),
+        center_points=int(data.get("center_points", 0)),
     )
 
 
@@ -624,6 +742,8 @@ def design_from_record(record: dict, source: str = "<memory>") -> Design:
     if record.get("blocks", 1) > 1:
         data["blocks"] = record["blocks"]
         data["block_generators"] = list(record["block_generators"])
+    if record.get("center_points", 0) > 0:
+        data["center_points"] = record["center_points"]
     design = design_from_dict(data, source)
     return dataclasses.replace(design, source=record.get("source", source))
 
@@ -685,6 +805,15 @@ def design_dict(design: Design) -> dict:
             if design.blocks > 1
             else {}
         ),  # fmt: skip
+        **(
+            {
+                "center_points": design.center_points,
+                "center_runs": design.center_run_ids,
+                "center_levels": {f.name: design.center_levels[f.letter] for f in design.factors},
+            }
+            if design.center_points
+            else {}
+        ),  # fmt: skip
     }
 
 
@@ -704,9 +833,11 @@ def write_design_outputs(
     paths = {key: Path(paths.get(key) or Path(out_dir) / name) for key, name in names.items()}
     for path in paths.values():
         path.parent.mkdir(parents=True, exist_ok=True)
-    table = design.sign_table()
+    table = design.measured_table()  # the centre runs (all letters 0) after the rest
     for f in design.factors:
-        table[f.name] = [f.level(s) for s in table[f.letter]]
+        table[f.name] = [
+            design.center_levels[f.letter] if s == 0 else f.level(s) for s in table[f.letter]
+        ]
     table.to_csv(paths["sign_table"])
 
     aliases = pd.DataFrame(

@@ -98,7 +98,8 @@ def _positions(
     children = np.random.SeedSequence(int(seed)).spawn(len(blocks))
     out = []
     for block, child in zip(blocks, children, strict=True):
-        part = sorted((u for u in units if block_of(u) == block), key=lambda u: u[1])
+        # the centre runs (row 0) after the design's rows, before the draw
+        part = sorted((u for u in units if block_of(u) == block), key=lambda u: (u[1] == 0, u[1]))
         if order == "random":
             perm = np.random.default_rng(child).permutation(len(part))
             part = [part[i] for i in perm]
@@ -133,7 +134,19 @@ def planned_lines(design, order: str, seed: int, clusters=None) -> list[tuple]:
     units = [
         (run, (i % design.n_rows) + 1, i // design.n_rows + 1)
         for i, run in enumerate(design.run_ids)
-    ]
+    ]  # the centre runs: row 0, spread over the replicates (`Design.center_blocks`)
+    units += list(
+        zip(design.center_run_ids, [0] * design.center_points, design.center_blocks, strict=True)
+    )
+    if design.center_points and _shared(clusters):
+        from ybscale.design.factorial import DesignError
+
+        raise DesignError(
+            f"{design.source}: center_points: with rows that share a cluster (gcp, existing, "
+            "local.cluster_per: combination) is not supported yet: the centre runs would share "
+            "one cluster, whose spread is not the cluster-to-cluster noise the curvature test "
+            "needs (local with a cluster per row runs them)"
+        )
     try:
         return _positions(units, order, seed, clusters, design.row_blocks)
     except ValueError as exc:
@@ -224,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         clusters = parse_clusters(args.clusters)
     order = args.order or order
     seed = seed if args.seed is None else args.seed
-    plan = planned_order(design.sign_table(), order, seed, clusters, design.row_blocks)
+    plan = planned_order(design.measured_table(), order, seed, clusters, design.row_blocks)
     executed_order(plan, args.measurements, order, seed).to_csv(args.out, index=False)
     return 0
 

@@ -39,7 +39,7 @@ def build(
     table analysed by hand)."""
     clusters = dict(clusters or {})
     record = design_dict(design)
-    record["clusters"] = {run: clusters.get(run, run) for run in design.run_ids}
+    record["clusters"] = {run: clusters.get(run, run) for run in design.all_run_ids}
     if backend is not None:
         record["strata"] = strata.describe(design, clusters, backend)
     if order is None:

@@ -223,14 +223,27 @@ def resolve_rows(design, config: Mapping) -> list[Row]:
         errors += _check_scripts(design, by_factor, base, workloads_dir)
     if errors:
         raise RowError("\n".join(errors))
+    middles = {}  # letter -> its middle in the knob's own type (centre runs)
+    for letter, middle in design.center_levels.items():
+        try:
+            middles[letter] = _convert(by_factor[letter][0], middle)
+        except ValueError as exc:
+            errors.append(f"{design.source}: center_points: factors.{letter}: {exc}")
+    if errors:
+        raise RowError("\n".join(errors))
     rows = []
-    for run in design.run_ids:
+    for run in design.all_run_ids:
         signs = design.signs(run)
         values, sources, labels = dict(base), {}, {}
         for f in design.factors:
             if f.fold:
                 continue
             knob, converted = by_factor[f.letter]
+            if signs[f.letter] == 0:  # a centre run: the middle of the two levels
+                values[knob] = middles[f.letter]
+                sources[knob] = f"{design.source}: center_points (factors.{f.letter}'s middle)"
+                labels[f.name] = design.center_levels[f.letter]
+                continue
             index = 0 if signs[f.letter] < 0 else 1
             values[knob] = converted[index]
             sources[knob] = f"{design.source}: factors.{f.letter}.levels[{index}]"

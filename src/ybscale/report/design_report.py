@@ -97,6 +97,18 @@ def design_rst(
         f"* Generators: {gens}. Defining relation: **{design.defining_relation_string()}**.",
         f"* {_meaning(design)}",
     ]
+    if design.center_points:
+        middles = ", ".join(
+            f"{f.name} {_cell(design.center_levels[f.letter])}" for f in design.factors
+        )
+        runs = design.center_run_ids
+        lines.append(
+            f"* Centre points: {design.center_points} runs ({runs[0]} .. {runs[-1]}) with every "
+            f"factor at the middle of its two levels ({middles}), measured like the other rows "
+            "in the random run order; the effects use the factorial runs only, the centre runs "
+            "test whether the response bends between the levels (curvature) and give the pure "
+            "error."
+        )
     if design.blocks > 1:
         confounded = "; ".join(f"**{design.alias_string(w)}**" for w in design.block_words())
         sizes = ", ".join(
@@ -136,13 +148,13 @@ def _cluster_lines(design: Design, clusters: Mapping[str, str]) -> list[str]:
     if not clusters:
         return []
     groups: dict[str, list[str]] = {}
-    for run in design.run_ids:
+    for run in design.all_run_ids:
         groups.setdefault(clusters.get(run, run), []).append(run)
     if all(len(runs) == 1 for runs in groups.values()):
         return ["", f"Every run ran on a cluster of its own ({len(groups)} clusters)."]
     return [
         "",
-        f"The {design.n_runs} runs ran on {len(groups)} clusters:",
+        f"The {len(design.all_run_ids)} runs ran on {len(groups)} clusters:",
         "",
         *(f"* ``{name}``: {', '.join(runs)}" for name, runs in groups.items()),
     ]

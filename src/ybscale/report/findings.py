@@ -394,6 +394,9 @@ class Study:
     # every response's effects (analysis.responses); `effects` is the main one's
     responses: Responses | None = None
     latency_slo_ms: float | None = None  # the latency target of the best buy
+    # the centre runs' lines of ceilings.csv (design.yaml `center_points`), apart from
+    # `ceilings`, which holds the factorial runs only
+    centre: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -419,6 +422,10 @@ def load_study(
             curves[run] = pd.read_csv(curve)
     effects = pd.read_csv(files.effects)
     ceilings = _read_csv(files.ceilings)
+    centre = pd.DataFrame()
+    if design.center_points and "run" in ceilings:
+        at_centre = ceilings["run"].astype(str).isin(design.center_run_ids)
+        centre, ceilings = ceilings[at_centre], ceilings[~at_centre].reset_index(drop=True)
     load = ceilings["latency_at_load"].iloc[0] if "latency_at_load" in ceilings else ""
     return Study(
         design=design,
@@ -432,6 +439,7 @@ def load_study(
         anova=of_response(_read_csv(files.anova)) if files.anova else pd.DataFrame(),
         responses=Responses(effects, str(load)) if response_names(effects) else None,
         latency_slo_ms=latency_slo_ms,
+        centre=centre,
     )
 
 
@@ -472,11 +480,12 @@ def response_section(study: Study) -> list[str]:
         else f"**Response.** The throughput ceiling of each row ({how}), backend {backend}. "
     )
     y = study.ceilings["response"] if "response" in study.ceilings else pd.Series(dtype=float)
+    runs = f"{d.n_runs} runs" + (f" and {d.center_points} centre runs" if d.center_points else "")
     text += (
-        f"Design: 2^({k}-{p}), {res}, {d.n_runs} runs; mean ceiling {number(float(y.mean()))} tps "
+        f"Design: 2^({k}-{p}), {res}, {runs}; mean ceiling {number(float(y.mean()))} tps "
         f"(from {number(float(y.min()))} to {number(float(y.max()))})."
         if len(y)
-        else f"Design: 2^({k}-{p}), {res}, {d.n_runs} runs."
+        else f"Design: 2^({k}-{p}), {res}, {runs}."
     )
     timing = measuring_text(study.ceilings, m)
     return [text, timing] if timing else [text]
@@ -509,6 +518,57 @@ def measuring_text(ceilings: pd.DataFrame, m: dict) -> str:
             f"{bound * len(seconds):,.0f} s for these rows (`bench/economy` measures both)."
         )
     return text
+
+
+def curvature_section(study: Study) -> list[str]:
+    """Whether the response bends between the levels (design.yaml `center_points`,
+    Montgomery §6.8): the centre runs' mean against the factorial runs' with its 95 % interval
+    (the centre runs' own spread, n_C − 1 df) and the ANOVA's curvature test."""
+    if study.centre.empty or "response" not in study.centre or "response" not in study.ceilings:
+        return []
+    from scipy import stats
+
+    d = study.design
+    yc = study.centre["response"].astype(float)
+    yf = study.ceilings["response"].astype(float)
+    n_c, n_f = len(yc), len(yf)
+    diff = float(yc.mean() - yf.mean())
+    middles = ", ".join(f"{f.name} {d.center_levels[f.letter]}" for f in d.factors)
+    text = (
+        f"**Curvature.** {n_c} centre run(s) set every factor to the middle of its levels "
+        f"({middles}): their mean ceiling is {number(float(yc.mean()))} tps against "
+        f"{number(float(yf.mean()))} tps over the {n_f} factorial runs, a difference of "
+        f"{number(diff)} tps"
+    )
+    if n_c >= 2 and float(yc.std(ddof=1)) > 0:
+        half = float(stats.t.ppf(0.975, n_c - 1)) * float(yc.std(ddof=1))
+        half *= math.sqrt(1 / n_f + 1 / n_c)
+        text += f" (95 % interval {number(diff - half)} to {number(diff + half)} tps)"
+    anova = study.anova
+    curve = anova[anova["term"].astype(str) == "curvature"] if "term" in anova else anova
+    f_val = float(curve["F"].iloc[0]) if len(curve) and "F" in curve else math.nan
+    p_val = float(curve["p_value"].iloc[0]) if len(curve) and "p_value" in curve else math.nan
+    if math.isfinite(p_val):
+        test = f"; curvature F = {f_val:.2f}, p = {p_val:.3g} (on the analysed scale)"
+        if p_val < study.alpha:
+            text += (
+                f"{test}. **The response bends between the levels**: at the centre it is not "
+                "the average of the corners, so a straight line between the two levels of a "
+                "factor misleads (the centre runs cannot tell which factor bends: measure at "
+                "the middle levels one factor at a time to find it)."
+            )
+        else:
+            text += (
+                f"{test}. No evidence that the response bends between the levels: at the "
+                "centre it is what the corners predict, within the centre runs' noise (which "
+                "is not proof that it is straight)."
+            )
+    else:
+        text += (
+            ". Too few centre runs (or no spread between them) to test the curvature: "
+            "two or more, at different measurements, give the test."
+        )
+    return [text]
 
 
 def effects_section(study: Study) -> list[str]:
@@ -576,6 +636,12 @@ def noise_section(study: Study) -> list[str]:
                 "those columns estimate the differences between the blocks, not effects, and "
                 "are not tested (the `block` line)."
             )
+    elif not study.centre.empty and study.design.replications == 1:
+        noise = (
+            f"**Noise.** Standard error of an effect from the pure error of the "
+            f"{len(study.centre)} centre runs (their spread about their mean): "
+            f"{number(se, model)}{unit}; every column is tested against it."
+        )
     else:
         blocked = BLOCK_TERM in set(study.effects["term"].astype(str))
         noise = (
@@ -711,6 +777,7 @@ def findings_blocks(
         *strata_text.findings_text(_terms(study), _backend(study), number, clusters),
         *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
+        *curvature_section(study),
         *bottlenecks.bottleneck_text(
             study.design,
             study.ceilings,

@@ -625,7 +625,9 @@ def replicated_cost(design, config: Mapping, replications: int) -> str:
 
     from ybscale.design.row import resolve_rows
 
-    more = replace(design, replications=replications, blocks=1, block_generators=())
+    more = replace(
+        design, replications=replications, blocks=1, block_generators=(), center_points=0
+    )
     p = plan(resolve_rows(more, config), config)
     return (
         f"gcp: {p.vm_hours():.1f} VM-hours, estimated USD {p.cost():.2f} (at best "
