@@ -51,7 +51,16 @@ def _measure(
     levels = {"operation_size": 1, "workload": "read", "nodes": nodes, "node_size": "small"}
     row = row_from_levels({**levels, "replication": "off"}, 2000)
     m = {"clients": [clients], "repetitions": 1, "max_repetitions": 1, "seconds": 3}
-    m.update(skip_seconds=0, warmup=0, sweep="grid", timeout=60, outside_max=None, **more)
+    m.update(
+        {
+            "skip_seconds": 0,
+            "warmup": 0,
+            "sweep": "grid",
+            "timeout": 60,
+            "outside_max": None,
+            **more,
+        }
+    )
     settings = settings_with(local={"data_root": str(data_root), **local}, measurement=m)
     reps = [] if reps is None else reps
     (tmp_path / "logs").mkdir()
