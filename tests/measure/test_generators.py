@@ -262,3 +262,35 @@ def test_auto_measures_again_a_count_the_sweep_returns_to_with_more_generators(
     assert [(line["clients"], line["generators"]) for line in lines] == [(2, 1), (8, 2)]
     assert lines[0]["stopped"] == "below_best"
     assert [s["clients"] for s in record["load_generator_growth"]["superseded"]] == [8]
+
+
+def test_a_disturbed_run_is_set_aside_kept_and_measured_again_within_the_bound(
+    tmp_path, monkeypatch
+):
+    """Issue 49: a run during which others took more than outside_max of the machine is set
+    aside (in repetitions.csv, marked why; its logs in a folder of their own) and measured
+    again; at the bound the last run is kept, marked disturbed. Probes likewise."""
+    pool = _Pool(bound=1)
+    outside = iter([0.5, 0.02, 0.3, 0.4, 0.6])  # count 2: one disturbed; count 4: all three
+    pool.util = lambda clients, util=pool.util: {**util(clients), "outside": next(outside)}
+    (logs := tmp_path / "logs").mkdir()
+    (logs / "c002_r1_node0.7").write_text("")
+    m = {"clients": [2, 4], "sweep": "grid", "repetitions": 1, "max_repetitions": 1,
+         "outside_max": 0.1, "remeasure": 2}  # fmt: skip
+    lines, reps, _ = _model_sweep(pool, m, logs, monkeypatch)
+    marks = [(r["clients"], r["measured_again"], r["disturbed"], r["set_aside"]) for r in reps]
+    assert [(c, again, dist) for c, again, dist, _ in marks] == [
+        (2, 0, True),
+        (2, 1, False),
+        (4, 0, True),
+        (4, 1, True),
+        (4, 2, True),
+    ]
+    assert marks[0][3] == "others took 50 % of the machine (measurement.outside_max 0.1)"
+    assert [bool(aside) for *_, aside in marks] == [True, False, True, True, False]
+    assert (logs / "set-aside-c002-r1-1" / "c002_r1_node0.7").is_file()
+    assert [line["repetitions"] for line in lines] == [1, 1]  # the kept runs only
+    m.update(outside_max=None)
+    outside = iter([0.9, 0.9])
+    _, reps, _ = _model_sweep(_Pool(bound=1), m, logs, monkeypatch)
+    assert len(reps) == 2 and not any(r["set_aside"] for r in reps)

@@ -366,3 +366,27 @@ def test_the_findings_say_whether_the_response_bends_between_the_levels(tmp_path
     page = design_rst(design)
     assert "* Centre points: 4 runs (run09 .. run12) with every factor at the middle" in page
     assert "(operation_size 51, nodes 4, clients_cap 100)" in page
+
+
+def test_the_findings_say_which_runs_were_set_aside_and_when_the_machine_was_never_quiet():
+    """Issue 49: runs set aside per row; rows that kept a disturbed run; with most rows
+    disturbed, the active main effects of CPU-changing factors named as possible artefacts."""
+    import pandas as pd
+    from designs import seed_design_path
+
+    from ybscale.design.factorial import load_design
+    from ybscale.report.bottlenecks import interference_text
+
+    design = load_design(seed_design_path())
+    rows = pd.DataFrame({"run": ["run01", "run02", "run03", "run04"], "set_aside": [2, 0, 1, 0],
+                         "kept_disturbed": [0, 0, 0, 0]})  # fmt: skip
+    (text,) = interference_text(rows, design, ["B", "F"])
+    assert text.startswith("**Interference.** 3 runs were set aside and measured again")
+    assert "(run01 2, run03 1;" in text and "never quiet" not in text
+    busy = rows.assign(kept_disturbed=[1, 1, 0, 1])
+    (text,) = interference_text(busy, design, ["B", "F", "C"])
+    assert "3 of 4 rows kept a disturbed run after measurement.remeasure tries " \
+        "(run01, run02, run04" in text  # fmt: skip
+    assert "The machine was never quiet" in text
+    assert "The effects of node_size (F), nodes (C) change the CPU the study may use" in text
+    assert interference_text(rows.assign(set_aside=0)) == []

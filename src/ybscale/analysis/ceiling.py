@@ -27,11 +27,29 @@ N_BOOT = 4000
 
 
 def full_repetitions(repetitions) -> np.ndarray:
-    """Which repetitions count for the ceiling: all but the economy sweep's probes."""
-    n = len(np.asarray(repetitions["clients"]))
-    if "probe" not in repetitions:
-        return np.ones(n, dtype=bool)
-    return np.array([str(v) != "True" for v in repetitions["probe"]], dtype=bool)
+    """Which repetitions count for the ceiling: all but the economy sweep's probes and the
+    runs set aside as disturbed (`set_aside`)."""
+    keep = np.logical_not(_flag(repetitions, "probe"))
+    return keep & np.logical_not(set_aside(repetitions))
+
+
+def set_aside(repetitions) -> np.ndarray:
+    """The runs set aside (measured again: others took too much of the machine)."""
+    if "set_aside" not in repetitions:
+        return np.zeros(len(np.asarray(repetitions["clients"])), dtype=bool)
+    return np.array([_text(v) != "" for v in repetitions["set_aside"]], dtype=bool)
+
+
+def _flag(repetitions, column: str) -> np.ndarray:
+    """A true/false column as booleans (read back as text or bool), all false when absent."""
+    if column not in repetitions:
+        return np.zeros(len(np.asarray(repetitions["clients"])), dtype=bool)
+    return np.array([str(v) == "True" for v in repetitions[column]], dtype=bool)
+
+
+def _text(value) -> str:
+    """A text cell as read back: NaN (pandas' empty cell) is ''."""
+    return "" if isinstance(value, float) and math.isnan(value) else str(value)
 
 
 def samples_by_clients(repetitions) -> dict[int, np.ndarray]:
@@ -46,14 +64,20 @@ def samples_by_clients(repetitions) -> dict[int, np.ndarray]:
 def measuring_time(repetitions) -> dict:
     """The row's measuring time from repetitions.csv: pgbench's seconds (`duration_s`) of its
     full repetitions and of its probes, and how many of each."""
+    aside = set_aside(repetitions)
+    probes = _flag(repetitions, "probe") & ~aside
     full = full_repetitions(repetitions)
     seconds = np.asarray(repetitions["duration_s"], dtype=float)
+    kept_disturbed = _flag(repetitions, "disturbed") & ~aside
     return {
         "seconds": float(seconds.sum()),
         "repetitions": int(full.sum()),
         "repetition_seconds": float(seconds[full].sum()),
-        "probes": int((~full).sum()),
-        "probe_seconds": float(seconds[~full].sum()),
+        "probes": int(probes.sum()),
+        "probe_seconds": float(seconds[probes].sum()),
+        "set_aside": int(aside.sum()),
+        "set_aside_seconds": float(seconds[aside].sum()),
+        "kept_disturbed": int(kept_disturbed.sum()),
     }
 
 
@@ -326,6 +350,8 @@ def collect(
         line["measured_seconds"] = float(measuring.get("seconds", math.nan))
         line["probes"] = measuring.get("probes")
         line["full_repetitions"] = measuring.get("repetitions")
+        line["set_aside"] = measuring.get("set_aside")  # disturbed runs measured again
+        line["kept_disturbed"] = measuring.get("kept_disturbed")  # still disturbed at the bound
         bound = data.get("latency_bound") or {}
         line["latency_bound_tps"] = float(bound.get("tps", math.nan))
         line["latency_bound_clients"] = bound.get("clients")

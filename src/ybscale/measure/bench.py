@@ -267,6 +267,16 @@ def steady_throughput(
     return tps, float(used), lat
 
 
+def disturbed(util: Mapping[str, float], outside_max: float | None) -> str:
+    """Why a run is set aside: others took more than `outside_max` of the machine during its
+    counted seconds (`utilisation.with_outside`); '' when not, or not measured."""
+    outside = util.get("outside", math.nan)
+    if outside_max is None or not outside > outside_max:
+        return ""
+    share = f"{100 * outside:.0f} % of the machine"
+    return f"others took {share} (measurement.outside_max {outside_max:g})"
+
+
 def capacity(cluster: Cluster, kind: str, clients: int) -> dict[str, float]:
     """CPUs per resource; each load generator's: the cores its pgbench threads can use."""
     cap = cluster.cpu_capacity()
@@ -388,8 +398,32 @@ class RowSweep:
 
     def repetition(self, clients: int, rep: int, seconds: int, probe: bool = False) -> tuple:
         """One run of pgbench for `seconds` (a repetition, or with `probe` the economy sweep's
-        probe, repetition 0): its steady tps, recorded in rep_rows; (result, steady seconds,
-        utilisation, latencies, steady tps)."""
+        probe, repetition 0), measured again while others took more than `outside_max` of the
+        machine during it (`disturbed`), at most `remeasure` times; (result, steady seconds,
+        utilisation, latencies, steady tps) of the one kept. A run set aside stays in rep_rows
+        (`set_aside` says why), its logs in a folder of pgbench-logs of their own."""
+        for again in range(self.protocol.remeasure + 1):
+            done = self.run_once(clients, rep, seconds, probe)
+            why = disturbed(done[2], self.protocol.outside_max)
+            last = again == self.protocol.remeasure
+            self.rep_rows[-1] |= {"measured_again": again, "disturbed": bool(why)}
+            if not why or last:
+                return done
+            self.rep_rows[-1]["set_aside"] = why
+            aside = self.logs / f"set-aside-c{clients:03d}-r{rep}-{again + 1}"
+            aside.mkdir(exist_ok=True)
+            for path in node_logs(self.logs, clients, rep):
+                path.rename(aside / path.name)
+            self.progress(
+                f"{self.row.run}: {clients:>4} clients, repetition {rep}: set aside ({why}), "
+                f"measured again ({again + 1} of at most {self.protocol.remeasure})"
+            )
+            self.start_repetition(clients, warm=False)
+        raise AssertionError("unreachable")  # the last try returns
+
+    def run_once(self, clients: int, rep: int, seconds: int, probe: bool) -> tuple:
+        """One run of pgbench for `seconds`: its steady tps, recorded in rep_rows; (result,
+        steady seconds, utilisation, latencies, steady tps)."""
         cluster, kind, run = self.cluster, self.row.kind, self.row.run
         skip = self.protocol.skip_seconds
         prefix = pgbench.repetition_prefix(self.logs, clients, rep)
@@ -439,6 +473,7 @@ class RowSweep:
                 "clients": clients,
                 "repetition": rep,
                 "probe": probe,
+                "set_aside": "",
                 "generators": len(cluster.generator_names()),
                 "random_seed": seed,
                 **vars(result),
@@ -551,7 +586,7 @@ class RowSweep:
             stopped,
         )
         if len(values) == 1:  # one repetition: its interval from its own seconds
-            [own] = [r for r in self.rep_rows if r["clients"] == clients
+            [own] = [r for r in self.rep_rows if r["clients"] == clients and not r["set_aside"]
                      and r["probe"] == (stopped == "probe")][-1:]  # fmt: skip
             line |= batch_interval(values[0], own["tps_se"], own["tps_se_df"])
         line |= latency.percentiles(np.concatenate([r[3] for r in reps]))

@@ -36,6 +36,8 @@ class MeasuringProtocol:
     probe_seconds: int  # economy: the length of a probe (the scan's one short run per count)
     skip_seconds: int
     warmup: int
+    outside_max: float | None  # a repetition with more of the machine taken by others: again
+    remeasure: int  # most times one repetition is measured again after a disturbed one
     max_tries: int  # pgbench --max-tries: serialization failures retried (and counted)
     timeout: int  # seconds any harness command may take beyond its duration
     order: str  # the rows' order (random from `seed` | standard): the design record's

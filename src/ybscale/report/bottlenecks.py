@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -85,9 +85,68 @@ def _geometric_mean(values: pd.Series) -> float:
     return float(np.exp(np.log(x).mean())) if len(x) else math.nan
 
 
-def interference_text(rows: pd.DataFrame) -> list[str]:
-    """The rows where processes other than the study's took a notable share of the machine at
-    the ceiling (`outside_utilisation`, local), [] when none did or it was not measured."""
+CPU_KNOBS = ("cluster.nodes", "cluster.node_size")  # knobs that change the CPU a study may use
+
+
+def interference_text(
+    rows: pd.DataFrame, design: Design | None = None, active: Sequence[str] = ()
+) -> list[str]:
+    """The runs set aside as disturbed and measured again, the rows that kept a disturbed one
+    at the bound (`measurement.remeasure`), and the rows where processes other than the
+    study's took a notable share of the machine at the ceiling (`outside_utilisation`, local);
+    [] when none did or it was not measured. When most rows kept a disturbed run the machine
+    was never quiet: the active main effects of factors that change the study's CPU are named
+    as possible artefacts of the neighbour."""
+    sentences = set_aside_text(rows, design, active) + outside_text(rows)
+    return ["**Interference.** " + " ".join(sentences)] if sentences else []
+
+
+def set_aside_text(rows: pd.DataFrame, design: Design | None, active: Sequence[str]) -> list[str]:
+    if "set_aside" not in rows:
+        return []
+    by_run = rows.set_index("run")
+    aside = by_run["set_aside"].fillna(0).astype(int)
+    kept = by_run["kept_disturbed"].fillna(0).astype(int)
+    if not aside.sum() and not kept.sum():
+        return []
+    lines = []
+    if aside.sum():
+        each = ", ".join(f"{run} {n}" for run, n in aside[aside > 0].items())
+        lines.append(
+            f"{aside.sum()} runs were set aside and measured again because "
+            "processes other than the study's took more of the machine than "
+            f"measurement.outside_max during them ({each}; repetitions.csv `set_aside` says "
+            "why, their logs are kept under pgbench-logs/set-aside-*); the ceilings read only "
+            "the runs kept."
+        )
+    if kept.sum():
+        named = kept[kept > 0]
+        lines.append(
+            f"{len(named)} of {len(kept)} rows kept a disturbed run after measurement.remeasure "
+            f"tries ({', '.join(named.index)}; `disturbed` in repetitions.csv): their ceilings "
+            "may be lower than a quiet machine's."
+        )
+        if 2 * len(named) >= len(kept) and design is not None:
+            suspect = [
+                f"{design.factor(t).name} ({t})"
+                for t in active
+                if len(t) == 1 and t in design.letters and design.factor(t).knob in CPU_KNOBS
+            ]
+            lines.append(
+                "The machine was never quiet: in most rows no run was free of the neighbour. "
+                + (
+                    f"The effects of {', '.join(suspect)} change the CPU the study may use and "
+                    "may be the neighbour's artefacts (a larger quota cannot help on a full "
+                    "machine): measure them again on a quiet one."
+                    if suspect
+                    else "No active main effect changes the CPU the study may use."
+                )
+            )
+    return lines
+
+
+def outside_text(rows: pd.DataFrame) -> list[str]:
+    """The rows where others took at least OUTSIDE_NOTABLE of the machine at the ceiling."""
     if "outside_utilisation" not in rows:
         return []
     outside = rows.set_index("run")["outside_utilisation"].astype(float).dropna()
@@ -98,7 +157,7 @@ def interference_text(rows: pd.DataFrame) -> list[str]:
         return []
     each = ", ".join(f"{run} {100 * share:.0f} %" for run, share in notable.items())
     return [
-        f"**Interference.** Processes other than the study's (its servers, pgbench, the "
+        f"Processes other than the study's (its servers, pgbench, the "
         f"measuring job) took at least {100 * OUTSIDE_NOTABLE:.0f} % of the machine at the "
         f"ceiling of {len(notable)} of {len(outside)} rows ({each}; median over all rows "
         f"{100 * outside.median():.0f} %): their ceilings may be lower than on a quiet machine "
@@ -138,7 +197,7 @@ def bottleneck_text(
                 f"other work included; {', '.join(busy)}): there a busiest resource below 100 % "
                 "of its CPUs was held back by the machine, not by its own quota."
             )
-    lines += interference_text(rows)
+    lines += interference_text(rows, design, active)
     items = []
     for term in active:
         if len(term) != 1 or term not in rows:
