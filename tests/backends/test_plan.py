@@ -597,3 +597,22 @@ def test_a_persistent_disk_on_a_hyperdisk_only_series_is_refused_before_any_vm(c
     with pytest.raises(study.RowError, match=r"the C3 series \(bare metal\) takes Hyperdisk only"):
         study.load(metal)
     assert len(study.load(lssd).rows) == 16  # C3 takes Persistent Disk
+
+
+def test_the_plan_prices_both_protocols_and_the_economy_sweep_is_the_cheaper(seed):
+    """Issue 50: `ybscale plan` prints the VM-hours as scheduled of the economy sweep and of
+    the full protocol, each planned with its own bound on a row's time: the economy row is
+    every count probed once plus one full repetition."""
+    economy = {**MEASUREMENT, "sweep": "economy", "probe_seconds": 2}
+    p = plan_of({**CONFIG, "measurement": economy})
+    assert set(p.protocols) == {"economy", "adaptive"}
+    assert p.protocols["economy"][0] == pytest.approx(p.vm_hours(False))
+    assert p.protocols["economy"][0] < p.protocols["adaptive"][0]
+    counts = measuring.MeasuringProtocol.of(economy).counts_at_most()
+    load = p.row_seconds["run01"] - (
+        counts * (5 + 2 + plan_mod.PER_COUNT_OVERHEAD_S) + 10 + 5 + plan_mod.PER_COUNT_OVERHEAD_S
+    )
+    assert load >= 0  # the dataset's load, the only other term
+    text = plan_mod.format_plan(p)
+    assert "Protocols, as scheduled: economy (measurement.sweep: economy) " in text
+    assert "; full (measurement.sweep: adaptive) " in text

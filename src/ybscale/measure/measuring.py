@@ -97,7 +97,8 @@ class MeasuringProtocol:
         if self.sweep == "grid":
             return len(self.clients)
         extension = adaptive.extension_counts(self.clients, self.max_clients)
-        return len(self.clients) + ADAPTIVE_EXTRA_COUNTS + len(extension)
+        midpoints = ADAPTIVE_EXTRA_COUNTS if self.sweep == "adaptive" else 0
+        return len(self.clients) + midpoints + len(extension)
 
     def row_seconds(self, read_only: bool, load_seconds: float, per_count_overhead: float) -> float:
         """Wall time of one row at most: per count the warm-up, `max_repetitions` (the
