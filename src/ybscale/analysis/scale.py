@@ -31,10 +31,9 @@ says that neither fits. When it includes both, the likelihood of λ cannot choos
 it was profiled on may have decided that (an interaction that exists only on the additive scale
 absorbs the curvature Box–Cox is meant to see, and widens the interval to 1): the scale is
 uncertain, and the reason says so. Then each scale is judged with its own model (the main
-effects plus the interactions Lenth finds on it), also when the two have as many columns
-(keeping the additive scale then chose it for λ̂ = -0.01 [-0.29, 1.13] in a real default study
-whose twin chose the log, docs/NOTEBOOK.md): the scale whose model predicts each run better
-from the others (the leave-one-out, PRESS form
+effects plus the interactions Lenth finds on it): when the two models have as many columns,
+neither scale is the simpler and the additive one is kept (no reason to transform); otherwise
+the scale whose model predicts each run better from the others (the leave-one-out, PRESS form
 of the Box–Cox likelihood: each residual e_i / (1 − h_ii), Allen 1974; with the Jacobian, so
 comparable across scales) is chosen. Leaving each run out charges a model for the columns that
 fit single runs (an artefact interaction chasing the largest ceilings) more than AIC does: in
@@ -189,7 +188,7 @@ def press_loglik(lam: float, y: np.ndarray, x: np.ndarray) -> float:
 
 def tie_break(design, y: pd.Series, alpha: float = 0.05) -> tuple[str, str]:
     """(model, reason) when λ's interval holds both 0 and 1 (module docstring): the additive
-    scale when both scales have one model (replicated: every term) or only
+    scale when both scales have one model (replicated: every term), as many columns, or only
     one scale has a model (too few residual df on the other); else the better predicting."""
     kept = "neither is the simpler, and the additive scale is kept (no transformation)"
     if design.replications > 1:
@@ -197,6 +196,11 @@ def tie_break(design, y: pd.Series, alpha: float = 0.05) -> tuple[str, str]:
     models = dict(candidate_models(design, y, alpha))
     if set(models) != {"additive", "multiplicative"}:
         return "additive", f"the scale is uncertain: only one scale has a model, so {kept}"
+    sizes = {scale: len(terms) for scale, terms in models.items()}
+    if sizes["additive"] == sizes["multiplicative"]:
+        return "additive", (
+            f"the scale is uncertain: each scale's own model has as many columns, so {kept}"
+        )
     values = y.to_numpy(float)
     score = {
         scale: press_loglik(LAMBDAS[scale], values, _x(design, y.index, terms))
@@ -205,18 +209,12 @@ def tie_break(design, y: pd.Series, alpha: float = 0.05) -> tuple[str, str]:
     best = max(score, key=lambda scale: score[scale])
     other = next(scale for scale in score if scale != best)
     words = {"additive": "additive", "multiplicative": "log"}
-    same = models["additive"] == models["multiplicative"]
-    each = (
-        f"both scales' own models are {model_words(design, models[best])}"
-        if same
-        else f"each scale's own model differs ({words[best]}: "
-        f"{model_words(design, models[best])}; {words[other]}: "
-        f"{model_words(design, models[other])})"
-    )
     return best, (
-        f"the scale is uncertain: the likelihood cannot choose; {each}; the {words[best]} "
-        f"one predicts each run better from the others (leave-one-out Box–Cox "
-        f"log-likelihood {score[best]:.1f} against {score[other]:.1f})"
+        f"the scale is uncertain: the likelihood cannot choose, and each scale's own model "
+        f"differs ({words[best]}: {model_words(design, models[best])}; {words[other]}: "
+        f"{model_words(design, models[other])}); the {words[best]} one predicts each run "
+        f"better from the others (leave-one-out Box–Cox log-likelihood {score[best]:.1f} "
+        f"against {score[other]:.1f})"
     )
 
 
