@@ -231,6 +231,9 @@ def test_a_design_in_blocks_is_measured_block_by_block_and_analysed_without_them
     assert len(effects.drop(index=["block"])) == 6  # Lenth over the six other columns
     findings = (folder / "results" / "findings.md").read_text()
     assert "measured in blocks confounded with ABC" in findings
+    assert "Block line of the ANOVA: F = " in findings  # what the blocks showed, in words
+    quiet = [line for line in findings.splitlines() if "are within the noise" in line]
+    assert quiet and not any("block" in line for line in quiet)  # never listed as an effect
     assert servers_under(root) == []
     out = run_snakemake(folder, "-n", "results/effects.csv", "--config", "backend=gcp",
                         configfile="config/tiny.yaml")  # fmt: skip

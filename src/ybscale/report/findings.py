@@ -444,7 +444,7 @@ def load_study(
 
 
 def _terms(study: Study) -> pd.DataFrame:
-    rows = study.effects[study.effects["term"].astype(str) != "error"].copy()
+    rows = study.effects[~study.effects["term"].astype(str).isin(["error", BLOCK_TERM])].copy()
     rows["active"] = rows["active"].astype(str).str.lower().isin(["true", "1"])
     return rows
 
@@ -487,7 +487,7 @@ def response_section(study: Study) -> list[str]:
         if len(y)
         else f"Design: 2^({k}-{p}), {res}, {runs}."
     )
-    timing = measuring_text(study.ceilings, m)
+    timing = measuring_text(pd.concat([study.ceilings, study.centre]), m)  # every row measured
     return [text, timing] if timing else [text]
 
 
@@ -617,6 +617,23 @@ def effects_section(study: Study) -> list[str]:
     return lines + mult.family_text(terms, study.alpha)
 
 
+def block_words(anova: pd.DataFrame, alpha: float) -> str:
+    """What the ANOVA's block line says of the blocks (F and p), '' without one."""
+    if anova.empty or "term" not in anova:
+        return ""
+    line = anova[anova["term"].astype(str) == BLOCK_TERM]
+    if line.empty or pd.isna(line["p_value"].iloc[0]):
+        return ""
+    f, p = float(line["F"].iloc[0]), float(line["p_value"].iloc[0])
+    verdict = (
+        "the blocks differed beyond the noise: what changed between them (the machine, the "
+        "day) was kept out of the effects by the blocking"
+        if p < alpha
+        else "no difference between the blocks beyond the noise"
+    )
+    return f" Block line of the ANOVA: F = {f:.3g}, p = {p:.3g}: {verdict}."
+
+
 def noise_section(study: Study) -> list[str]:
     terms = _terms(study)
     model = str(terms["model"].iloc[0]) if len(terms) else "additive"
@@ -634,8 +651,9 @@ def noise_section(study: Study) -> list[str]:
             noise += (
                 f" The rows were measured in blocks confounded with {block['alias'].iloc[0]}: "
                 "those columns estimate the differences between the blocks, not effects, and "
-                "are not tested (the `block` line)."
+                "are not tested as effects (the `block` line)."
             )
+            noise += block_words(study.anova, study.alpha)
     elif not study.centre.empty and study.design.replications == 1:
         noise = (
             f"**Noise.** Standard error of an effect from the pure error of the "
