@@ -268,16 +268,7 @@ def test_the_noise_says_whether_replicates_were_blocks(tmp_path, blocked):
     ceilings.to_csv(results / "ceilings.csv", index=False)
     blocks = signs["replicate"] if blocked else None
     analyze(design, ceilings, "response", results, blocks=blocks)
-    for run in design.run_ids:
-        (results / "runs" / run).mkdir(parents=True)
-        pd.DataFrame(
-            {"clients": [1], "tps": [1.0], "tps_spread_pct": [1.0], "repetitions": [1]}
-        ).to_csv(results / "runs" / run / "throughput.csv", index=False)
-        (results / "runs" / run / "measurement.json").write_text("{}")
-    text = write_findings(
-        design, StudyFiles.under(results, design.run_ids), results / "findings.md"
-    )
-    said = " ".join(text.split())
+    said = _findings_words(design, results, design.run_ids)
     assert ("The replicates were blocks" in said) is blocked
     assert ("The replicates are pure replication" in said) is not blocked
 
@@ -346,16 +337,7 @@ def test_the_findings_say_whether_the_response_bends_between_the_levels(tmp_path
 
     responses = read_responses(results / "ceilings.csv", design, "response")
     analyze(design, responses, "response", results, model="additive")
-    for run in design.all_run_ids:
-        (results / "runs" / run).mkdir(parents=True)
-        pd.DataFrame(
-            {"clients": [1], "tps": [1.0], "tps_spread_pct": [1.0], "repetitions": [1]}
-        ).to_csv(results / "runs" / run / "throughput.csv", index=False)
-        (results / "runs" / run / "measurement.json").write_text("{}")
-    text = write_findings(
-        design, StudyFiles.under(results, design.all_run_ids), results / "findings.md"
-    )
-    said = " ".join(text.split())
+    said = _findings_words(design, results, design.all_run_ids)
     assert "**Curvature.** 4 centre run(s) set every factor to the middle of its levels" in said
     assert "(operation_size 51, nodes 4, clients_cap 100)" in said
     assert "95 % interval" in said and "curvature F = " in said
@@ -390,3 +372,16 @@ def test_the_findings_say_which_runs_were_set_aside_and_when_the_machine_was_nev
     assert "The machine was never quiet" in text
     assert "The effects of node_size (F), nodes (C) change the CPU the study may use" in text
     assert interference_text(rows.assign(set_aside=0)) == []
+
+
+def _findings_words(design, results, runs) -> str:
+    """The findings of an analysed `results` folder (every run with a one-line stand-in
+    throughput table), their words on one line."""
+    for run in runs:
+        (results / "runs" / run).mkdir(parents=True)
+        pd.DataFrame(
+            {"clients": [1], "tps": [1.0], "tps_spread_pct": [1.0], "repetitions": [1]}
+        ).to_csv(results / "runs" / run / "throughput.csv", index=False)
+        (results / "runs" / run / "measurement.json").write_text("{}")
+    text = write_findings(design, StudyFiles.under(results, runs), results / "findings.md")
+    return " ".join(text.split())
