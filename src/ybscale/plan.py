@@ -64,7 +64,7 @@ def _report(config: dict, args) -> int:
     config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
     loaded = study.load(config, args.design)
     print(format_factors(loaded.design))
-    print(format_plan(plan(loaded.rows, loaded.settings, quotas=True)))
+    print(format_plan(plan(loaded.rows, loaded.settings, quotas=True, compare=True)))
     print(format_strata(loaded.design, cluster_of(loaded.settings, loaded.rows), "gcp"))
     if chosen != "gcp":  # and as the config's own backend runs the rows
         own = study.load({**config, "backend": chosen}, args.design)

@@ -604,7 +604,8 @@ def test_the_plan_prices_both_protocols_and_the_economy_sweep_is_the_cheaper(see
     the full protocol, each planned with its own bound on a row's time: the economy row is
     every count probed once plus one full repetition."""
     economy = {**MEASUREMENT, "sweep": "economy", "probe_seconds": 2}
-    p = plan_of({**CONFIG, "measurement": economy})
+    assert plan_of({**CONFIG, "measurement": economy}).protocols == {}  # the rules' plans
+    p = plan_of({**CONFIG, "measurement": economy}, compare=True)
     assert set(p.protocols) == {"economy", "adaptive"}
     assert p.protocols["economy"][0] == pytest.approx(p.vm_hours(False))
     assert p.protocols["economy"][0] < p.protocols["adaptive"][0]

@@ -333,7 +333,7 @@ def protocols(rows: Sequence[Row], config: Mapping, combos, chosen: Plan) -> dic
         else:
             other = thaw(config)
             other["measurement"]["sweep"] = sweep
-            p = plan(rows, other, combos, compare=False)
+            p = plan(rows, other, combos)
         out[sweep] = (p.vm_hours(False), p.wall_seconds)
     return out
 
@@ -344,11 +344,12 @@ def plan(
     combos: Sequence[str] | None = None,
     *,
     quotas=False,
-    compare=True,
+    compare=False,
 ) -> Plan:
     """The plan for the rows (only those of the clusters `combos` when given); `config` as
     settings.load. A cluster per label of `GcpBackend.cluster_labels` (per combination, and per
-    replicate unless gcp.cluster_per_replicate is false)."""
+    replicate unless gcp.cluster_per_replicate is false). `compare`: also plan the other
+    protocol (`protocols`), for the printed plan only: the rules read plans at parse time."""
     settings = gcp_section(config)
     measurement = config["measurement"]
     by_run = {row.run: row for row in rows}

@@ -5,4 +5,4 @@ from ybscale.backends.gcp.plan import format_plan, plan
 
 onstart:
     # plan before spending, once per real run (not on -n, --lint, --report or --dag)
-    print(format_plan(plan(STUDY.rows, SETTINGS)), file=sys.stderr)
+    print(format_plan(plan(STUDY.rows, SETTINGS, compare=True)), file=sys.stderr)
