@@ -402,24 +402,24 @@ class RowSweep:
         machine during it (`disturbed`), at most `remeasure` times; (result, steady seconds,
         utilisation, latencies, steady tps) of the one kept. A run set aside stays in rep_rows
         (`set_aside` says why), its logs in a folder of pgbench-logs of their own."""
-        for again in range(self.protocol.remeasure + 1):
+        again = 0
+        while True:
             done = self.run_once(clients, rep, seconds, probe)
             why = disturbed(done[2], self.protocol.outside_max)
-            last = again == self.protocol.remeasure
             self.rep_rows[-1] |= {"measured_again": again, "disturbed": bool(why)}
-            if not why or last:
+            if not why or again == self.protocol.remeasure:
                 return done
             self.rep_rows[-1]["set_aside"] = why
-            aside = self.logs / f"set-aside-c{clients:03d}-r{rep}-{again + 1}"
+            again += 1
+            aside = self.logs / f"set-aside-c{clients:03d}-r{rep}-{again}"
             aside.mkdir(exist_ok=True)
             for path in node_logs(self.logs, clients, rep):
                 path.rename(aside / path.name)
             self.progress(
                 f"{self.row.run}: {clients:>4} clients, repetition {rep}: set aside ({why}), "
-                f"measured again ({again + 1} of at most {self.protocol.remeasure})"
+                f"measured again ({again} of at most {self.protocol.remeasure})"
             )
             self.start_repetition(clients, warm=False)
-        raise AssertionError("unreachable")  # the last try returns
 
     def run_once(self, clients: int, rep: int, seconds: int, probe: bool) -> tuple:
         """One run of pgbench for `seconds`: its steady tps, recorded in rep_rows; (result,
