@@ -228,3 +228,27 @@ def test_two_scales_are_compared_on_the_one_both_studies_choose(tmp_path, capsys
     err = capsys.readouterr().err
     assert "on the multiplicative scale" in err and "which needs" in err
     assert f"{folders[1]}/ceilings.csv or responses.csv (no such file)" in err
+
+
+def test_a_study_beside_a_neighbour_is_compared_within_what_it_may_have_moved(tmp_path, capsys):
+    """Issue 49: B's estimates 12.9 apart disagree (2.5 standard errors each way); when study B
+    kept disturbed runs and its neighbour may have moved B's estimate down by 15, the quiet
+    value could have been A's: they agree, and the summary names what stays established."""
+    a = _study(tmp_path / "a", [-32.9, -26.4, 23.5, -8.5, 2.8], me=5.0, sme=10.0)
+    busy = [-20.0, -17.0, 12.0, -8.0, 0.4]
+    b = _study(tmp_path / "b", busy, me=5.0, sme=10.0)
+    assert cli(["compare", str(a), str(b)]) == 1
+    capsys.readouterr()
+    effects = pd.read_csv(b / "effects.csv")
+    effects["disturbance_down"] = [15.0, 12.0, 0.0, 0.0, 0.0]
+    effects["disturbance_up"] = [0.0, 0.0, 14.0, 0.0, 0.0]
+    effects["established"] = [True, True, True, False, False]
+    effects.to_csv(b / "effects.csv", index=False)
+    assert cli(["compare", str(a), str(b)]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("AGREE:") and "0 differ beyond their uncertainty" in line
+    assert line.endswith("B kept disturbed runs: established beyond what the neighbour may have "
+                         "moved A {B−, A−, F+, E−}, B {B−, A−, F+}")  # fmt: skip
+    effects["disturbance_down"] = [0.0, 12.0, 0.0, 0.0, 0.0]  # B unmoved: 12.9 apart again
+    effects.to_csv(b / "effects.csv", index=False)
+    assert cli(["compare", str(a), str(b)]) == 1

@@ -275,8 +275,9 @@ def test_a_disturbed_run_is_set_aside_kept_and_measured_again_within_the_bound(
     pool.util = lambda clients, util=pool.util: {**util(clients), "outside": next(outside)}
     (logs := tmp_path / "logs").mkdir()
     (logs / "c002_r1_node0.7").write_text("")
+    # no waiting for quiet here: the model's readings are the runs' (the wait: test_utilisation)
     m = {"clients": [2, 4], "sweep": "grid", "repetitions": 1, "max_repetitions": 1,
-         "outside_max": 0.1, "remeasure": 2}  # fmt: skip
+         "outside_max": 0.1, "remeasure": 2, "quiet_wait": 0}  # fmt: skip
     lines, reps, _ = _model_sweep(pool, m, logs, monkeypatch)
     marks = [(r["clients"], r["measured_again"], r["disturbed"], r["set_aside"]) for r in reps]
     assert [(c, again, dist) for c, again, dist, _ in marks] == [

@@ -371,6 +371,10 @@ def test_the_findings_say_which_runs_were_set_aside_and_when_the_machine_was_nev
         "(run01, run02, run04" in text  # fmt: skip
     assert "The machine was never quiet" in text
     assert "The effects of node_size (F), nodes (C) change the CPU the study may use" in text
+    assert "Every effect's interval is widened by how far the neighbour may have moved it" in text
+    assert "Every active effect stays active however far it may have moved it." in text
+    (text,) = interference_text(busy, design, ["B", "F", "AE"], ["AE"])
+    assert "not beyond that reach, so maybe the neighbour's artefacts: AE." in text
     assert interference_text(rows.assign(set_aside=0)) == []
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ybscale.analysis import disturbance
 from ybscale.analysis.anova import fit_anova, outliers
 from ybscale.analysis.effects import (
     ERROR_TERM,
@@ -205,6 +206,7 @@ def _analyze_one(
     order = executed_positions(run_order) if run_order else None
     result = fit_anova(design, y, alpha, model, blocks, order, multiplicity, clusters, center)
     effects = stratum_errors(effects, result.table)
+    effects = disturbance.widen(effects, design, y, disturbance.shares(responses), response)
     return {
         "effects": effects,
         "anova": result.table,

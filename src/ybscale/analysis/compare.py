@@ -15,7 +15,11 @@ signs. The studies AGREE when no column differs and no signs conflict: an effect
 one and just under it (or under ME) in the other agrees when the estimates are compatible, an
 unreplicated study (Lenth) and a replicated one (t tests) are compared on their estimates
 alike, and two estimates far apart beyond their uncertainty disagree even when both are
-active with the same sign.
+active with the same sign. A study measured beside a neighbour (rows that kept a disturbed run)
+carries how far it may have moved each estimate (effects.csv ``disturbance_down``/``_up``,
+ybscale.analysis.disturbance): the difference is tested from the nearest value it could have
+had on quiet machines, and signs conflict only between columns that stay active there
+(``established``).
 
 Several responses (effects.csv's ``response`` column, analysis.responses): each response both
 studies analysed is compared on its own (its table, its verdict); they AGREE when every one does.
@@ -61,6 +65,8 @@ COLUMNS = [
     "b_covers_a",
     "active_a",
     "active_b",
+    "established_a",
+    "established_b",
     "sme_a",
     "sme_b",
     "difference",
@@ -284,6 +290,15 @@ def uncertainty(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return se, df
 
 
+def moved(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(down, up): how far a neighbour may have moved each estimate (effects.csv
+    ``disturbance_down``/``_up``); zeros for a table without them."""
+    if "disturbance_down" not in table.columns:
+        return np.zeros(len(table)), np.zeros(len(table))
+    columns = ("disturbance_down", "disturbance_up")
+    return tuple(table[c].fillna(0.0).to_numpy(float) for c in columns)
+
+
 def differences(a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(difference a − b, Holm-adjusted p-value of no difference) per column (module doc)."""
     from scipy.special import stdtr  # the t distribution function, fast
@@ -292,12 +307,16 @@ def differences(a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarra
 
     (se_a, df_a), (se_b, df_b) = uncertainty(a), uncertainty(b)
     diff = a["effect"].to_numpy(float) - b["effect"].to_numpy(float)
+    (down_a, up_a), (down_b, up_b) = moved(a), moved(b)
+    # a neighbour may have moved either estimate (ybscale.analysis.disturbance): the distance
+    # from 0 to the range the difference could have had on quiet machines
+    gap = np.maximum(0.0, np.maximum(diff - down_a - up_b, -(diff + up_a + down_b)))
     var = se_a**2 + se_b**2
     with np.errstate(divide="ignore", invalid="ignore"):
         df = var**2 / (se_a**4 / df_a + se_b**4 / df_b)  # Welch–Satterthwaite
-        t = np.abs(diff) / np.sqrt(var)
+        t = gap / np.sqrt(var)
     df = np.where(np.isfinite(df), df, 1e7)
-    p = np.where(var > 0, 2 * stdtr(df, -t), np.where(diff == 0, 1.0, 0.0))
+    p = np.where(var > 0, 2 * stdtr(df, -t), np.where(gap == 0, 1.0, 0.0))
     return diff, adjust(p, "holm")  # statsmodels' Holm
 
 
@@ -334,7 +353,14 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     out["sme_b"] = b["active_sme"].to_numpy()
     out["difference"], out["p_adjusted"] = differences(a, b)
     out["differ"] = out["p_adjusted"] < ALPHA
-    conflict = out["active_a"] & out["active_b"] & ((out["effect_a"] > 0) != (out["effect_b"] > 0))
+    for name, t in (("a", a), ("b", b)):
+        firm = t["established"] if "established" in t.columns else t["active"]
+        out[f"established_{name}"] = _flag(firm).to_numpy()
+    opposite = (out["effect_a"] > 0) != (out["effect_b"] > 0)
+    conflict = out["established_a"] & out["established_b"] & opposite
+    out.attrs["disturbed"] = [
+        n for n, t in (("A", a), ("B", b)) if moved(t)[0].any() or moved(t)[1].any()
+    ]
     out["agree"] = ~(out["differ"] | conflict)
     out.attrs["model"] = models[0]
     return out[COLUMNS]
@@ -352,6 +378,21 @@ def agrees(table: pd.DataFrame) -> bool:
     return bool(table["agree"].all())
 
 
+def _established(table: pd.DataFrame) -> str:
+    """The summary's clause on a study measured beside a neighbour: the columns that stay
+    active however far it moved them ('' when neither study was)."""
+    if not table.attrs.get("disturbed"):
+        return ""
+    firm = (
+        _signed(table, "established_a", "effect_a"),
+        _signed(table, "established_b", "effect_b"),
+    )
+    return (
+        f"; {' and '.join(table.attrs['disturbed'])} kept disturbed runs: established beyond what "
+        f"the neighbour may have moved A {{{firm[0]}}}, B {{{firm[1]}}}"
+    )
+
+
 def summary(table: pd.DataFrame) -> str:
     """One line: the verdict, the active sets with signs, how many intervals cover."""
     covered = int((table["a_covers_b"] & table["b_covers_a"]).sum())
@@ -367,6 +408,7 @@ def summary(table: pd.DataFrame) -> str:
         f"{n} columns agree; each interval covers the other's estimate in {covered} of {n}; "
         f"{int(table['differ'].sum())} differ beyond their uncertainty (Holm, α = {ALPHA:g}) "
         f"({table.attrs.get('model', '?')} scale)"
+        + _established(table)
         + (f"; {table.attrs['rescaled']}" if table.attrs.get("rescaled") else "")
     )
 

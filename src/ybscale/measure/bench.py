@@ -267,6 +267,9 @@ def steady_throughput(
     return tps, float(used), lat
 
 
+QUIET_LOOK = 1.0  # seconds of one look at the machine while waiting for it to be quiet
+
+
 def disturbed(util: Mapping[str, float], outside_max: float | None) -> str:
     """Why a run is set aside: others took more than `outside_max` of the machine during its
     counted seconds (`utilisation.with_outside`); '' when not, or not measured."""
@@ -354,6 +357,23 @@ class RowSweep:
         self.measured_with: dict[int, int] = {}  # the generators each count's repetitions ran with
         self.growth = generators.Growth(cluster.generator_bound(), len(cluster.generator_names()))
         self.superseded: list[dict] = []
+        self.quiet_budget = float(self.protocol.quiet_wait)  # seconds left to wait for quiet
+
+    def wait_for_quiet(self, clients: int) -> float:
+        """Before a disturbed run is measured again: one-second looks at the machine, the
+        study idle, until others take at most `outside_max` of it, within what is left of the
+        row's `quiet_wait`; the seconds waited."""
+        started = time.monotonic()
+        while time.monotonic() - started < self.quiet_budget:
+            window = utilisation.Window(self.cluster.cpu_seconds, 0.0)
+            window.start()
+            time.sleep(QUIET_LOOK)
+            util = window_utilisation(self.cluster, self.row.kind, clients, window.stop(False))
+            if not disturbed(util, self.protocol.outside_max):
+                break
+        waited = time.monotonic() - started
+        self.quiet_budget = max(0.0, self.quiet_budget - waited)
+        return waited
 
     def supersede(self, clients: int, why: str) -> None:
         """The count's measurements so far out of the tables, into the record."""
@@ -402,11 +422,12 @@ class RowSweep:
         machine during it (`disturbed`), at most `remeasure` times; (result, steady seconds,
         utilisation, latencies, steady tps) of the one kept. A run set aside stays in rep_rows
         (`set_aside` says why), its logs in a folder of pgbench-logs of their own."""
-        again = 0
+        again, waited = 0, 0.0
         while True:
             done = self.run_once(clients, rep, seconds, probe)
             why = disturbed(done[2], self.protocol.outside_max)
-            self.rep_rows[-1] |= {"measured_again": again, "disturbed": bool(why)}
+            self.rep_rows[-1] |= {"measured_again": again, "disturbed": bool(why),
+                                  "waited_for_quiet_s": round(waited, 1)}  # fmt: skip
             if not why or again == self.protocol.remeasure:
                 return done
             self.rep_rows[-1]["set_aside"] = why
@@ -415,9 +436,11 @@ class RowSweep:
             aside.mkdir(exist_ok=True)
             for path in node_logs(self.logs, clients, rep):
                 path.rename(aside / path.name)
+            waited = self.wait_for_quiet(clients)
             self.progress(
                 f"{self.row.run}: {clients:>4} clients, repetition {rep}: set aside ({why}), "
-                f"measured again ({again} of at most {self.protocol.remeasure})"
+                f"measured again ({again} of at most {self.protocol.remeasure}) after "
+                f"waiting {waited:.0f} s for others to leave the machine"
             )
             self.start_repetition(clients, warm=False)
 

@@ -38,6 +38,7 @@ class MeasuringProtocol:
     warmup: int
     outside_max: float | None  # a repetition with more of the machine taken by others: again
     remeasure: int  # most times one repetition is measured again after a disturbed one
+    quiet_wait: int  # most seconds one row waits, in all, for quiet before measuring again
     max_tries: int  # pgbench --max-tries: serialization failures retried (and counted)
     timeout: int  # seconds any harness command may take beyond its duration
     order: str  # the rows' order (random from `seed` | standard): the design record's

@@ -89,7 +89,10 @@ CPU_KNOBS = ("cluster.nodes", "cluster.node_size")  # knobs that change the CPU 
 
 
 def interference_text(
-    rows: pd.DataFrame, design: Design | None = None, active: Sequence[str] = ()
+    rows: pd.DataFrame,
+    design: Design | None = None,
+    active: Sequence[str] = (),
+    unsettled: Sequence[str] = (),
 ) -> list[str]:
     """The runs set aside as disturbed and measured again, the rows that kept a disturbed one
     at the bound (`measurement.remeasure`), and the rows where processes other than the
@@ -97,11 +100,13 @@ def interference_text(
     [] when none did or it was not measured. When most rows kept a disturbed run the machine
     was never quiet: the active main effects of factors that change the study's CPU are named
     as possible artefacts of the neighbour."""
-    sentences = set_aside_text(rows, design, active) + outside_text(rows)
+    sentences = set_aside_text(rows, design, active, unsettled) + outside_text(rows)
     return ["**Interference.** " + " ".join(sentences)] if sentences else []
 
 
-def set_aside_text(rows: pd.DataFrame, design: Design | None, active: Sequence[str]) -> list[str]:
+def set_aside_text(
+    rows: pd.DataFrame, design: Design | None, active: Sequence[str], unsettled: Sequence[str] = ()
+) -> list[str]:
     if "set_aside" not in rows:
         return []
     by_run = rows.set_index("run")
@@ -125,6 +130,19 @@ def set_aside_text(rows: pd.DataFrame, design: Design | None, active: Sequence[s
             f"{len(named)} of {len(kept)} rows kept a disturbed run after measurement.remeasure "
             f"tries ({', '.join(named.index)}; `disturbed` in repetitions.csv): their ceilings "
             "may be lower than a quiet machine's."
+        )
+        lines.append(
+            "Every effect's interval is widened by how far the neighbour may have moved it "
+            "(effects.csv `disturbance_low`/`disturbance_high`: in each such row the quiet "
+            "machine's ceiling taken as up to the measured one / (1 − the share of the machine "
+            "the neighbour took at the ceiling), as if throughput followed the CPU the study "
+            "got; a neighbour can cost more than that). "
+            + (
+                f"Active, but not beyond that reach, so maybe the neighbour's artefacts: "
+                f"{', '.join(unsettled)}."
+                if unsettled
+                else "Every active effect stays active however far it may have moved it."
+            )
         )
         if 2 * len(named) >= len(kept) and design is not None:
             suspect = [
@@ -169,6 +187,7 @@ def bottleneck_text(
     design: Design,
     ceilings: pd.DataFrame,
     active: list[str],
+    unsettled: Sequence[str] = (),
     growth: Mapping[str, Mapping] | None = None,
 ) -> list[str]:
     """A paragraph naming each row's bottleneck at its ceiling, one per active main effect
@@ -197,7 +216,7 @@ def bottleneck_text(
                 f"other work included; {', '.join(busy)}): there a busiest resource below 100 % "
                 "of its CPUs was held back by the machine, not by its own quota."
             )
-    lines += interference_text(rows, design, active)
+    lines += interference_text(rows, design, active, unsettled)
     items = []
     for term in active:
         if len(term) != 1 or term not in rows:

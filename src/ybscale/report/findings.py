@@ -192,9 +192,12 @@ def summary_table(design: Design, terms: pd.DataFrame, responses: Responses | No
             "told from zero (see *Active effects* below)."
         ]
     rows = []
+    doubtful = unsettled(terms)
     for _, row in active.iterrows():
         bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
         estimate = _size(*bounds, str(row["model"])).replace(" the ceiling", "", 1)
+        if str(row["term"]) in doubtful:
+            estimate += f" ({MAYBE_NEIGHBOUR})"
         share = f"{float(row['variation_pct']):.1f} %"
         rows.append((_term_words(design, str(row["term"])), estimate, share, _aliases(row)))
     lead = "The effects that stand out from the noise, largest first:"
@@ -449,6 +452,19 @@ def _terms(study: Study) -> pd.DataFrame:
     return rows
 
 
+def unsettled(terms: pd.DataFrame) -> list[str]:
+    """The active columns a neighbour may have made (ybscale.analysis.disturbance): active,
+    but not beyond what it may have moved them (`established` false)."""
+    if "established" not in terms.columns:
+        return []
+    firm = terms["established"].astype(str).str.lower().isin(["true", "1"])
+    active = terms["active"].astype(str).str.lower().isin(["true", "1"])
+    return [str(t) for t in terms.loc[active & ~firm, "term"]]
+
+
+MAYBE_NEIGHBOUR = "maybe the neighbour's: see **Interference**"
+
+
 # ---------------------------------------------------------------------------- sections
 
 
@@ -602,8 +618,16 @@ def effects_section(study: Study) -> list[str]:
             f"{number(se, model)}{unit}). The study cannot tell any factor's effect from zero."
         )
         return lines + mult.family_text(terms, study.alpha)
+    doubtful = unsettled(terms)
     items = [
-        effect_sentence(study.design, row) + " " + alias_sentence(study.design, row)
+        effect_sentence(study.design, row)
+        + (
+            f" ({MAYBE_NEIGHBOUR[0].upper()}{MAYBE_NEIGHBOUR[1:]}.)"
+            if row["term"] in doubtful
+            else ""
+        )
+        + " "
+        + alias_sentence(study.design, row)
         for _, row in active.iterrows()
     ]
     lines.append(("ol", items))
@@ -800,6 +824,7 @@ def findings_blocks(
             study.design,
             study.ceilings,
             _active_terms(study),
+            unsettled(_terms(study)),
             {
                 run: m["load_generator_growth"]
                 for run, m in study.measurements.items()
