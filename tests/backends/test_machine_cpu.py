@@ -34,6 +34,11 @@ def here() -> tuple[float, int]:
     return utilisation.proc_stat_busy(Path("/proc/stat").read_text())
 
 
+def here_steal() -> float:
+    """This machine's steal seconds so far, read here (every loopback machine is this one)."""
+    return utilisation.proc_stat_steal(Path("/proc/stat").read_text())
+
+
 def spin(seconds: float) -> None:
     end = time.process_time() + seconds
     while time.process_time() < end:
@@ -57,12 +62,15 @@ def check_window(cluster, names: set[str]) -> None:
     last = cluster.cpu_seconds()
     seconds = time.monotonic() - start
     d = here()[0]
-    assert set(first) == set(last) == names
+    stolen = {f"steal_{name}" for name in names}  # each machine's steal time beside its busy
+    assert set(first) == set(last) == names | stolen
     for name in names:
         assert a <= first[name] <= b and c <= last[name] <= d, name
+        steal = first[f"steal_{name}"], last[f"steal_{name}"]
+        assert 0 <= steal[0] <= steal[1] <= here_steal(), name
     capacity = cluster.cpu_capacity()
     util = utilisation.utilisation(first, last, seconds, capacity)
-    assert set(util) == names
+    assert set(util) == names | stolen
     for name in names:
         low, high = (c - b) / capacity[name], (d - a) / capacity[name]
         assert low / seconds <= util[name] <= high / seconds, name
@@ -167,4 +175,4 @@ def test_existing_reads_every_host_it_may_log_in_on(sshd, tmp_path):
     assert sockets() == []
     config["existing"].pop("ssh")
     with existing.ExistingBackend(config).measure(row, endpoints, tmp_path) as cluster:
-        assert set(cluster.cpu_seconds()) == {"client"}
+        assert set(cluster.cpu_seconds()) == {"client", "steal_client"}

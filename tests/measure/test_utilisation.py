@@ -26,6 +26,26 @@ def test_busy_time_from_proc_stat_leaves_out_idle_and_iowait():
     assert busy == pytest.approx((1000 + 50 + 300 + 10 + 20 + 5) / 100)
 
 
+def test_a_vms_steal_time_is_interference_read_as_utilisation_is():
+    """Issue 49 on gcp and existing: /proc/stat's eighth value is steal (proc(5): time spent in
+    other operating systems when running in a virtualized environment); a machine's steal over
+    the window, per CPU it has, is `steal_<machine>`, never a bottleneck, and where the machine
+    is not this one (no `host`) the largest is what others took (`outside`)."""
+    before = "cpu  100 0 50 1000 10 0 5 20 0 0\ncpu0 50 0 25 500 5 0 2 10 0 0\n"
+    after = "cpu  400 0 150 1200 10 0 5 220 0 0\ncpu0 200 0 75 600 5 0 2 110 0 0\n"
+    assert utilisation.proc_stat_steal(before) == 0.2  # 20 ticks of 1/100 s
+    assert utilisation.proc_stat_steal("cpu  1 2 3 4 5 6 7\n") == 0.0  # no steal counted
+    readings = [
+        {"node1": utilisation.proc_stat_busy(t)[0], "steal_node1": utilisation.proc_stat_steal(t)}
+        for t in (before, after)
+    ]
+    util = utilisation.utilisation(*readings, 2.0, {"node1": 2.0})  # 2 s on 2 CPUs
+    assert util == {"node1": 1.5, "steal_node1": 0.5}  # 600 busy ticks (steal in), 200 stolen
+    util = utilisation.with_outside(util, {"node1": 2.0})
+    assert util["outside"] == 0.5
+    assert utilisation.bottleneck(util, 1000.0, {"node1": 2.0})["bottleneck"] == "node1"
+
+
 def test_utilisation_is_cpu_time_over_the_window_times_capacity():
     before, after = {"node1": 10.0, "client": 3.0}, {"node1": 10.5, "client": 4.0}
     util = utilisation.utilisation(before, after, 2.0, {"node1": 0.25, "client": 2.0})

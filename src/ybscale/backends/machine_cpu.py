@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ybscale.backends import ssh
 from ybscale.backends.base import BackendError
-from ybscale.measure.utilisation import proc_stat_busy
+from ybscale.measure.utilisation import STEAL, proc_stat_busy, proc_stat_steal
 
 READ = ("cat", "/proc/stat")
 READ_TIMEOUT = 30
@@ -110,8 +110,12 @@ class MachineCpu:
         return texts
 
     def seconds(self) -> dict[str, float]:
-        """Busy CPU seconds since boot by name (`client` and the nodes)."""
-        return {name: proc_stat_busy(text)[0] for name, text in self.read().items()}
+        """Busy CPU seconds since boot by name (`client` and the nodes), and each machine's
+        steal time as `steal_<name>` (what the hypervisor gave other guests: interference on
+        a VM, read as utilisation is)."""
+        texts = self.read()
+        busy = {name: proc_stat_busy(text)[0] for name, text in texts.items()}
+        return busy | {f"{STEAL}{name}": proc_stat_steal(text) for name, text in texts.items()}
 
     def capacity(self) -> dict[str, float]:
         """CPUs of each node measured (the CPUs its /proc/stat lists)."""

@@ -312,7 +312,8 @@ def mean_utilisation(per_repetition: list[dict[str, float]]) -> dict[str, float]
 
 def busiest(util: Mapping[str, float]) -> str:
     """', busiest: node2 97 %' for the progress line ('' when nothing was measured)."""
-    named = {k: v for k, v in util.items() if k not in utilisation.CONTEXT}
+    named = {k: v for k, v in util.items()
+             if k not in utilisation.CONTEXT and not k.startswith(utilisation.STEAL)}  # fmt: skip
     if not named:
         return ""
     name = max(named, key=named.get)

@@ -34,6 +34,17 @@ def proc_stat_busy(text: str) -> tuple[float, int]:
     return busy / USER_HZ, cpus
 
 
+STEAL = "steal_"  # a machine's steal time is read as the resource `steal_<machine>`
+
+
+def proc_stat_steal(text: str) -> float:
+    """CPU seconds since boot the hypervisor gave to other guests while this one's were ready
+    to run (/proc/stat's first `cpu` line, the eighth value: steal; 0 where the kernel does not
+    count it)."""
+    ticks = text.splitlines()[0].split()[1:]
+    return int(ticks[7]) / USER_HZ if len(ticks) > 7 else 0.0
+
+
 def host_cpu_seconds() -> float:
     """This machine's busy CPU seconds since boot (/proc/stat)."""
     with open("/proc/stat") as stat:
@@ -48,6 +59,7 @@ def utilisation(
 ) -> dict[str, float]:
     """U per resource: CPU seconds used between the two readings / (seconds x capacity)."""
     out = {}
+    capacity = {**{f"{STEAL}{k}": v for k, v in capacity.items()}, **capacity}
     for name in sorted(set(before) & set(after) & set(capacity)):
         if seconds > 0 and capacity[name] > 0:
             out[name] = (after[name] - before[name]) / (seconds * capacity[name])
@@ -62,7 +74,8 @@ def with_outside(util: Mapping[str, float], capacity: Mapping[str, float]) -> di
     the accounting's tick (10 ms) can make it slightly negative on a quiet machine. Unchanged
     without `host`."""
     if "host" not in util or "host" not in capacity:
-        return dict(util)
+        stolen = [u for name, u in util.items() if name.startswith(STEAL)]
+        return {**util, "outside": max(stolen)} if stolen else dict(util)
     used = sum(u * capacity[name] for name, u in util.items() if name != "host")
     return {**util, "outside": (util["host"] * capacity["host"] - used) / capacity["host"]}
 
@@ -70,7 +83,8 @@ def with_outside(util: Mapping[str, float], capacity: Mapping[str, float]) -> di
 def bottleneck(util: Mapping[str, float], tps: float, capacity: Mapping[str, float]) -> dict:
     """The resource with the largest service demand D = U / X, its U, the bound X / U and its
     CPU milliseconds per transaction (U x capacity / X); NaNs and "" when nothing was measured."""
-    candidates = {k: u for k, u in util.items() if k not in CONTEXT and math.isfinite(u)}
+    candidates = {k: u for k, u in util.items()
+                  if k not in CONTEXT and not k.startswith(STEAL) and math.isfinite(u)}  # fmt: skip
     if not candidates or not tps > 0:
         return {"bottleneck": "", "bottleneck_util": math.nan, "bound_tps": math.nan,
                 "bottleneck_cpu_ms": math.nan}  # fmt: skip
