@@ -151,7 +151,7 @@ def test_a_nodes_memory_limit_is_applied_read_back_and_refused_where_it_cannot_h
         )
     finally:
         shutil.rmtree(disk, ignore_errors=True)
-    [tmpfs] = backend(data_root, memory={"small": "64MB"}).check_rows([row])
+    [tmpfs] = backend(data_root, memory={"small": "64MB"}, shared_buffers="16MB").check_rows([row])
     assert tmpfs.startswith("config: local.memory: small nodes get a memory limit") and \
         "is tmpfs" in tmpfs  # fmt: skip
 

@@ -4,7 +4,8 @@ the rows of one combination (`local.cluster_per: combination`).
 cluster.nodes          -> that many postgres servers, each its own data directory and port.
 cluster.replication on -> node1 primary, the others synchronous quorum standbys (ANY k, majority).
 cluster.replication off-> the table hash-sharded (k mod n) across n independent nodes.
-cluster.node_size      -> per-node CPU limit (cpu.py, sizes from `local.cpu`).
+cluster.node_size      -> per-node CPU limit (cpu.py, sizes from `local.cpu`), and memory limit
+                          where `local.memory` gives the size one.
 server.<setting>       -> postgresql.conf of every node, read back with SHOW before measuring.
 session.<setting>      -> PGOPTIONS of every session, read back with SHOW before measuring.
 """
