@@ -66,12 +66,45 @@ def test_sharded_cluster_holds_each_key_once(data_root, tmp_path):
         assert [t.variables["shard"] for t in targets] == [0, 1, 2]
         assert {t.variables["nshards"] for t in targets} == {3}
         assert cluster.applied()["isolation_in_effect"]["node2"] == "read committed"
-        for node in cluster.nodes:
+        state = "SELECT pg_relation_filenode('kv'), sum(hashtext(k::text || v)) FROM kv"
+        loaded = [node.psql(state) for node in cluster.nodes]
+        for node in cluster.nodes:  # as the write script adds keys: from keybase (3000) up
             node.psql("INSERT INTO kv SELECT g, 'x' FROM generate_series(100000, 100099) g")
-        cluster.reset("write")  # every shard back to its starting state (reloaded at once)
+        # every shard back to its starting state at once, without a reload (issue 48): the
+        # added keys removed, the loaded rows as they were, in the same file (a reload's
+        # TRUNCATE gives the table a new one)
+        assert cluster.reset("write") == "restored"
         for i, node in enumerate(cluster.nodes):
             assert node.psql(f"SELECT count(*) FROM kv WHERE k % 3 <> {i}") == "0"
             assert node.psql("SELECT count(*) FROM kv") == "1000"
+        assert [node.psql(state) for node in cluster.nodes] == loaded
+    assert servers_under(data_root) == []
+
+
+def test_the_next_row_on_a_cluster_keeps_the_dataset_it_holds(data_root, tmp_path):
+    """Issue 48: a dataset is loaded once per cluster: the next row on it with the same rows
+    keeps it (the keys writes added removed, the table in the same file), recorded as kept;
+    a row with another dataset size loads anew."""
+    local = backend(data_root)
+    levels = {**LEVELS, "nodes": 2, "replication": "off"}
+    row = row_from_levels(levels, 2000)
+    label = local.cluster_labels(local.config, [row])[row.run]
+    endpoints = local.up(label, local.definition(local.config, [row]), tmp_path)
+    state = "SELECT pg_relation_filenode('kv'), count(*) FROM kv GROUP BY 1"
+    try:
+        with local.measure(row, endpoints, tmp_path) as first:
+            assert first.record["dataset"]["how"] == "loaded"
+            assert first.record["dataset"]["rows_per_second"] > 0
+            loaded = [node.psql(state) for node in first.nodes]
+            first.nodes[1].psql("INSERT INTO kv VALUES (100001, 'x')")  # a write's new key
+        with local.measure(row, endpoints, tmp_path) as second:
+            assert second.record["dataset"]["how"] == "kept"
+            assert [node.psql(state) for node in second.nodes] == loaded
+        with local.measure(row_from_levels(levels, 3000), endpoints, tmp_path) as third:
+            assert third.record["dataset"]["how"] == "loaded"
+            assert sum(int(node.psql("SELECT count(*) FROM kv")) for node in third.nodes) == 3000
+    finally:
+        local.down(endpoints, tmp_path)
     assert servers_under(data_root) == []
 
 
@@ -85,6 +118,42 @@ def test_node_size_sets_different_cpu_limits(data_root, tmp_path):
     if records["small"]["mechanism"] == "none":
         pytest.fail(f"no CPU limit mechanism works on this machine: {records}")
     assert records["small"]["cpus"] < records["large"]["cpus"]
+
+
+def test_a_nodes_memory_limit_is_applied_read_back_and_refused_where_it_cannot_hold(
+    template, data_root, tmp_path
+):
+    """Issue 48: `local.memory.<size>` puts each node (its postmaster and every backend it
+    forks) under a memory limit, page cache included, read back into the record; refused
+    before any cluster starts when the data is on tmpfs (memory itself) or shared_buffers do
+    not fit below it."""
+    import tempfile
+
+    from conftest import seed
+
+    disk = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="ybscale-test-"))  # a disk, not tmpfs
+    disk.chmod(0o755)  # the servers' user reads it
+    try:
+        seed(disk, template)
+        row = row_from_levels({**LEVELS, "nodes": 1, "replication": "off"}, 1000)
+        limited = backend(disk, memory={"small": "64MB"}, shared_buffers="16MB")
+        assert limited.check_rows([row]) == []
+        with limited.cluster(row, tmp_path) as cluster:
+            record = cluster.applied()["cpu"]["node1"]
+            assert record["memory_bytes"] == 64 * 1024**2, record
+            pid = (cluster.nodes[0].datadir / "postmaster.pid").read_text().split()[0]
+            group = record["memory_path"].split("/ybscale/", 1)[1]
+            assert f"/ybscale/{group}" in Path(f"/proc/{pid}/cgroup").read_text()
+        large = backend(disk, memory={"small": "64MB"}, shared_buffers="64MB")
+        [buffers] = large.check_rows([row])
+        assert buffers == (
+            "config: local.shared_buffers (64MB) must be below local.memory.small (64MB)"
+        )
+    finally:
+        shutil.rmtree(disk, ignore_errors=True)
+    [tmpfs] = backend(data_root, memory={"small": "64MB"}, shared_buffers="16MB").check_rows([row])
+    assert tmpfs.startswith("config: local.memory: small nodes get a memory limit") and \
+        "is tmpfs" in tmpfs  # fmt: skip
 
 
 def test_servers_are_stopped_when_the_body_fails(data_root, tmp_path):

@@ -316,6 +316,19 @@ def test_script_variables_and_read_only():
     }
 
 
+def test_a_script_that_only_inserts_new_keys_is_restored_without_a_reload():
+    """Issue 48: the shipped write script only inserts (keys from its sequence above keybase),
+    so removing the keys outside the loaded ones restores the dataset; a script that updates or
+    deletes loaded rows, or reads only, is not restorable so."""
+    write = (REPO / "workloads" / "write.sql").read_text()
+    assert workload.inserts_only(write)
+    assert not workload.inserts_only((REPO / "workloads" / "read.sql").read_text())
+    assert not workload.inserts_only("UPDATE kv SET v = 'x' WHERE k = :k;")
+    assert not workload.inserts_only(write + "\nDELETE FROM kv WHERE k = :k;")
+    # rows 10 over 3 shards: keys 0..9, new ones from keybase 12 (a multiple of 3) up
+    assert workload.restore_sql(10, 1, 3) == "DELETE FROM kv WHERE k >= 12 OR k < 0;\nVACUUM kv;\n"
+
+
 def test_pgoptions_escape_spaces():
     assert workload.pgoptions({"default_transaction_isolation": "repeatable read"}) == (
         r"-c default_transaction_isolation=repeatable\ read"

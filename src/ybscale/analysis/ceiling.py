@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 # The per-row job reads a row's tables (throughput.csv, repetitions.csv) as columns
 # (`read_columns`: a dict of numpy arrays), without pandas; the functions take DataFrames too.
 
+BUFFER_FIELDS = ("buffer_hit_ratio", "buffer_reads_per_tx")  # ybscale.measure.buffers
 USL_FIELDS = ("sigma", "kappa", "lam", "n_star", "x_n_star", "r2", "ci_low", "ci_high")
 CONFIDENCE = 0.95
 N_BOOT = 4000
@@ -308,6 +309,7 @@ def bottleneck_at(throughput, clients: int) -> dict:
         "bound_tps": _finite(float(line["bound_tps"])),
         "cpu_ms_per_transaction": _finite(float(line["bottleneck_cpu_ms"])),
         "utilisation_by_resource": util,
+        **{k: _finite(float(line[k])) for k in BUFFER_FIELDS if k in line},
     }
 
 
@@ -372,6 +374,8 @@ def collect(
         line["outside_utilisation"] = float(
             neck.get("utilisation_by_resource", {}).get("outside", math.nan)
         )
+        for key in BUFFER_FIELDS:  # where the reads were served at the ceiling (issue 48)
+            line[key] = float(neck.get(key, math.nan))
         line.update({f"usl_{k}": float(usl.get(k, math.nan)) for k in USL_FIELDS})
         line["usl_flags"] = ";".join(usl.get("flags", []))
         lines.append(line)

@@ -182,9 +182,16 @@ class Cluster(abc.ABC):
         """CPUs each resource of `cpu_seconds` can use (a node's quota, a VM's cores)."""
         return {}
 
+    def block_counters(self) -> dict[str, float]:
+        """The database's block counters so far, summed over the nodes: `blks_hit` (found in
+        the servers' buffers) and `blks_read` (asked of the operating system), for
+        ybscale.measure.buffers; {} when the backend cannot tell."""
+        return {}
+
     @abc.abstractmethod
-    def reset(self, workload: str) -> None:
-        """Bring the dataset back to its starting state before a client count."""
+    def reset(self, workload: str) -> str:
+        """Bring the dataset back to its starting state before a repetition; how, in a word
+        ('restored': the keys writes added removed; 'reloaded'; '' when nothing changed it)."""
 
     @abc.abstractmethod
     def check(self) -> None:

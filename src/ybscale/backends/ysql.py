@@ -407,13 +407,13 @@ class YsqlCluster(Cluster):
             self._version = self.psql("SELECT version()", timeout=30).strip()
         return self._version
 
-    def reset(self, workload_kind: str) -> None:
+    def reset(self, workload_kind: str) -> str:
         """Re-create the dataset (DROP + CREATE); reads leave it unchanged, so it is loaded once
         for them. Before a reload, the rows the last write repetition inserted are counted per
         range bucket (= per tablet, range sharding); after it, `settle` waits (gcp: until the
         load balancer is idle) and the tablet layout is checked."""
         if workload_kind == "read" and self._loaded:
-            return
+            return ""
         if self._loaded and self.sharding == "range":
             self.inserted.append(self.inserted_per_bucket())
         sql = dataset_sql(self.rows, self.table, self.sharding, self.tablets)
@@ -423,6 +423,7 @@ class YsqlCluster(Cluster):
             self.settled.append(self.settle())
         if self.sharding in ("range", "hash"):
             self.layouts.append(self.check_layout())
+        return "reloaded"
 
     def inserted_per_bucket(self) -> dict[str, int]:
         """New rows per range bucket since the last load (range sharding)."""

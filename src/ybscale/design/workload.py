@@ -65,6 +65,24 @@ def read_only(text: str) -> bool:
     return _WRITES.search(_code(text)) is None
 
 
+def inserts_only(text: str) -> bool:
+    """True when the script's only change is INSERTs of new keys (`nextval` of the new-key
+    sequence may draw them): the loaded rows stay as they were, so removing every key outside
+    the loaded ones (`restore_sql`) brings the dataset back without a reload. A script that
+    updates, deletes or otherwise changes rows is reloaded instead."""
+    found = {m.lower() for m in _WRITES.findall(_code(text))}
+    return bool(found) and found <= {"insert", "nextval"}
+
+
+def restore_sql(rows: int, shard: int = 0, nshards: int = 1, table: str = "kv") -> str:
+    """SQL that brings one shard's dataset back to its loaded keys after INSERT-only writes:
+    the keys a script added (from `keybase` up, as `key_variables` gives them; or below 0)
+    deleted, and the space they took made reusable (VACUUM: the table does not grow from one
+    write repetition to the next)."""
+    keybase = key_variables(rows, shard, nshards)["keybase"]
+    return f"DELETE FROM {table} WHERE k >= {keybase} OR k < 0;\nVACUUM {table};\n"
+
+
 def shard_keys(rows: int, shard: int, nshards: int) -> range:
     """Keys of the loaded dataset held by `shard` (hash sharding by k mod nshards)."""
     return range(shard, rows, nshards)

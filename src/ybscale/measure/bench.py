@@ -23,7 +23,7 @@ from ybscale.design import workload
 from ybscale.design.row import Row
 from ybscale.errors import BackendError
 from ybscale.files import write_csv
-from ybscale.measure import generators, latency, pgbench, precision, utilisation
+from ybscale.measure import buffers, generators, latency, pgbench, precision, utilisation
 from ybscale.measure.generators import split
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.measure.per_second import COLUMNS as PER_SECOND_COLUMNS
@@ -359,6 +359,7 @@ class RowSweep:
         self.growth = generators.Growth(cluster.generator_bound(), len(cluster.generator_names()))
         self.superseded: list[dict] = []
         self.quiet_budget = float(self.protocol.quiet_wait)  # seconds left to wait for quiet
+        self.last_reset = {"reset": "", "reset_s": math.nan}  # the last start_repetition's
 
     def wait_for_quiet(self, clients: int) -> float:
         """Before a disturbed run is measured again: one-second looks at the machine, the
@@ -400,8 +401,11 @@ class RowSweep:
 
     def start_repetition(self, clients: int, warm: bool) -> None:
         """Before each repetition: the dataset reset (every write repetition starts from the
-        loaded rows), a check, and the warm-up before a count's first repetition in a call."""
-        self.cluster.reset(self.row.kind)
+        loaded rows; how, and its seconds, go to the repetition's line: `reset`, `reset_s`), a
+        check, and the warm-up before a count's first repetition in a call."""
+        started = time.monotonic()
+        how = self.cluster.reset(self.row.kind) or ""
+        self.last_reset = {"reset": how, "reset_s": round(time.monotonic() - started, 3)}
         self.checked(f"before {clients} clients")
         if warm and self.protocol.warmup > 0:
             run_pgbench(
@@ -457,6 +461,7 @@ class RowSweep:
         stopped = []  # the window ends with pgbench, before its logs are collected and read
         starts: list[float] = []  # each pgbench's start on the reference clock
         batches: list[tuple[float, int]] = []
+        blocks = cluster.block_counters()
         window.start()
         try:
             result = run_pgbench(
@@ -491,6 +496,7 @@ class RowSweep:
         except BackendError as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         util = window_utilisation(cluster, kind, clients, readings)
+        blocks = buffers.delta(blocks, cluster.block_counters() if blocks else {})
         se, df = batches[0] if batches else (math.nan, 0)
         self.rep_rows.append(
             {
@@ -500,6 +506,7 @@ class RowSweep:
                 "set_aside": "",
                 "generators": len(cluster.generator_names()),
                 "random_seed": seed,
+                **self.last_reset,
                 **vars(result),
                 "tps_pgbench": result.tps,
                 "tps": steady,
@@ -508,6 +515,7 @@ class RowSweep:
                 "steady_seconds": span,
                 "cpu_window_s": readings[0] if readings else math.nan,
                 "start_skew_ms": 1000 * generators.skew(starts),
+                **blocks,
                 **latency.percentiles(lat),
                 **{f"util_{name}": u for name, u in util.items()},
                 **utilisation.bottleneck(util, steady, capacity(cluster, kind, clients)),
@@ -609,11 +617,13 @@ class RowSweep:
             order,
             stopped,
         )
+        kept = [r for r in self.rep_rows if r["clients"] == clients and not r["set_aside"]
+                and r["probe"] == (stopped == "probe")]  # fmt: skip
         if len(values) == 1:  # one repetition: its interval from its own seconds
-            [own] = [r for r in self.rep_rows if r["clients"] == clients and not r["set_aside"]
-                     and r["probe"] == (stopped == "probe")][-1:]  # fmt: skip
+            own = kept[-1]
             line |= batch_interval(values[0], own["tps_se"], own["tps_se_df"])
         line |= latency.percentiles(np.concatenate([r[3] for r in reps]))
+        line |= buffers.summary(kept)
         util = mean_utilisation([u for _, _, u, _ in reps])
         line |= {f"util_{name}": u for name, u in util.items()}
         line |= utilisation.bottleneck(util, line["tps"], capacity(cluster, kind, clients))

@@ -86,6 +86,45 @@ def _geometric_mean(values: pd.Series) -> float:
 
 
 CPU_KNOBS = ("cluster.nodes", "cluster.node_size")  # knobs that change the CPU a study may use
+DATA_KNOBS = ("dataset.rows",)  # knobs that change how much data the reads are spread over
+
+
+def buffers_text(rows: pd.DataFrame, design: Design, active: Sequence[str]) -> list[str]:
+    """Where the reads were served from at each row's ceiling (ceilings.csv `buffer_hit_ratio`,
+    `buffer_reads_per_tx`; ybscale.measure.buffers), and for each active main effect of a
+    factor that changes the data's size, the two levels' mean of both; [] when no row
+    recorded them."""
+    if "buffer_hit_ratio" not in rows:
+        return []
+    got = rows[pd.to_numeric(rows["buffer_hit_ratio"], errors="coerce").notna()]
+    if got.empty:
+        return []
+    each = ", ".join(
+        f"{r.run} {100 * r.buffer_hit_ratio:.1f} % ({r.buffer_reads_per_tx:.2f})"
+        for r in got.itertuples()
+    )
+    lines = [
+        "**Where reads were served.** At each row's ceiling, the share of the blocks the "
+        "servers looked for that their shared buffers held, and in brackets the blocks per "
+        "transaction they had to read from the operating system instead (its page cache or the "
+        f"disk; PostgreSQL's pg_stat_database, `buffer_*` in repetitions.csv): {each}."
+    ]
+    for term in active:
+        if len(term) != 1 or term not in got or design.factor(term).knob not in DATA_KNOBS:
+            continue
+        factor = design.factor(term)
+        sides = [got[got[term] == level] for level in (-1, 1)]
+        if any(side.empty for side in sides):
+            continue
+        hit = [100 * side["buffer_hit_ratio"].mean() for side in sides]
+        reads = [side["buffer_reads_per_tx"].mean() for side in sides]
+        lines.append(
+            f"With **{factor.name}** at {factor.levels[1]} instead of {factor.levels[0]} "
+            f"({term}), the buffers held {hit[1]:.1f} % of the blocks instead of {hit[0]:.1f} "
+            f"% and each transaction read {reads[1]:.2f} blocks from the operating system "
+            f"instead of {reads[0]:.2f} (means over the rows at each level)."
+        )
+    return lines
 
 
 def interference_text(
@@ -217,6 +256,7 @@ def bottleneck_text(
                 "of its CPUs was held back by the machine, not by its own quota."
             )
     lines += interference_text(rows, design, active, unsettled)
+    lines += buffers_text(rows, design, active)
     items = []
     for term in active:
         if len(term) != 1 or term not in rows:

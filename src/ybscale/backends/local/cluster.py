@@ -4,7 +4,8 @@ the rows of one combination (`local.cluster_per: combination`).
 cluster.nodes          -> that many postgres servers, each its own data directory and port.
 cluster.replication on -> node1 primary, the others synchronous quorum standbys (ANY k, majority).
 cluster.replication off-> the table hash-sharded (k mod n) across n independent nodes.
-cluster.node_size      -> per-node CPU limit (cpu.py, sizes from `local.cpu`).
+cluster.node_size      -> per-node CPU limit (cpu.py, sizes from `local.cpu`), and memory limit
+                          where `local.memory` gives the size one.
 server.<setting>       -> postgresql.conf of every node, read back with SHOW before measuring.
 session.<setting>      -> PGOPTIONS of every session, read back with SHOW before measuring.
 """
@@ -18,6 +19,7 @@ import json
 import os
 import pwd
 import random
+import re
 import resource
 import shutil
 import signal
@@ -54,6 +56,7 @@ from ybscale.design.row import ClusterShape, Row
 from ybscale.measure import pgbench, utilisation
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
+DATASET = "dataset.json"  # in a cluster's home: the dataset its nodes hold (`prepare`)
 DROP_SQL = "DROP TABLE IF EXISTS kv;\nDROP SEQUENCE IF EXISTS kv_new_key;\n"  # a row's first load
 PREFIX = "ybscale-"
 
@@ -94,6 +97,25 @@ def choose_data_root(setting: str, fallback: Path, create: bool = True) -> tuple
         return path, ""
     path.mkdir(parents=True, exist_ok=True)
     return path, _fs_type(path)
+
+
+SIZE = re.compile(r"^([0-9]+)\s*(kB|MB|GB)$")
+UNITS = {"kB": 1024, "MB": 1024**2, "GB": 1024**3}  # as PostgreSQL reads sizes
+
+
+def size_bytes(text: str) -> int:
+    """'256MB' as bytes (kB, MB, GB of 1024 as PostgreSQL reads them); ValueError otherwise."""
+    match = SIZE.match(str(text).strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a size such as 512MB (units kB, MB, GB)")
+    return int(match[1]) * UNITS[match[2]]
+
+
+def _fs_type_of(path: Path) -> str:
+    """The file system type of `path`, or of its nearest existing parent."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return _fs_type(path)
 
 
 def _fs_type(path: Path) -> str:
@@ -375,11 +397,63 @@ class LocalCluster(Cluster):
         return {**quotas, "client": min(cores, self.client_cpus or cores), "job": cores,
                 "host": cores}  # fmt: skip
 
-    def reset(self, kind: str) -> None:
-        """Reload the dataset (writes grow it) so every client count starts from the same state."""
+    def block_counters(self) -> dict[str, float]:
+        """pg_stat_database's blks_hit and blks_read of the study's database, summed over the
+        nodes (each node's own reads: a standby serves reads too)."""
+        sql = "SELECT blks_hit, blks_read FROM pg_stat_database WHERE datname = current_database()"
+        hits = reads = 0.0
+        for node in self.nodes:
+            hit, read = node.psql(sql).split("|")
+            hits, reads = hits + float(hit), reads + float(read)
+        return {"blks_hit": hits, "blks_read": reads}
+
+    def reset(self, kind: str) -> str:
+        """Bring the dataset back to its loaded state before a write repetition (writes grow
+        it): the added keys removed when the script only inserts new ones
+        (`workload.inserts_only`), else a full reload; how ('restored', 'reloaded', '' for
+        reads, which change nothing)."""
         if kind != "write":
-            return
+            return ""
+        if self.restorable():
+            self.restore()
+            return "restored"
         self.load()
+        return "reloaded"
+
+    def restorable(self) -> bool:
+        """Whether this row's script only inserts new keys (`workload.inserts_only`)."""
+        return workload.inserts_only(Path(self.row.script_path).read_text())
+
+    def prepare(self) -> None:
+        """A row's dataset, recorded (`dataset` in the record: how, seconds, rows per second):
+        kept when this cluster already holds it (an earlier row on it loaded the same rows on
+        the same shards: `DATASET` in its home says so), the keys writes added removed; else
+        loaded anew (the table and its key sequence dropped first)."""
+        marker = self.nodes[0].datadir.parent / DATASET
+        wanted = {"rows": self.rows, "shards": len(self.nodes), "replicated": self.replicated}
+        started = time.monotonic()
+        held = marker.is_file() and json.loads(marker.read_text()) == wanted
+        if held:
+            self.restore()
+        else:
+            marker.unlink(missing_ok=True)  # a load that fails leaves no claim behind
+            self.load(anew=True)
+            marker.write_text(json.dumps(wanted))
+        seconds = time.monotonic() - started
+        if not self.row.read_only and not self.restorable():
+            marker.unlink()  # this row's writes change loaded rows: the next row loads anew
+        self.record["dataset"] = {
+            "how": "kept" if held else "loaded",
+            "rows": self.rows,
+            "seconds": round(seconds, 3),
+            "rows_per_second": round(self.rows / seconds) if seconds > 0 and not held else None,
+        }
+
+    def restore(self) -> None:
+        """The keys the write repetitions added removed on every shard (the primary when
+        replicated, its standbys then caught up), quotas lifted meanwhile as for a load."""
+        with self.limits.lifted():
+            self._on_shards(lambda i, n: workload.restore_sql(self.rows, i, n))
 
     def load(self, anew: bool = False) -> None:
         """(Re)create `rows` keys: split over the shards, or on the primary when replicated;
@@ -392,19 +466,18 @@ class LocalCluster(Cluster):
             self._load(DROP_SQL if anew else "")
 
     def _load(self, before: str) -> None:
+        self._on_shards(lambda i, n: before + workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n")
+
+    def _on_shards(self, sql: Callable[[int, int], str]) -> None:
+        """`sql(shard, shards)` on every shard at once (each node within its own CPU quota);
+        replicated: `sql(0, 1)` on the primary, then its standbys caught up."""
         if self.replicated:
-            sql = before + workload.load_sql(self.rows) + "CHECKPOINT;\n"
-            self.nodes[0].psql(sql, timeout=300)
+            self.nodes[0].psql(sql(0, 1), timeout=300)
             self.wait_replayed()
-        else:  # shards load at once: each node works within its own CPU quota
-            n = len(self.nodes)
-
-            def load_shard(i: int) -> None:
-                sql = before + workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n"
-                self.nodes[i].psql(sql, timeout=300)
-
-            with ThreadPoolExecutor(n) as pool:
-                list(pool.map(load_shard, range(n)))  # re-raises the first failure
+            return
+        n = len(self.nodes)
+        with ThreadPoolExecutor(n) as pool:  # re-raises the first failure
+            list(pool.map(lambda i: self.nodes[i].psql(sql(i, n), timeout=300), range(n)))
 
     def wait_replayed(self, timeout: float = COMMAND_TIMEOUT) -> None:
         """Wait until every standby has replayed everything the primary wrote."""
@@ -524,9 +597,39 @@ class LocalBackend(Backend):
     def node_sizes(self) -> list[str]:
         return sorted(self.settings["cpu"])
 
+    def memory_bytes(self, node_size: str) -> int | None:
+        """Each node's memory limit, `local.memory.<node size>`, in bytes (None: no limit)."""
+        size = (self.settings.get("memory") or {}).get(node_size)
+        return None if size is None else size_bytes(size)
+
+    def check_memory(self, rows) -> list[str]:
+        """A memory limit needs the data on a disk (on tmpfs the data itself is memory, charged
+        to the node and never evicted) and shared_buffers below it."""
+        limited = sorted(
+            {r.cluster.node_size for r in rows if self.memory_bytes(r.cluster.node_size)}
+        )
+        if not limited:
+            return []
+        errors = []
+        root, kind = choose_data_root(self.settings["data_root"], Path("."), create=False)
+        if kind.startswith("tmpfs") or _fs_type_of(root) == "tmpfs":
+            errors.append(
+                f"config: local.memory: {', '.join(limited)} nodes get a memory limit, page cache "
+                f"included, but local.data_root ({self.settings['data_root']}: {root}) is tmpfs, "
+                "memory itself: set local.data_root to a folder on a disk"
+            )
+        buffers = size_bytes(self.settings["shared_buffers"])
+        for size in limited:
+            if buffers >= self.memory_bytes(size):
+                errors.append(
+                    f"config: local.shared_buffers ({self.settings['shared_buffers']}) must be "
+                    f"below local.memory.{size} ({self.settings['memory'][size]})"
+                )
+        return errors
+
     def check_rows(self, rows) -> list[str]:
         """Sizes against `local.cpu`; settings against the installed server's catalogue."""
-        errors = super().check_rows(rows)
+        errors = super().check_rows(rows) + self.check_memory(rows)
         server = settings_by_source(rows, "server")
         session = settings_by_source(rows, "session")
         if set(server) | set(session) - {"default_transaction_isolation"}:
@@ -660,7 +763,7 @@ class LocalBackend(Backend):
             endpoints["client_cpus"],
             endpoints["client_prefix"],
         )
-        cluster.load(anew=True)
+        cluster.prepare()
         cluster.check()
         yield cluster
 
@@ -739,8 +842,14 @@ class LocalBackend(Backend):
         primary, standbys = nodes[0], nodes[1:]
         prefixes = {}
         record["cpu"] = {}
+        memory = self.memory_bytes(shape.node_size)
         for node in nodes:
-            prefixes[node.name], record["cpu"][node.name] = limits.prefix(node.name, cpus)
+            try:
+                prefixes[node.name], record["cpu"][node.name] = limits.prefix(
+                    node.name, cpus, memory
+                )
+            except (ValueError, OSError) as exc:
+                raise BackendError(f"config: local.memory.{shape.node_size}: {exc}") from exc
 
         def prepare(node: Node) -> None:
             _run(["cp", "-a", str(template), str(node.datadir)], f"clone template for {node.name}")

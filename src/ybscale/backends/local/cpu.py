@@ -72,8 +72,39 @@ class CpuLimits:
         limits._usage = {name: Path(p) for name, p in state["usage"].items()}
         return limits
 
-    def prefix(self, node: str, cpus: float) -> tuple[list[str], dict]:
-        """Command prefix that starts a process under the limit, and a record of what applies."""
+    def prefix(self, node: str, cpus: float, memory: int | None = None) -> tuple[list[str], dict]:
+        """Command prefix that starts a process under the limit, and a record of what applies;
+        with `memory` (bytes) also under that memory limit, page cache included (cgroup v2
+        `memory.max`, v1 `memory.limit_in_bytes`), read back into the record."""
+        argv, record = self._cpu_prefix(node, cpus)
+        if memory is None:
+            return argv, record
+        path, knob = self._memory_group(node)
+        (path / knob).write_text(f"{memory}\n")
+        record["memory_bytes"] = int((path / knob).read_text().strip())
+        record["memory_path"] = str(path)
+        if path.parent.parent == _cgroup2_base():  # v2: the cpu group itself
+            return argv, record
+        return argv[:2] + [f'echo $$ > "{path}/cgroup.procs" && ' + argv[2]] + argv[3:], record
+
+    def _memory_group(self, node: str) -> tuple[Path, str]:
+        """The group that holds `node`'s memory limit, and the file that sets it; BackendError
+        (a ValueError) when neither cgroup version offers one: the limit is never dropped
+        silently."""
+        if self.chosen == "cgroup2":
+            base = _cgroup2_base()
+            for parent in (base.parent, base, base / self.group):
+                (parent / "cgroup.subtree_control").write_text("+memory\n")
+            return base / self.group / node, "memory.max"
+        memory = CGROUP_ROOT / "memory"
+        if self.chosen == "cgroup1" and (memory / "memory.limit_in_bytes").exists():
+            return self._make(memory / "ybscale" / self.group / node), "memory.limit_in_bytes"
+        raise ValueError(
+            f"no memory cgroup usable here (CPU mechanism {self.chosen}): a node's memory limit "
+            "(local.memory) cannot be applied"
+        )
+
+    def _cpu_prefix(self, node: str, cpus: float) -> tuple[list[str], dict]:
         period = int(self.period_ms * 1000)
         quota = max(1000, int(cpus * period))  # the kernel's smallest quota is 1 ms
         record = {"cpus": cpus, "period_us": period, "quota_us": quota}
@@ -203,7 +234,8 @@ def reap_orphan_groups(alive: Callable[[int], bool]) -> list[str]:
 
     Only empty groups can be removed; a group still holding a process stays."""
     reaped = []
-    bases = (CGROUP_ROOT / "cpu" / "ybscale", CGROUP_ROOT / "cpuacct" / "ybscale", _cgroup2_base())
+    bases = (CGROUP_ROOT / "cpu" / "ybscale", CGROUP_ROOT / "cpuacct" / "ybscale",
+             CGROUP_ROOT / "memory" / "ybscale", _cgroup2_base())  # fmt: skip
     for base in bases:
         for group in base.glob("*-*"):
             match = GROUP_NAME.fullmatch(group.name)
