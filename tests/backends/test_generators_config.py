@@ -207,7 +207,7 @@ def test_a_spare_generator_joins_with_its_facts_clock_and_cpu():
     cluster.add_generator()
     assert [t.generator for t in cluster.targets("read")] == [0, 1]
     assert [(g["name"], g["where"]) for g in record] == [("client0", "lg1"), ("client1", "lg2")]
-    assert set(cluster.cpu_seconds()) == {"client0", "client1"}
+    assert set(cluster.cpu_seconds()) == {"client0", "client1", "steal_client0", "steal_client1"}
     assert cluster.cpu_capacity() == {"client0": 2.0, "client1": 2.0}
     assert cluster.generator_bound() == 2
     with pytest.raises(BackendError, match="no load generator to add"):
