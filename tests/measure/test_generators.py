@@ -171,6 +171,9 @@ class _Pool:
     def cpu_seconds(self):
         return {}
 
+    def block_counters(self):
+        return {}
+
     def cpu_capacity(self):
         return dict.fromkeys([*self.generator_names(), "node0"], 1.0)
 
