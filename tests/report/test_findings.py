@@ -389,3 +389,22 @@ def _findings_words(design, results, runs) -> str:
         (results / "runs" / run / "measurement.json").write_text("{}")
     text = write_findings(design, StudyFiles.under(results, runs), results / "findings.md")
     return " ".join(text.split())
+
+
+def test_the_summary_marks_the_effects_a_neighbour_may_have_made_on_every_response():
+    """Issue 49: an active column whose widened interval reaches zero (`established` false) is
+    marked in the summary table, on the response where it is not established only."""
+    from designs import seed_design
+
+    from ybscale.report.findings import Responses
+
+    rows = []
+    for name in ("ceiling", "throughput_per_dollar"):
+        for term, effect, firm in (("B", -0.9, True), ("AE", 0.13, name == "ceiling")):
+            bounds = {"effect": effect, "ci_low": effect - 0.05, "ci_high": effect + 0.05}
+            rows.append({"term": term, "alias": term, **bounds, "active": True,
+                         "established": firm, "model": "multiplicative", "variation_pct": 1.0,
+                         "response": name})  # fmt: skip
+    table = Responses(pd.DataFrame(rows)).summary(seed_design())[1][1]
+    marked = [[("maybe the neighbour's" in cell) for cell in row[1:3]] for row in table[1:]]
+    assert marked == [[False, False], [False, True]]

@@ -246,6 +246,7 @@ class Responses:
             "aliases",
         )
         rows = []
+        doubtful = {name: unsettled(table.reset_index(drop=True)) for name, table in tables.items()}
         for term in active:
             cells = []
             for name, table in tables.items():
@@ -253,6 +254,7 @@ class Responses:
                 what, unit = self.words(name)[:2]
                 bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
                 text = _size(*bounds, str(row["model"]), what, unit).replace(f" {what}", "", 1)
+                text += f" ({MAYBE_NEIGHBOUR})" if term in doubtful[name] else ""
                 cells.append(text if row["active"] else "—")
             rows.append((_term_words(design, term), *cells, _aliases(main.loc[term])))
         lead = (
