@@ -312,8 +312,7 @@ def mean_utilisation(per_repetition: list[dict[str, float]]) -> dict[str, float]
 
 def busiest(util: Mapping[str, float]) -> str:
     """', busiest: node2 97 %' for the progress line ('' when nothing was measured)."""
-    named = {k: v for k, v in util.items()
-             if k not in utilisation.CONTEXT and not k.startswith(utilisation.STEAL)}  # fmt: skip
+    named = utilisation.resources(util)
     if not named:
         return ""
     name = max(named, key=named.get)

@@ -80,11 +80,16 @@ def with_outside(util: Mapping[str, float], capacity: Mapping[str, float]) -> di
     return {**util, "outside": (util["host"] * capacity["host"] - used) / capacity["host"]}
 
 
+def resources(util: Mapping[str, float]) -> dict[str, float]:
+    """The study's own resources among `util` (nodes, load generators): not the CONTEXT, not a
+    machine's steal time."""
+    return {k: u for k, u in util.items() if k not in CONTEXT and not k.startswith(STEAL)}
+
+
 def bottleneck(util: Mapping[str, float], tps: float, capacity: Mapping[str, float]) -> dict:
     """The resource with the largest service demand D = U / X, its U, the bound X / U and its
     CPU milliseconds per transaction (U x capacity / X); NaNs and "" when nothing was measured."""
-    candidates = {k: u for k, u in util.items()
-                  if k not in CONTEXT and not k.startswith(STEAL) and math.isfinite(u)}  # fmt: skip
+    candidates = {k: u for k, u in resources(util).items() if math.isfinite(u)}
     if not candidates or not tps > 0:
         return {"bottleneck": "", "bottleneck_util": math.nan, "bound_tps": math.nan,
                 "bottleneck_cpu_ms": math.nan}  # fmt: skip
