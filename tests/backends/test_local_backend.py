@@ -126,7 +126,9 @@ def test_a_nodes_memory_limit_is_applied_read_back_and_refused_where_it_cannot_h
     """Issue 48: `local.memory.<size>` puts each node (its postmaster and every backend it
     forks) under a memory limit, page cache included, read back into the record; refused
     before any cluster starts when the data is on tmpfs (memory itself) or shared_buffers do
-    not fit below it."""
+    not fit below it. Under it, a dataset larger than the limit cannot stay in memory: each
+    whole read of its table brings most of the table from the disk (`disk_read_bytes`, the
+    servers' /proc/<pid>/io), and every one of its blocks passes the buffers (`blks_read`)."""
     import tempfile
 
     from conftest import seed
@@ -135,7 +137,7 @@ def test_a_nodes_memory_limit_is_applied_read_back_and_refused_where_it_cannot_h
     disk.chmod(0o755)  # the servers' user reads it
     try:
         seed(disk, template)
-        row = row_from_levels({**LEVELS, "nodes": 1, "replication": "off"}, 1000)
+        row = row_from_levels({**LEVELS, "nodes": 1, "replication": "off"}, 1_200_000)
         limited = backend(disk, memory={"small": "64MB"}, shared_buffers="16MB")
         assert limited.check_rows([row]) == []
         with limited.cluster(row, tmp_path) as cluster:
@@ -144,6 +146,16 @@ def test_a_nodes_memory_limit_is_applied_read_back_and_refused_where_it_cannot_h
             pid = (cluster.nodes[0].datadir / "postmaster.pid").read_text().split()[0]
             group = record["memory_path"].split("/ybscale/", 1)[1]
             assert f"/ybscale/{group}" in Path(f"/proc/{pid}/cgroup").read_text()
+            [size] = cluster.record["dataset"]["bytes_per_node"].values()
+            table = int(cluster.nodes[0].psql("SELECT pg_relation_size('kv')"))
+            assert size > table > 64 * 1024**2  # the dataset is larger than the node's memory
+            for _ in range(2):  # the second scan finds no more of it in memory than the first
+                before = cluster.block_counters()
+                cluster.nodes[0].psql("SELECT count(v) FROM kv")
+                after = cluster.block_counters()
+                read = after["disk_read_bytes"] - before["disk_read_bytes"]
+                assert read > table - 64 * 1024**2, (read, table)
+                assert after["blks_read"] - before["blks_read"] > 0.9 * table / 8192 - 2048
         large = backend(disk, memory={"small": "64MB"}, shared_buffers="64MB")
         [buffers] = large.check_rows([row])
         assert buffers == (

@@ -14,6 +14,7 @@ import numpy as np
 
 from ybscale.analysis.columns import first_line, read_columns, row_count
 from ybscale.analysis.usl import UslFit, fit_usl, peak
+from ybscale.measure import buffers
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 # The per-row job reads a row's tables (throughput.csv, repetitions.csv) as columns
 # (`read_columns`: a dict of numpy arrays), without pandas; the functions take DataFrames too.
 
-BUFFER_FIELDS = ("buffer_hit_ratio", "buffer_reads_per_tx")  # ybscale.measure.buffers
+BUFFER_FIELDS = buffers.SUMMARY  # where the reads were served (issue 48)
 USL_FIELDS = ("sigma", "kappa", "lam", "n_star", "x_n_star", "r2", "ci_low", "ci_high")
 CONFIDENCE = 0.95
 N_BOOT = 4000

@@ -260,6 +260,35 @@ def postmaster_pid(datadir: Path) -> int | None:
         return None
 
 
+def read_bytes(pid: int) -> int:
+    """Bytes a server brought from the storage device so far: /proc/<pid>/io `read_bytes` of
+    the postmaster and of each live child (its backends and workers). The kernel adds a
+    reaped child's counts to its parent's (proc(5), /proc/pid/io), so the sum keeps what
+    exited backends read; a page found in the page cache adds nothing. 0 when the server is
+    gone."""
+    children = [pid]
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and _parent(proc) == pid:
+                children.append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue  # it exited meanwhile
+    total = 0
+    for child in children:
+        try:
+            fields = dict(
+                line.split(": ", 1) for line in Path(f"/proc/{child}/io").read_text().splitlines()
+            )
+        except OSError:
+            continue
+        total += int(fields.get("read_bytes", 0))
+    return total
+
+
+def _parent(proc: Path) -> int:
+    return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def kill_postmaster(datadir: Path) -> None:
     """Stop an orphaned server: immediate shutdown (SIGQUIT, which still removes its shared
     memory segments from /dev/shm), SIGKILL if it has not exited within 5 s."""
@@ -398,14 +427,17 @@ class LocalCluster(Cluster):
                 "host": cores}  # fmt: skip
 
     def block_counters(self) -> dict[str, float]:
-        """pg_stat_database's blks_hit and blks_read of the study's database, summed over the
-        nodes (each node's own reads: a standby serves reads too)."""
+        """pg_stat_database's blks_hit and blks_read of the study's database and the bytes
+        the servers read from the disk (`read_bytes`), summed over the nodes (each node's own
+        reads: a standby serves reads too)."""
         sql = "SELECT blks_hit, blks_read FROM pg_stat_database WHERE datname = current_database()"
-        hits = reads = 0.0
+        hits = reads = disk = 0.0
         for node in self.nodes:
             hit, read = node.psql(sql).split("|")
             hits, reads = hits + float(hit), reads + float(read)
-        return {"blks_hit": hits, "blks_read": reads}
+            pid = postmaster_pid(node.datadir)
+            disk += read_bytes(pid) if pid else 0
+        return {"blks_hit": hits, "blks_read": reads, "disk_read_bytes": disk}
 
     def reset(self, kind: str) -> str:
         """Bring the dataset back to its loaded state before a write repetition (writes grow
@@ -447,6 +479,11 @@ class LocalCluster(Cluster):
             "rows": self.rows,
             "seconds": round(seconds, 3),
             "rows_per_second": round(self.rows / seconds) if seconds > 0 and not held else None,
+            # its table and index on each node's disk (a standby holds the whole of it)
+            "bytes_per_node": {
+                node.name: int(node.psql("SELECT pg_total_relation_size('kv')"))
+                for node in self.nodes
+            },
         }
 
     def restore(self) -> None:
