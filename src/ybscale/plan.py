@@ -1,7 +1,8 @@
 """`ybscale plan`: what a study will take before it runs (the gcp plan: clusters, slots,
-VM-hours, cost and quotas, whatever backend the config runs on; the error strata as each
-backend runs the rows), or with `--detect` the replications needed to detect an effect from a
-finished study's noise (`ybscale.analysis.power`, backend-neutral)."""
+VM-hours, cost and quotas, each cluster's dataset load time and disk per tserver, whatever
+backend the config runs on; the error strata as each backend runs the rows), or with
+`--detect` the replications needed to detect an effect from a finished study's noise
+(`ybscale.analysis.power`, backend-neutral)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--design", default=None, help="default: the config's design")
     parser.add_argument("--detect", default=None, help="replications to detect e.g. 10%% or 500")
-    parser.add_argument("--analysis", default="results", help="study whose noise --detect uses")
+    parser.add_argument(
+        "--analysis", default="results",
+        help="the study's results: the noise --detect uses, the loads measured beside the plan's",
+    )  # fmt: skip
     parser.add_argument(
         "--response", default=None,
         help="with --detect: the response to size (analysis.responses; default: the first)",
@@ -45,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
 def _report(config: dict, args) -> int:
     """What `main` prints: the plan and the strata, or with --detect the replications."""
     from ybscale import study
-    from ybscale.backends.gcp.plan import format_factors, format_plan, plan, replicated_cost
+    from ybscale.backends.gcp.plan import (
+        format_factors,
+        format_plan,
+        measured_loads,
+        plan,
+        replicated_cost,
+    )
     from ybscale.design.strata import format_strata
     from ybscale.study import cluster_of
 
@@ -64,7 +74,8 @@ def _report(config: dict, args) -> int:
     config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
     loaded = study.load(config, args.design)
     print(format_factors(loaded.design))
-    print(format_plan(plan(loaded.rows, loaded.settings, quotas=True, compare=True)))
+    the_plan = plan(loaded.rows, loaded.settings, quotas=True, compare=True)
+    print(format_plan(the_plan, measured_loads(args.analysis), args.analysis))
     print(format_strata(loaded.design, cluster_of(loaded.settings, loaded.rows), "gcp"))
     if chosen != "gcp":  # and as the config's own backend runs the rows
         own = study.load({**config, "backend": chosen}, args.design)

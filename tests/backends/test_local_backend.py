@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -84,7 +85,7 @@ def test_sharded_cluster_holds_each_key_once(data_root, tmp_path):
 def test_the_next_row_on_a_cluster_keeps_the_dataset_it_holds(data_root, tmp_path):
     """Issue 48: a dataset is loaded once per cluster: the next row on it with the same rows
     keeps it (the keys writes added removed, the table in the same file), recorded as kept;
-    a row with another dataset size loads anew."""
+    a row with another dataset size, or another value size, loads anew."""
     local = backend(data_root)
     levels = {**LEVELS, "nodes": 2, "replication": "off"}
     row = row_from_levels(levels, 2000)
@@ -103,6 +104,15 @@ def test_the_next_row_on_a_cluster_keeps_the_dataset_it_holds(data_root, tmp_pat
         with local.measure(row_from_levels(levels, 3000), endpoints, tmp_path) as third:
             assert third.record["dataset"]["how"] == "loaded"
             assert sum(int(node.psql("SELECT count(*) FROM kv")) for node in third.nodes) == 3000
+        # another value size (dataset.value_bytes) is another dataset: loaded anew, every
+        # row's value that many bytes, built from md5s of its key
+        wider = dataclasses.replace(row_from_levels(levels, 3000), dataset_value_bytes=100)
+        with local.measure(wider, endpoints, tmp_path) as fourth:
+            assert fourth.record["dataset"]["how"] == "loaded"
+            sizes = "SELECT min(octet_length(v)), max(octet_length(v)), count(*) FROM kv"
+            assert [node.psql(sizes) for node in fourth.nodes] == ["100|100|1500"] * 2
+            first_md5 = "SELECT count(*) FROM kv WHERE left(v, 32) <> md5(k::text || ':1')"
+            assert fourth.nodes[0].psql(first_md5) == "0"
     finally:
         local.down(endpoints, tmp_path)
     assert servers_under(data_root) == []

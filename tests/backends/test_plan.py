@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -617,3 +618,84 @@ def test_the_plan_prices_both_protocols_and_the_economy_sweep_is_the_cheaper(see
     text = plan_mod.format_plan(p)
     assert "Protocols, as scheduled: economy (measurement.sweep: economy) " in text
     assert "; full (measurement.sweep: adaptive) " in text
+
+
+def test_the_plan_estimates_a_billion_row_datasets_load_and_disk_and_refuses_one_too_large(
+    tmp_path, capsys, monkeypatch
+):
+    """Issue 48: `ybscale plan` prints each cluster's dataset estimated: rows x (8-byte key +
+    dataset.value_bytes) x RF / tservers per tserver against its disk (gcp.disk_size_gb), its
+    load time at gcp.load_rows_per_s (where that came from said), and the loads the study's
+    results measured beside it; a dataset larger than a tserver's disk is refused by the plan
+    (and the dry run: the same study load), naming the level and the disk setting."""
+    monkeypatch.chdir(tmp_path)
+    billion = {**CONFIG, "defaults": {"dataset": {"rows": 10**9}}}
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(billion))
+    results = tmp_path / "results"
+    for run, how, speed in (("run01", "loaded", 41_000), ("run02", "kept", None)):
+        (results / "runs" / run).mkdir(parents=True)
+        record = {"how": how, "rows": 100_000, "seconds": 2.4, "rows_per_second": speed}
+        meta = {"run": run, "applied": {"backend": "local", "dataset": record}}
+        (results / "runs" / run / "measurement.json").write_text(json.dumps(meta))
+    assert plan_verb.main(["--config", str(cfg), "--analysis", str(results)]) == 0
+    out = capsys.readouterr().out
+    # 10^9 x (8 + 32) B = 40 GB logical; x RF / tservers: RF 3 on 3 = 40 GB, RF 1 on 3 =
+    # 13.3 GB, RF 1 on 5 = 8 GB; at 20 000 rows/s a load takes 50 000 s = 13 h 53 min
+    for cluster, rf, tservers in (
+        ("nodes3-small-replon", 3, 3),
+        ("nodes5-large-replon", 5, 5),
+        ("nodes3-large-reploff", 1, 3),
+        ("nodes5-small-reploff", 1, 5),
+    ):
+        per = 10**9 * (8 + 32) * rf / tservers
+        line = next(line for line in out.splitlines() if line.startswith(f"  {cluster} "))
+        assert (
+            f"1,000,000,000 rows x 32 B: 40.0 GB logical, {per / 1e9:.1f} GB per tserver (RF "
+            f"{rf}, {tservers} tservers; {per / 50e9:.1%} of its disk), load 13 h 53 min "
+            "(estimate)"
+        ) in line
+    assert "40.0 GB per tserver (RF 3, 3 tservers; 80.0% of its disk)" in out
+    assert "ESTIMATES: rows x (8-byte key + dataset.value_bytes) x RF / tservers" in out
+    assert f"each tserver's 50 GB disk, {cfg}: gcp.disk_size_gb; left out: compression" in out
+    assert "space a compaction needs" in out
+    assert f"Load time: at 20,000 rows/s ({cfg}: gcp.load_rows_per_s, the default: an " in out
+    assert (
+        f"Measured loads ({results}/runs, measurement.json `dataset`): 1 on local, 41,000 to "
+        "41,000 rows/s (median 41,000) loading 100,000 to 100,000 rows -- measured on local, not "
+        "YugabyteDB on gcp: not a gcp load speed"
+    ) in out
+    assert "estimated above 1800 s, the most a reload may take on gcp" in out
+    # the load speed is a setting: the load time and every row's time follow it
+    faster = {**billion, "gcp": {**CONFIG["gcp"], "load_rows_per_s": 50_000}}
+    cfg.write_text(yaml.safe_dump(faster))
+    assert plan_verb.main(["--config", str(cfg), "--analysis", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "80.0% of its disk), load 5 h 33 min (estimate)" in out  # 20 000 s
+    assert f"Load time: at 50,000 rows/s ({cfg}: gcp.load_rows_per_s, as set there)" in out
+    assert f"Measured loads: none in {tmp_path / 'none'}/runs" in out
+    slow, fast = plan_of(billion), plan_of(faster)
+    read = next(r for r in study.load(billion).rows if r.read_only).run
+    assert slow.row_seconds[read] - fast.row_seconds[read] == pytest.approx(50_000 - 20_000)
+    # a factor on dataset.rows whose 10^9 level, at 100-byte values, no longer fits: 10^9 x
+    # 108 B = 108 GB per tserver at RF 3 on 3, more than the 50 GB disk; 10^6 rows fit
+    design = seed_study()
+    design["factors"]["D"] = {"name": "rows", "sets": "dataset.rows", "levels": [10**6, 10**9]}
+    path = tmp_path / "rows.yaml"
+    path.write_text(yaml.safe_dump(design))
+    wide = {**CONFIG, "design": str(path), "defaults": {"dataset": {"value_bytes": 100}}}
+    cfg.write_text(yaml.safe_dump(wide))
+    assert plan_verb.main(["--config", str(cfg)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"{path}: factors.D.levels[1]: dataset.rows 1,000,000,000 with dataset.value_bytes 100 "
+        f"({cfg}: defaults.dataset.value_bytes) on nodes3-small-replon: an estimated 108.0 GB "
+        "per tserver (1,000,000,000 rows x (8 + 100) B = 108.0 GB, x RF 3 / 3 tservers; an "
+        "ESTIMATE before compression"
+    ) in err
+    assert f"more than its 50 GB disk ({cfg}: gcp.disk_size_gb)" in err
+    assert "factors.D.levels[0]" not in err and "nodes3-small-reploff" not in err  # 36 GB fit
+    with pytest.raises(study.RowError, match="raise gcp.disk_size_gb"):
+        study.load(wide)
+    roomy = {**wide, "gcp": {**CONFIG["gcp"], "disk_size_gb": 120}}
+    assert len(study.load(roomy).rows) == 16

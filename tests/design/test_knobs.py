@@ -125,6 +125,21 @@ INVALID = {
         {},
         "factors.C.levels[1]",
     ),
+    "zero value size": (
+        with_c(sets="dataset.value_bytes", levels=[32, 0]),
+        {},
+        "factors.C.levels[1]: dataset.value_bytes: 0 is not a positive integer",
+    ),
+    "value size above 1 MiB": (
+        with_c(sets="dataset.value_bytes", levels=[32, 2_000_000]),
+        {},
+        "factors.C.levels[1]: dataset.value_bytes: 2000000 bytes per value is above the largest",
+    ),
+    "fractional default value size": (
+        factors(),
+        {"defaults": {"dataset": {"value_bytes": 2.5}}},
+        "config/config.yaml: defaults.dataset.value_bytes: 2.5 is not a positive integer",
+    ),
     "list as a level": (with_c(sets="workload.rows", levels=[1, [2]]), {}, "factors.C.levels"),
     "zero rows per transaction": (
         factors(A={"name": "operation_size", "levels": [0, 100]}),
@@ -171,6 +186,7 @@ DRY_RUN = [
     "list as a level",
     "unknown knob kind",
     "negative nodes",
+    "value size above 1 MiB",
     "server enum typo",
     "bad default",
     "negative rows per transaction",
@@ -303,6 +319,27 @@ def test_seed_design_resolves_to_the_seed_rows():
         knobs.SHORTHANDS[v["name"]] == SEED["factors"][k]["sets"]
         for k, v in plain["factors"].items()
     )
+
+
+def test_the_value_size_is_a_factor_and_its_default_leaves_the_rows_as_they_were(workflow):
+    """Issue 48: dataset.value_bytes sets each loaded row's value; at its default (32: md5 in
+    hex) the rows, their measuring params and the load statement are what they were before."""
+    work, _ = workflow
+    design = factors(D={"name": "value", "sets": "dataset.value_bytes", "levels": [32, 1000]})
+    design["generators"] = {"D": "ABC"}
+    path = case_design(work, "value size", design)
+    loaded = study.load({**CONFIG, "design": str(path), "workloads": str(REPO / "workloads")})
+    assert {r.dataset_value_bytes for r in loaded.rows} == {32, 1000}
+    assert len({r.combination for r in loaded.rows}) == 1  # not infrastructure: one cluster
+    for row in loaded.rows:
+        assert ("dataset_value_bytes" in row.params()) == (row.dataset_value_bytes != 32)
+        assert type(row).from_dict(row.params()).params() == row.params()
+    assert all("dataset_value_bytes" not in r.params() for r in study.load(CONFIG).rows)
+    assert workload.insert_sql("kv", 0, 9) == (
+        "INSERT INTO kv SELECT key, md5(key::text) FROM "
+        "(SELECT k AS key FROM generate_series(0, 9, 1) AS k) AS s;\n"
+    )
+    assert "left(md5(key::text), 7)" in workload.insert_sql("kv", 0, 9, value_bytes=7)
 
 
 def test_script_variables_and_read_only():

@@ -56,14 +56,17 @@ def bucket_rows(rows: int, tablets: int) -> list[int]:
     return [len(range(t, rows, tablets)) for t in range(tablets)]
 
 
-def dataset_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1) -> str:
+def dataset_sql(
+    rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1, value_bytes: int = 32
+) -> str:
     """Re-create the starting dataset of `rows` keys in `table` (k bigint, v text) from scratch.
 
     DROP + CREATE, never TRUNCATE: since YugabyteDB 2024.1 a YSQL TRUNCATE rewrites the table
     with the default tablet count, losing the pre-split (yugabyte-db #21199, #21561, #26641).
     sharding: none (the database's default primary key, keys 0..rows-1), range (YugabyteDB
     `k ASC`, split at BUCKET multiples into `tablets` buckets, see BUCKET), hash (YugabyteDB
-    `k HASH` split into `tablets` tablets, keys 0..rows-1).
+    `k HASH` split into `tablets` tablets, keys 0..rows-1). value_bytes: each row's value
+    (`workload.value_sql`).
     """
     split, keys = "", "k"
     if sharding == "range":
@@ -84,7 +87,7 @@ def dataset_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: i
         f"DROP SEQUENCE IF EXISTS {table}_new_key;\n"
         f"CREATE TABLE {table} (k bigint, v text NOT NULL, {pk}){split};\n"
         + workload.new_key_sequence_sql(table)
-        + workload.insert_sql(table, 0, rows - 1, keys=keys)
+        + workload.insert_sql(table, 0, rows - 1, keys=keys, value_bytes=value_bytes)
         + f"ANALYZE {table};\n"
     )
 
@@ -416,7 +419,8 @@ class YsqlCluster(Cluster):
             return ""
         if self._loaded and self.sharding == "range":
             self.inserted.append(self.inserted_per_bucket())
-        sql = dataset_sql(self.rows, self.table, self.sharding, self.tablets)
+        size = self.row.dataset_value_bytes
+        sql = dataset_sql(self.rows, self.table, self.sharding, self.tablets, size)
         self.psql(sql, timeout=LOAD_TIMEOUT)
         self._loaded = True
         if self.settle is not None:

@@ -9,7 +9,8 @@ A knob is ``<kind>.<name>``:
 - ``workload.script`` (a script of the workloads folder) and ``workload.<var>`` (a pgbench
   ``-D`` variable the script uses; ``workload.rows``, the rows per transaction of the shipped
   scripts, an integer >= 1);
-- ``dataset.rows``: rows loaded before measuring.
+- ``dataset.rows``: rows loaded before measuring; ``dataset.value_bytes``: the size of each
+  loaded row's value (default 32, an md5 in hex, as before the knob; at most 1 MiB).
 
 The seed study's factor names are shorthands for their knob (``SHORTHANDS``).
 """
@@ -20,7 +21,7 @@ import re
 
 KINDS = ("cluster", "server", "session", "workload", "dataset")
 CLUSTER_KNOBS = ("nodes", "node_size", "replication")
-DATASET_KNOBS = ("rows",)
+DATASET_KNOBS = ("rows", "value_bytes")
 # knobs whose values are counts (integers >= 1), checked at dry run
 COUNTS = ("cluster.nodes", "dataset.rows")
 WORKLOAD_COUNTS = ("workload.rows",)  # pgbench -D variables of the shipped scripts

@@ -46,6 +46,7 @@ class Row:
     levels: dict[str, object] = field(default_factory=dict)  # factor name -> level label
     sources: dict[str, str] = field(default_factory=dict)  # knob -> "file: field" it came from
     replicate: int = 1  # which replicate of its design row (1 .. design.replications)
+    dataset_value_bytes: int = workload.VALUE_BYTES  # each loaded row's value (dataset.value_bytes)
 
     @property
     def kind(self) -> str:
@@ -73,11 +74,14 @@ class Row:
     def params(self) -> dict:
         """What the measuring rule depends on: everything but where the values came from, so a
         combined design (fold-over) that keeps a row's knobs reuses its measurement. The
-        replicate only when it is not the first (a backend may give it a cluster of its own)."""
+        replicate only when it is not the first (a backend may give it a cluster of its own), the
+        value size only when it is not the default (rows measured before the knob keep theirs)."""
         data = self.to_dict()
         del data["sources"]
         if data["replicate"] == 1:
             del data["replicate"]
+        if data["dataset_value_bytes"] == workload.VALUE_BYTES:
+            del data["dataset_value_bytes"]
         return data
 
     @classmethod
@@ -109,6 +113,13 @@ def _convert(knob: str, value: object) -> object:
     kind, name = knobs.parse(knob)
     if knob in knobs.COUNTS:
         return knobs.positive_int(value)
+    if knob == "dataset.value_bytes":
+        size = knobs.positive_int(value)
+        if size > workload.MAX_VALUE_BYTES:
+            raise ValueError(
+                f"{size} bytes per value is above the largest, {workload.MAX_VALUE_BYTES} (1 MiB)"
+            )
+        return size
     if knob in knobs.WORKLOAD_COUNTS:  # a pgbench -D value, a count all the same
         return str(knobs.positive_int(value))
     if knob == "cluster.replication":
@@ -277,6 +288,7 @@ def _row(run, replicate, values, sources, labels, workloads_dir, by_factor) -> R
         script_path=str(path),
         variables=variables,
         dataset_rows=values["dataset.rows"],
+        dataset_value_bytes=values.get("dataset.value_bytes", workload.VALUE_BYTES),
         read_only=workload.read_only(text),
         levels=dict(sorted(labels.items())),
         sources=sources,

@@ -103,21 +103,53 @@ def key_variables(rows: int, shard: int, nshards: int) -> dict[str, int]:
     }
 
 
-def insert_sql(table: str, first: int, last: int, step: int = 1, keys: str = "k") -> str:
-    """The dataset's rows: for k = first, first + step, ... <= last, the key `keys` (an SQL
-    expression of k) with v = md5(key). Every backend loads its data with this statement."""
+# The size of a loaded row's value (`dataset.value_bytes`): by default one md5 in hex, as it
+# was before the knob, so studies without it load what they always did; at most 1 MiB.
+VALUE_BYTES = 32
+MAX_VALUE_BYTES = 2**20
+
+
+def value_sql(value_bytes: int = VALUE_BYTES, key: str = "key") -> str:
+    """An SQL text of exactly `value_bytes` bytes (ASCII hex) built from md5s of the key `key`:
+    md5(key) itself at the default 32 bytes, a prefix of it below, and above the first
+    `value_bytes` of md5(key:1) || md5(key:2) || ... Distinct md5s rather than one repeated:
+    a repeated md5 compresses to almost nothing (PostgreSQL's TOAST above 2 kB, YugabyteDB's
+    block compression), so the disks would hold far less than the rows' size says."""
+    if value_bytes == VALUE_BYTES:
+        return f"md5({key}::text)"
+    if value_bytes < VALUE_BYTES:
+        return f"left(md5({key}::text), {value_bytes})"
+    copies = -(-value_bytes // VALUE_BYTES)
     return (
-        f"INSERT INTO {table} SELECT key, md5(key::text) FROM "
+        f"left((SELECT string_agg(md5({key}::text || ':' || i), '' ORDER BY i) "
+        f"FROM generate_series(1, {copies}) AS i), {value_bytes})"
+    )
+
+
+def insert_sql(
+    table: str,
+    first: int,
+    last: int,
+    step: int = 1,
+    keys: str = "k",
+    value_bytes: int = VALUE_BYTES,
+) -> str:
+    """The dataset's rows: for k = first, first + step, ... <= last, the key `keys` (an SQL
+    expression of k) with v a text of `value_bytes` bytes built from md5(key) (`value_sql`).
+    Every backend loads its data with this statement."""
+    return (
+        f"INSERT INTO {table} SELECT key, {value_sql(value_bytes)} FROM "
         f"(SELECT {keys} AS key FROM generate_series({first}, {last}, {step}) AS k) AS s;\n"
     )
 
 
-def load_sql(rows: int, shard: int = 0, nshards: int = 1) -> str:
-    """SQL that (re)creates the starting state of one shard: `rows` keys split over nshards."""
+def load_sql(rows: int, shard: int = 0, nshards: int = 1, value_bytes: int = VALUE_BYTES) -> str:
+    """SQL that (re)creates the starting state of one shard: `rows` keys split over nshards,
+    each with a value of `value_bytes` bytes."""
     return (
         SCHEMA_SQL
         + "TRUNCATE kv;\n"
-        + insert_sql("kv", shard, rows - 1, nshards)
+        + insert_sql("kv", shard, rows - 1, nshards, value_bytes=value_bytes)
         + "VACUUM ANALYZE kv;\n"
     )
 

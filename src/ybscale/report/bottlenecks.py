@@ -86,7 +86,8 @@ def _geometric_mean(values: pd.Series) -> float:
 
 
 CPU_KNOBS = ("cluster.nodes", "cluster.node_size")  # knobs that change the CPU a study may use
-DATA_KNOBS = ("dataset.rows",)  # knobs that change how much data the reads are spread over
+# knobs that change how much data the reads are spread over
+DATA_KNOBS = ("dataset.rows", "dataset.value_bytes")
 
 
 def buffers_text(rows: pd.DataFrame, design: Design, active: Sequence[str]) -> list[str]:

@@ -169,7 +169,9 @@ class GcpBackend(Backend):
         """Sizes against `gcp.machine_types`; server.* names and flag values against the
         pinned YugabyteDB series (yb_catalogue); VM names against GCE's length limit; an even
         replication factor (`replication_errors`); a Persistent Disk on a machine series that
-        takes Hyperdisk only (`disk_errors`)."""
+        takes Hyperdisk only (`disk_errors`); a dataset estimated larger than a tserver's disk
+        (`plan.dataset_errors`)."""
+        from ybscale.backends.gcp.plan import dataset_errors
         from ybscale.backends.gcp.stacks import vm_name_errors
 
         server = settings_by_source(rows, "server")
@@ -199,6 +201,7 @@ class GcpBackend(Backend):
             + disk_errors(
                 self.settings, [r.cluster.node_size for r in rows] + ["master", "loadgen"]
             )
+            + dataset_errors(rows, self.settings)
         )
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:

@@ -2,15 +2,19 @@
 
 The cost is an ESTIMATE from the editable per-region price table `gcp.prices`: VMs, persistent
 disks, Cloud NAT (gateway, data and its external address) and egress; what it leaves out is
-printed with it. Quotas are compared with the peak need, per region and project-wide.
+printed with it. Quotas are compared with the peak need, per region and project-wide. Each
+cluster's dataset is estimated too (`DatasetPlan`): its load time at `gcp.load_rows_per_s` and
+the disk it takes per tserver, refused at dry run when more than the tserver's disk.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ybscale.backends.gcp.config import gcp_section, vcpus
 from ybscale.backends.gcp.names import cluster_label
@@ -32,7 +36,105 @@ TTL_WARN_SHARE = 0.8  # warn when a cluster's planned time passes this share of 
 # its VMs need no more ports than one address has (64 per VM by default: 1,008 VMs)
 NAT_IPS_PER_CLUSTER = 1
 PER_COUNT_OVERHEAD_S = 15  # reset + checks + process start per client count (estimate)
-LOAD_ROWS_PER_S = 20_000  # dataset (re)load speed assumed for write rows (estimate)
+KEY_BYTES = 8  # the dataset's key, k bigint (its value: dataset.value_bytes)
+GB = 10**9  # the plan's disk figures in decimal GB, gcp.disk_size_gb compared as so many
+DATASET_LEFT_OUT = (
+    "compression, DocDB/RocksDB per-row overhead (key encoding, hybrid time, SST index and "
+    "bloom filters), the WAL, space a compaction needs while it runs, the rows write "
+    "repetitions add, and the OS, YugabyteDB and its logs on the same boot disk"
+)
+
+
+@dataclass(frozen=True)
+class DatasetPlan:
+    """One row's dataset on its cluster, estimated: rows x (key + value) bytes, times the
+    replication factor, spread evenly over the tservers, against each tserver's disk (its boot
+    disk, gcp.disk_size_gb, holds the data: infra/ fs_data_dirs); its load time at
+    gcp.load_rows_per_s."""
+
+    run: str
+    rows: int
+    value_bytes: int
+    replication_factor: int
+    tservers: int
+    disk_gb: int
+    load_rows_per_s: float
+
+    @property
+    def logical_bytes(self) -> int:
+        return self.rows * (KEY_BYTES + self.value_bytes)
+
+    @property
+    def node_bytes(self) -> float:
+        """Bytes per tserver: every row's copies spread evenly over the tservers."""
+        return self.logical_bytes * self.replication_factor / self.tservers
+
+    @property
+    def load_seconds(self) -> float:
+        return self.rows / self.load_rows_per_s
+
+    @property
+    def disk_share(self) -> float:
+        """The tserver's disk the estimate takes."""
+        return self.node_bytes / (self.disk_gb * GB)
+
+    @property
+    def fits(self) -> bool:
+        return self.disk_share <= 1
+
+    def arithmetic(self) -> str:
+        """How the figure per tserver is reached."""
+        return (
+            f"{self.rows:,} rows x ({KEY_BYTES} + {self.value_bytes}) B = "
+            f"{size_text(self.logical_bytes)}, x RF {self.replication_factor} / "
+            f"{self.tservers} tservers"
+        )
+
+
+def size_text(nbytes: float) -> str:
+    """Bytes in decimal units (kB, MB, GB, TB of 10^3, 10^6, 10^9, 10^12 bytes)."""
+    for unit, scale in (("TB", 10**12), ("GB", GB), ("MB", 10**6), ("kB", 10**3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:,.1f} {unit}"
+    return f"{nbytes:,.0f} B"
+
+
+def dataset_plan(row: Row, settings: Mapping) -> DatasetPlan:
+    """The row's dataset on the cluster gcp gives it (`settings`: the gcp section)."""
+    machines = cluster_machines(row.cluster, settings, row.run)
+    return DatasetPlan(
+        run=row.run,
+        rows=row.dataset_rows,
+        value_bytes=row.dataset_value_bytes,
+        replication_factor=machines.masters,
+        tservers=machines.tservers,
+        disk_gb=settings["disk_size_gb"],
+        load_rows_per_s=settings["load_rows_per_s"],
+    )
+
+
+def dataset_errors(rows: Sequence[Row], settings: Mapping) -> list[str]:
+    """One line per dataset level and cluster shape whose estimate per tserver is more than
+    its disk (`settings`: the gcp section), naming the levels and gcp.disk_size_gb; rows with
+    a size missing from gcp.machine_types are left to that error."""
+    lines: list[str] = []
+    for row in rows:
+        if row.cluster.node_size not in settings["machine_types"]:
+            continue
+        d = dataset_plan(row, settings)
+        if d.fits:
+            continue
+        line = (
+            f"{row.source('dataset.rows')}: dataset.rows {d.rows:,} with "
+            f"dataset.value_bytes {d.value_bytes} ({row.source('dataset.value_bytes')}) on "
+            f"{row.combination}: an estimated {size_text(d.node_bytes)} per tserver "
+            f"({d.arithmetic()}; an ESTIMATE before {DATASET_LEFT_OUT}), more than its "
+            f"{d.disk_gb} GB disk ({source_of('gcp.disk_size_gb')}): load fewer rows or smaller "
+            "values, or raise gcp.disk_size_gb"
+        )
+        if line not in lines:
+            lines.append(line)
+    return lines
 
 
 @dataclass(frozen=True)
@@ -56,6 +158,7 @@ class ClusterPlan:
     machine_types_max: dict[str, int] | None = None
     loadgens_max: int | None = None
     external_ips_max: int | None = None
+    dataset: DatasetPlan | None = None  # the largest dataset of its rows (per tserver)
 
     @property
     def vms(self) -> int:
@@ -166,11 +269,12 @@ class Plan:
         return [c for c in self.clusters if c.hours_min > TTL_WARN_SHARE * self.ttl_hours]
 
 
-def row_seconds(row: Row, measurement: Mapping) -> float:
+def row_seconds(row: Row, measurement: Mapping, load_rows_per_s: float) -> float:
     """Wall time of one row at most (`MeasuringProtocol.row_seconds`), with this plan's
-    estimates of the dataset's load speed and the overhead per client count."""
+    estimates of the dataset's load speed (gcp.load_rows_per_s) and the overhead per client
+    count."""
     protocol = MeasuringProtocol.of(measurement)
-    load = row.dataset_rows / LOAD_ROWS_PER_S
+    load = row.dataset_rows / load_rows_per_s
     return protocol.row_seconds(row.read_only, load, PER_COUNT_OVERHEAD_S)
 
 
@@ -357,7 +461,8 @@ def plan(
     key = {row.run: cluster_label(row, settings["cluster_per_replicate"]) for row in rows}
     if combos is not None:
         runs = [r for r in runs if key[r] in combos]
-    seconds = {r: row_seconds(by_run[r], measurement) for r in runs}
+    speed = settings["load_rows_per_s"]
+    seconds = {r: row_seconds(by_run[r], measurement, speed) for r in runs}
     region = settings["region"]
     rates = settings["prices"].get(region)
     if rates is None:
@@ -376,6 +481,7 @@ def plan(
         machines = cluster_machines(shape, settings, combo)
         machine_types = machines.counts()
         own = [r for r in runs if key[r] == combo]
+        datasets = [dataset_plan(by_run[r], settings) for r in own]
         slot, start, end = slots[combo]
         grows = machines.loadgens_max > machines.loadgens  # gcp.load_generators: auto
         clusters.append(
@@ -400,6 +506,7 @@ def plan(
                 # the NAT's, and each load generator's with ssh_access: public
                 external_ips=NAT_IPS_PER_CLUSTER
                 + machines.loadgens * (settings["ssh_access"] == "public"),
+                dataset=max(datasets, key=lambda d: (d.node_bytes, d.rows)),
             )
         )
     quota_table, quota_note = (
@@ -479,6 +586,11 @@ def _hm(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+def _duration(seconds: float) -> str:
+    """Seconds below a minute, else hours and minutes (`_hm`)."""
+    return f"{seconds:.0f} s" if seconds < 59.5 else _hm(seconds)
+
+
 def _replicate_clusters(p: Plan) -> str:
     """How a replicated design's replicates get clusters (gcp.cluster_per_replicate)."""
     if p.replicates < 2:
@@ -528,8 +640,103 @@ def protocol_line(p: Plan) -> list[str]:
     return ["Protocols, as scheduled: " + "; ".join(parts) + bounds]
 
 
-def format_plan(p: Plan) -> str:
-    """A human-readable plan, with the estimate caveats spelled out."""
+def measured_loads(results: str | Path) -> list[dict]:
+    """The loads this study's results timed: one per `runs/*/measurement.json` whose `dataset`
+    record (under `applied`, or at the top) says it was loaded, with its backend, rows, value
+    size, seconds and rows per second; [] when none did (a dataset kept is no load)."""
+    found = []
+    for path in sorted(Path(results).glob("runs/*/measurement.json")):
+        try:
+            meta = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        applied = meta.get("applied") or {}
+        record = meta.get("dataset") or applied.get("dataset") or {}
+        speed = record.get("rows_per_second")
+        if record.get("how") != "loaded" or not speed:
+            continue
+        row = meta.get("row") or {}
+        found.append({
+            "run": meta.get("run", path.parent.name),
+            "backend": applied.get("backend", "?"),
+            "rows": record.get("rows"),
+            "value_bytes": row.get("dataset_value_bytes", 32),
+            "seconds": record.get("seconds"),
+            "rows_per_second": speed,
+        })  # fmt: skip
+    return found
+
+
+def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "results") -> list[str]:
+    """Each cluster's largest dataset, estimated (`DatasetPlan`), with what the estimates leave
+    out; where the load speed came from, and the loads `results` measured beside it (`loads`,
+    `measured_loads`), never in its place."""
+    from ybscale.backends.ysql import LOAD_TIMEOUT
+    from ybscale.settings import schema
+
+    datasets = [(c.cluster, c.dataset) for c in p.clusters if c.dataset is not None]
+    if not datasets:
+        return []
+    width = max(len(name) for name, _ in datasets)
+    disk = datasets[0][1].disk_gb
+    lines = [
+        "Dataset per cluster (its largest row; ESTIMATES: rows x (8-byte key + "
+        "dataset.value_bytes) x RF / tservers, spread evenly, GB = 10^9 bytes, against each "
+        f"tserver's {disk} GB disk, {source_of('gcp.disk_size_gb')}; left out: "
+        f"{DATASET_LEFT_OUT}):"
+    ]
+    for name, d in datasets:
+        lines.append(
+            f"  {name:<{width}} {d.rows:>13,} rows x {d.value_bytes} B: "
+            f"{size_text(d.logical_bytes)} logical, {size_text(d.node_bytes)} per tserver "
+            f"(RF {d.replication_factor}, {d.tservers} tservers; {d.disk_share:.1%} of its disk), "
+            f"load {_duration(d.load_seconds)} (estimate)"
+        )
+    speed = datasets[0][1].load_rows_per_s
+    default = schema("gcp")["properties"]["load_rows_per_s"]["default"]
+    origin = (
+        "the default: an assumption no gcp load has measured, of the order of YugabyteDB's own "
+        "report of 20 billion 300-byte rows in about 6 days on four 16-vCPU nodes (39,000 rows/s)"
+        if speed == default
+        else "as set there"
+    )
+    lines.append(
+        f"Load time: at {speed:,.0f} rows/s ({source_of('gcp.load_rows_per_s')}, {origin}), "
+        "one load per read row and one per repetition of a write row (counted in the wall "
+        "time below)"
+    )
+    by_backend: dict[str, list[Mapping]] = {}
+    for load in loads:
+        by_backend.setdefault(str(load["backend"]), []).append(load)
+    if not by_backend:
+        lines.append(f"Measured loads: none in {results}/runs (measurement.json `dataset`)")
+    for backend, got in sorted(by_backend.items()):
+        speeds = sorted(float(g["rows_per_second"]) for g in got)
+        rows = sorted(int(g["rows"]) for g in got if g.get("rows"))
+        what = (
+            "measured on this study's gcp clusters: a basis for gcp.load_rows_per_s"
+            if backend == "gcp"
+            else f"measured on {backend}, not YugabyteDB on gcp: not a gcp load speed"
+        )
+        lines.append(
+            f"Measured loads ({results}/runs, measurement.json `dataset`): {len(got)} on "
+            f"{backend}, {speeds[0]:,.0f} to {speeds[-1]:,.0f} rows/s (median "
+            f"{statistics.median(speeds):,.0f}) loading {rows[0]:,} to {rows[-1]:,} rows -- "
+            f"{what}"
+        )
+    slow = sorted({name for name, d in datasets if d.load_seconds > LOAD_TIMEOUT})
+    if slow:
+        lines.append(
+            f"WARNING: the load of {', '.join(slow)} is estimated above {LOAD_TIMEOUT} s, the "
+            "most a reload may take on gcp (ysql.LOAD_TIMEOUT, one INSERT statement): it "
+            "would fail there"
+        )
+    return lines
+
+
+def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results") -> str:
+    """A human-readable plan, with the estimate caveats spelled out (`loads`: the loads the
+    study's `results` measured, `measured_loads`)."""
     width = max([24, *(len(c.cluster) for c in p.clusters)])
     lines = [
         f"Plan: {len(p.clusters)} clusters for {len(p.row_seconds)} rows "
@@ -548,6 +755,7 @@ def format_plan(p: Plan) -> str:
         counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {loadgens:>8} {vms:>4}"
         lines.append(f"{c.cluster:<{width}} {counts}  {types}")
     lines.append(replication_line(p))
+    lines += dataset_lines(p, loads, results)
     if p.grows():
         lines.append(
             "Load generators: gcp.load_generators auto starts each cluster with the first count "

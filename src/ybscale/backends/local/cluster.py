@@ -463,6 +463,8 @@ class LocalCluster(Cluster):
         loaded anew (the table and its key sequence dropped first)."""
         marker = self.nodes[0].datadir.parent / DATASET
         wanted = {"rows": self.rows, "shards": len(self.nodes), "replicated": self.replicated}
+        if self.row.dataset_value_bytes != workload.VALUE_BYTES:  # a row of another value size
+            wanted["value_bytes"] = self.row.dataset_value_bytes
         started = time.monotonic()
         held = marker.is_file() and json.loads(marker.read_text()) == wanted
         if held:
@@ -503,7 +505,10 @@ class LocalCluster(Cluster):
             self._load(DROP_SQL if anew else "")
 
     def _load(self, before: str) -> None:
-        self._on_shards(lambda i, n: before + workload.load_sql(self.rows, i, n) + "CHECKPOINT;\n")
+        size = self.row.dataset_value_bytes
+        self._on_shards(
+            lambda i, n: before + workload.load_sql(self.rows, i, n, size) + "CHECKPOINT;\n"
+        )
 
     def _on_shards(self, sql: Callable[[int, int], str]) -> None:
         """`sql(shard, shards)` on every shard at once (each node within its own CPU quota);
