@@ -92,23 +92,35 @@ DATA_KNOBS = ("dataset.rows", "dataset.value_bytes")
 
 def buffers_text(rows: pd.DataFrame, design: Design, active: Sequence[str]) -> list[str]:
     """Where the reads were served from at each row's ceiling (ceilings.csv `buffer_hit_ratio`,
-    `buffer_reads_per_tx`; ybscale.measure.buffers), and for each active main effect of a
-    factor that changes the data's size, the two levels' mean of both; [] when no row
-    recorded them."""
+    `buffer_reads_per_tx` and, where measured, `disk_bytes_per_tx`; ybscale.measure.buffers),
+    and for each active main effect of a factor that changes the data's size, the two levels'
+    mean of each; [] when no row recorded them."""
     if "buffer_hit_ratio" not in rows:
         return []
     got = rows[pd.to_numeric(rows["buffer_hit_ratio"], errors="coerce").notna()]
     if got.empty:
         return []
+    disk = "disk_bytes_per_tx" in got and bool(
+        pd.to_numeric(got["disk_bytes_per_tx"], errors="coerce").notna().all()
+    )
     each = ", ".join(
-        f"{r.run} {100 * r.buffer_hit_ratio:.1f} % ({r.buffer_reads_per_tx:.2f})"
+        f"{r.run} {100 * r.buffer_hit_ratio:.1f} % ({r.buffer_reads_per_tx:.2f}"
+        + (f"; {r.disk_bytes_per_tx / 1024:.2f} kB" if disk else "")
+        + ")"
         for r in got.itertuples()
+    )
+    from_disk = (
+        " and the kilobytes per transaction their reads brought from the disk (the servers' "
+        "/proc/<pid>/io `read_bytes`, read-ahead included; a block the buffers missed that "
+        "brought none came from the page cache)"
+        if disk
+        else ""
     )
     lines = [
         "**Where reads were served.** At each row's ceiling, the share of the blocks the "
-        "servers looked for that their shared buffers held, and in brackets the blocks per "
-        "transaction they had to read from the operating system instead (its page cache or the "
-        f"disk; PostgreSQL's pg_stat_database, `buffer_*` in repetitions.csv): {each}."
+        "servers looked for that their own buffers held, and in brackets the blocks per "
+        "transaction they had to ask the operating system for instead (its page cache or the "
+        f"disk){from_disk}; `buffer_*` and `disk_read_bytes` in repetitions.csv: {each}."
     ]
     for term in active:
         if len(term) != 1 or term not in got or design.factor(term).knob not in DATA_KNOBS:
@@ -119,11 +131,15 @@ def buffers_text(rows: pd.DataFrame, design: Design, active: Sequence[str]) -> l
             continue
         hit = [100 * side["buffer_hit_ratio"].mean() for side in sides]
         reads = [side["buffer_reads_per_tx"].mean() for side in sides]
+        kb = [side["disk_bytes_per_tx"].mean() / 1024 for side in sides] if disk else []
+        disk_words = (
+            f", and brought {kb[1]:.2f} kB from the disk instead of {kb[0]:.2f} kB" if kb else ""
+        )
         lines.append(
             f"With **{factor.name}** at {factor.levels[1]} instead of {factor.levels[0]} "
             f"({term}), the buffers held {hit[1]:.1f} % of the blocks instead of {hit[0]:.1f} "
             f"% and each transaction read {reads[1]:.2f} blocks from the operating system "
-            f"instead of {reads[0]:.2f} (means over the rows at each level)."
+            f"instead of {reads[0]:.2f}{disk_words} (means over the rows at each level)."
         )
     return lines
 
