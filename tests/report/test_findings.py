@@ -446,3 +446,34 @@ def test_the_findings_explain_a_dataset_size_effect_by_where_its_reads_were_serv
     (each,) = buffers_text(rows.drop(columns=["disk_bytes_per_tx"]), design, ["B"])
     assert "run02 60.0 % (0.50)" in each and "from the disk (" not in each
     assert buffers_text(rows.drop(columns=["buffer_hit_ratio"]), design, ["A"]) == []
+
+
+def test_the_findings_say_how_each_rows_dataset_came_to_be_and_how_writes_were_undone():
+    """Issue 48: each row's load (or the dataset kept from the row before), its size on the
+    largest node, and the write repetitions' resets with their seconds (hand arithmetic:
+    restored 0.25, 0.50, 0.75 -> median 0.50)."""
+    from ybscale.report.dataset_text import dataset_text
+
+    measurements = {
+        "run01": {"applied": {"dataset": {"how": "loaded", "rows": 10_000_000, "seconds": 41.5,
+                                          "rows_per_second": 240964,
+                                          "bytes_per_node": {"node1": 3.3e8, "node2": 3.4e8}}}},
+        "run02": {"applied": {"dataset": {"how": "kept", "rows": 10_000_000, "seconds": 0.2,
+                                          "rows_per_second": None}}},
+        "run03": {"applied": {}},  # a backend that records none
+    }  # fmt: skip
+    resets = {
+        "run01": pd.DataFrame(
+            {"reset": [None, "restored", "restored"], "reset_s": [0, 0.25, 0.75]}
+        ),
+        "run02": pd.DataFrame({"reset": ["restored", "reloaded"], "reset_s": [0.5, 12.0]}),
+    }
+    (text,) = dataset_text(measurements, resets)
+    assert text.startswith(
+        "**Dataset.** run01 10,000,000 rows loaded in 41.5 s, 240,964 rows/s; 340 MB on its "
+        "largest node; run02 10,000,000 rows kept in 0.2 s."
+    )
+    assert "3 restored in 0.25–0.75 s (median 0.50 s), 1 reloaded in 12.00–12.00 s" in text
+    assert dataset_text({"run03": measurements["run03"]}, resets) == []
+    (reads,) = dataset_text(measurements, {"run01": resets["run01"].assign(reset="")})
+    assert "brought back" not in reads

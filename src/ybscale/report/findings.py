@@ -41,6 +41,7 @@ from ybscale.design.record import clusters_of
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.report import bottlenecks, strata_text
 from ybscale.report.anova_text import split_plot_text
+from ybscale.report.dataset_text import dataset_text
 
 DETECT = "10%"
 
@@ -402,6 +403,8 @@ class Study:
     # the centre runs' lines of ceilings.csv (design.yaml `center_points`), apart from
     # `ceilings`, which holds the factorial runs only
     centre: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # run -> its repetitions' `reset` and `reset_s` (repetitions.csv), where it recorded them
+    resets: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -415,7 +418,7 @@ def load_study(
     ceiling: str,
     latency_slo_ms: float | None = None,
 ) -> Study:
-    measurements, curves = {}, {}
+    measurements, curves, resets = {}, {}, {}
     for run in design.run_ids:
         folder = files.runs.get(run)
         if folder is None:
@@ -425,6 +428,9 @@ def load_study(
             measurements[run] = json.loads(meta.read_text(encoding="utf-8"))
         if curve.is_file():
             curves[run] = pd.read_csv(curve)
+        reps = folder / "repetitions.csv"
+        if reps.is_file():
+            resets[run] = pd.read_csv(reps, usecols=lambda c: c in ("reset", "reset_s"))
     effects = pd.read_csv(files.effects)
     ceilings = _read_csv(files.ceilings)
     centre = pd.DataFrame()
@@ -445,6 +451,7 @@ def load_study(
         responses=Responses(effects, str(load)) if response_names(effects) else None,
         latency_slo_ms=latency_slo_ms,
         centre=centre,
+        resets=resets,
     )
 
 
@@ -833,6 +840,7 @@ def findings_blocks(
                 if "load_generator_growth" in m
             },
         ),
+        *dataset_text(study.measurements, study.resets),
         *recommendation_section(study),
         *backend_section(study),
         *next_section(study, files),
