@@ -89,6 +89,22 @@ def dataset_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: i
     )
 
 
+def restore_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1,
+                vacuum: bool = False) -> str:  # fmt: skip
+    """Bring the dataset of `dataset_sql` back to its loaded keys after INSERT-only writes: the
+    keys the clients added deleted (from `keybase` up, as `YsqlCluster.targets` gives them: per
+    range bucket with range sharding, a range scan of each tablet; or below 0). `vacuum`
+    (PostgreSQL): the space they took made reusable. YugabyteDB ignores VACUUM (its DocDB
+    compactions reclaim the space), so it is left out there."""
+    if sharding == "range":
+        added = [f"(k >= {b * BUCKET + n} AND k < {(b + 1) * BUCKET})"
+                 for b, n in enumerate(bucket_rows(rows, tablets))]  # fmt: skip
+        where = " OR ".join(["k < 0", *added, f"k >= {tablets * BUCKET}"])
+    else:
+        where = f"k >= {rows} OR k < 0"
+    return f"DELETE FROM {table} WHERE {where};\n" + (f"VACUUM {table};\n" if vacuum else "")
+
+
 def layout_sql(table: str, local_columns: Collection[str]) -> dict[str, str]:
     """Queries of the table's tablet layout, from the server (YugabyteDB only).
 
@@ -618,15 +634,27 @@ class YsqlCluster(Cluster):
             self._version = self.psql("SELECT version()", timeout=30).strip()
         return self._version
 
+    def restorable(self) -> bool:
+        """Whether this row's script only inserts new keys (`workload.inserts_only`)."""
+        return workload.inserts_only(Path(self.row.script_path).read_text())
+
     def reset(self, workload_kind: str) -> str:
-        """Re-create the dataset (DROP + CREATE); reads leave it unchanged, so it is loaded once
-        for them. Before a reload, the rows the last write repetition inserted are counted per
-        range bucket (= per tablet, range sharding); after it, `settle` waits (gcp: until the
-        load balancer is idle) and the tablet layout is checked."""
+        """Bring the dataset to its loaded state: at first, and before a write repetition whose
+        script does more than insert new keys, re-created (DROP + CREATE); before the next
+        repetitions of an INSERT-only script restored (`restore_sql`: the added keys deleted,
+        the loaded rows and the tablets untouched); reads leave it unchanged, so it is loaded
+        once for them. Before a reload or restore, the rows the last write repetition inserted
+        are counted per range bucket (= per tablet, range sharding); after a reload, `settle`
+        waits (gcp: until the load balancer is idle) and the tablet layout is checked."""
         if workload_kind == "read" and self._loaded:
             return ""
         if self._loaded and self.sharding == "range":
             self.inserted.append(self.inserted_per_bucket())
+        if self._loaded and self.restorable():
+            vacuum = not is_yugabyte(self.server_version())
+            self.psql(restore_sql(self.rows, self.table, self.sharding, self.tablets, vacuum),
+                      timeout=LOAD_TIMEOUT)  # fmt: skip
+            return "restored"
         sql = dataset_sql(self.rows, self.table, self.sharding, self.tablets)
         self.psql(sql, timeout=LOAD_TIMEOUT)
         self._loaded = True
