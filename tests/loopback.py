@@ -135,6 +135,7 @@ def boot_cluster(args, name: str, site: dict) -> dict:
                            "stack's state file does) is not set")  # fmt: skip
     state = Path(os.environ[STATE_ENV]) / ".pulumi" / "stacks" / pulumi.get_project()
     tservers = iter(site["tservers"][str(args.nodes)])
+    first = site["tservers"][str(args.nodes)][0]
     addresses = iter(where["masters"])
     for vm in vms:
         address = next(addresses if vm.role == "master" else tservers)
@@ -143,6 +144,8 @@ def boot_cluster(args, name: str, site: dict) -> dict:
             web_port={"yb-master": 7000, "yb-tserver": where["tserver_web_port"]},
             alive=str(state / f"{pulumi.get_stack()}.json"), postgres=boot["postgres"],
             postgresql_conf_sample=boot["sample"],
+            # the first tserver holds the cluster's data (its PostgreSQL's counters)
+            ysql=f"{address}:{site['ysql_port']}" if address == first else "",
         )  # fmt: skip
         Path(stand_in.root).mkdir(exist_ok=True)
         done = vm_boot.boot(vm.script.replace(DOWNLOAD_HOST, boot["download"]), stand_in)

@@ -248,6 +248,40 @@ def ysql_pg_conf(flags: dict[str, tuple[str, str]], sample: Path) -> tuple[Path,
     return conf, [item.split("=", 1)[0].strip() for item in items if "=" in item]
 
 
+# What a yb-tserver's /prometheus-metrics says of its block cache (src/yb/util/metrics_writer.cc,
+# PrometheusWriter::FlushSingleEntry: `name{attr="value",...} value timestamp_ms`, tablet metrics
+# rolled up per table; the tickers' names: src/yb/rocksdb/statistics.h, TickersNameMap, regular
+# and "intentsdb_" RocksDB, src/yb/rocksdb/util/statistics.cc). The stand-in's one database
+# is one table of the tserver that holds it: its regular RocksDB's hits and misses are the
+# database's pg_stat_database blks_hit and blks_read, its intents RocksDB's none. Every tserver
+# also reports a server-entity metric (`threads_running`, its threads), as the real one has
+# hundreds.
+STATS_SQL = "SELECT blks_hit, blks_read FROM pg_stat_database WHERE datname = current_database()"
+
+
+def prometheus_metrics(vm: dict, instance: str) -> str:
+    """The stand-in tserver's /prometheus-metrics, read now."""
+    stamp = int(time.time() * 1000)
+    server = f'{{metric_type="server",exported_instance="{instance}"}}'
+    lines = [f"threads_running{server} {threading.active_count()} {stamp}"]
+    if vm.get("ysql"):
+        host, port = vm["ysql"].rsplit(":", 1)
+        psql = str(Path(vm["postgres"]).with_name("psql"))
+        out = subprocess.run(
+            [psql, "-X", "-A", "-t", "-h", host, "-p", port, "-U", "yugabyte", "-d", "yugabyte",
+             "-c", STATS_SQL], capture_output=True, text=True, timeout=30, check=True,
+        ).stdout  # fmt: skip
+        hit, read = out.strip().split("|")
+        table = (f'{{table_id="000033e8000030008000000000004000",table_name="kv",'
+                 f'table_type="PGSQL_TABLE_TYPE",namespace_name="yugabyte",metric_type="tablet",'
+                 f'exported_instance="{instance}"}}')  # fmt: skip
+        values = {"rocksdb_block_cache_hit": hit, "rocksdb_block_cache_miss": read,
+                  "intentsdb_rocksdb_block_cache_hit": 0,
+                  "intentsdb_rocksdb_block_cache_miss": 0}  # fmt: skip
+        lines += [f"{name}{table} {value} {stamp}" for name, value in values.items()]
+    return "\n".join(lines) + "\n"
+
+
 def serve(server: str, flags_file: str) -> int:
     """A stand-in server past gflags: its web endpoints on the VM's address until the VM is
     gone. The tserver first has PostgreSQL parse its ysql_pg.conf (exit 1 when it refuses)."""
@@ -271,12 +305,23 @@ def serve(server: str, flags_file: str) -> int:
                 return 1
         (Path(vm["root"]) / "ysql_settings.json").write_text(json.dumps(shown, indent=1))
 
+    instance = f"{vm['address']}:{vm['web_port'][server]}"
+
     class Web(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
-            answer = answers.get(self.path.split("?", 1)[0])
-            body = json.dumps(answer).encode()
-            self.send_response(200 if answer is not None else 404)
-            self.send_header("Content-Type", "application/json")
+            path = self.path.split("?", 1)[0]
+            if server == "yb-tserver" and path == "/prometheus-metrics":
+                try:
+                    body, kind = prometheus_metrics(vm, instance).encode(), "text/plain"
+                except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                    self.send_error(500, str(exc)[:200])
+                    return
+                self.send_response(200)
+            else:
+                answer = answers.get(path)
+                body, kind = json.dumps(answer).encode(), "application/json"
+                self.send_response(200 if answer is not None else 404)
+            self.send_header("Content-Type", kind)
             self.end_headers()
             self.wfile.write(body)
 
@@ -309,6 +354,9 @@ class Vm:
     alive: str
     postgres: str
     postgresql_conf_sample: str
+    # host:port of the PostgreSQL standing in for the cluster's data when this tserver holds
+    # it (its pg_stat_database is this tserver's block cache: `prometheus_metrics`); "" none
+    ysql: str = ""
 
     def write(self) -> Path:
         path = Path(self.root) / "vm.json"

@@ -60,12 +60,14 @@ REPLICATED = {  # 2^2 twice: each replicate of a combination on a cluster of its
 }
 YSQL_SETTINGS = ("log_line_prefix", "datestyle")  # of SERVER: YSQL's, not yb flags
 # server knobs the end-to-end study sets (issue 46): a boolean yb flag in PostgreSQL's spelling
-# (gflags refuses `off`), a yb-master flag, an int32 tserver flag, YSQL settings whose values
-# hold spaces, %, quotes and a comma: each must reach its server by the boot its VM runs
+# (gflags refuses `off`), a yb-master flag, an int32 tserver flag, the block cache's size
+# (issue 48, int64), YSQL settings whose values hold spaces, %, quotes and a comma: each must
+# reach its server by the boot its VM runs
 SERVER = {
     "enable_automatic_tablet_splitting": "off",
     "load_balancer_max_concurrent_moves": 4,
     "ysql_max_connections": 200,
+    "db_block_cache_size_bytes": 67108864,
     "log_line_prefix": "%m [%p] ",
     # (not search_path: the stand-in database sets its own, for public.version())
     "datestyle": "ISO, DMY",
@@ -310,6 +312,14 @@ def check_published_rows(
         )
         throughput = pd.read_csv(folder / "throughput.csv")
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
+        # where reads were served (issue 48): every tserver's block cache, read on its VM from
+        # its /prometheus-metrics (the stand-in's PostgreSQL counters), around every run
+        assert applied["block_counters"]["measured"] == ["block_cache", "disk"], applied
+        reps = pd.read_csv(folder / "repetitions.csv")
+        fields = ["buffer_hits", "buffer_reads"] + [f for f in reps if f.startswith("disk_")]
+        assert reps[fields].notna().all().all() and (reps[fields] >= 0).all().all(), reps
+        if meta["row"]["read_only"]:
+            assert (reps["buffer_hits"] > 0).all(), reps
         # every tserver's CPU read on its VM (the second sshd), through the load generator
         for i in range(nodes):
             assert (throughput[f"util_tserver{i}"] > 0).all(), (run, list(throughput.columns))
@@ -480,6 +490,14 @@ def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
         assert applied["load_generator"]["pgbench_version"].startswith("pgbench (PostgreSQL)")
         throughput = pd.read_csv(folder / "throughput.csv")
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
+        # where reads were served (issue 48): every tserver's block cache, read on its VM from
+        # its /prometheus-metrics (the stand-in's PostgreSQL counters), around every run
+        assert applied["block_counters"]["measured"] == ["block_cache", "disk"], applied
+        reps = pd.read_csv(folder / "repetitions.csv")
+        fields = ["buffer_hits", "buffer_reads"] + [f for f in reps if f.startswith("disk_")]
+        assert reps[fields].notna().all().all() and (reps[fields] >= 0).all().all(), reps
+        if meta["row"]["read_only"]:
+            assert (reps["buffer_hits"] > 0).all(), reps
         # pgbench ran on the load generator: its per-transaction logs came back over SSH
         assert list((folder / "pgbench-logs").glob("*")), run
     for folder in remote:  # each row's script went to the load generator

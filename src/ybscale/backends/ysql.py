@@ -92,6 +92,22 @@ def dataset_sql(
     )
 
 
+def restore_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1,
+                vacuum: bool = False) -> str:  # fmt: skip
+    """Bring the dataset of `dataset_sql` back to its loaded keys after INSERT-only writes: the
+    keys the clients added deleted (from `keybase` up, as `YsqlCluster.targets` gives them: per
+    range bucket with range sharding, a range scan of each tablet; or below 0). `vacuum`
+    (PostgreSQL): the space they took made reusable. YugabyteDB ignores VACUUM (its DocDB
+    compactions reclaim the space), so it is left out there."""
+    if sharding == "range":
+        added = [f"(k >= {b * BUCKET + n} AND k < {(b + 1) * BUCKET})"
+                 for b, n in enumerate(bucket_rows(rows, tablets))]  # fmt: skip
+        where = " OR ".join(["k < 0", *added, f"k >= {tablets * BUCKET}"])
+    else:
+        where = f"k >= {rows} OR k < 0"
+    return f"DELETE FROM {table} WHERE {where};\n" + (f"VACUUM {table};\n" if vacuum else "")
+
+
 def layout_sql(table: str, local_columns: Collection[str]) -> dict[str, str]:
     """Queries of the table's tablet layout, from the server (YugabyteDB only).
 
@@ -157,6 +173,197 @@ def master_problems(answer: str, expected: int) -> list[str]:
 def is_yugabyte(version: str) -> bool:
     """YugabyteDB's version() reads like `PostgreSQL 11.2-YB-2024.2.1.0-b0 ...`."""
     return "-YB-" in version
+
+
+# --------------------------------------------------------------------------- block counters
+
+# YugabyteDB 2024.2's RocksDB tickers of its shared block cache (src/yb/rocksdb/statistics.h,
+# TickersNameMap: BLOCK_CACHE_HIT "rocksdb_block_cache_hit", BLOCK_CACHE_MISS
+# "rocksdb_block_cache_miss"), instantiated per tablet for its regular RocksDB and, prefixed
+# "intentsdb_", for its intents RocksDB (src/yb/rocksdb/util/statistics.cc,
+# StatisticsMetricPrototypes: gauges on the "tablet" entity). A miss reads the block from the
+# SST file: the operating system's page cache or the disk. Both RocksDBs share the cache.
+BLOCK_CACHE = {
+    "rocksdb_block_cache_hit": "blks_hit",
+    "rocksdb_block_cache_miss": "blks_read",
+    "intentsdb_rocksdb_block_cache_hit": "blks_hit",
+    "intentsdb_rocksdb_block_cache_miss": "blks_read",
+}
+# The tserver's web server (src/yb/server/default-path-handlers.cc, RegisterMetricsJsonHandler:
+# /metrics as JSON, /prometheus-metrics as text). Its Prometheus text (src/yb/util/
+# metrics_writer.cc, PrometheusWriter::FlushSingleEntry) is one line per metric and entity,
+# `name{attr="value",...} value timestamp_ms`; tablet metrics are rolled up per table
+# (AggregationMetricLevel::kTable: summed over the tablets), `metric_type="tablet"`.
+METRICS_PATH = "/prometheus-metrics"
+TSERVER_WEB_PORT = 9000  # yb-tserver's --webserver_port default
+SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
+DISKS = "# ybscale: disks"
+METRICS = "# ybscale: metrics"
+LINES = "# ybscale: lines"
+# On the node: its /proc/diskstats, its whole disks (/sys/block entries with a device: not
+# partitions, loop, ram or device-mapper devices), then, when $0 names a URL, the block-cache
+# lines of its tserver's metrics and how many lines were read and how many of them are not
+# Prometheus text (a page that is not the metrics is refused, not read as zero).
+NODE_SCRIPT = r"""cat /proc/diskstats || exit 1
+echo '# ybscale: disks'
+for d in /sys/block/*; do [ -e "$d/device" ] && echo "${d##*/}"; done
+[ -n "$0" ] || exit 0
+echo '# ybscale: metrics'
+m=$(curl -fsS --max-time 10 "$0") || {
+  echo "# ybscale: unreadable: curl exited $? for $0"; exit 0; }
+printf '%s\n' "$m" | awk '
+  /^#/ || NF == 0 { next }
+  /^(intentsdb_)?rocksdb_block_cache_(hit|miss)[{ ]/ { print }
+  !/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? [^ ]+( [0-9]+)?$/ { bad++ }
+  END { print "# ybscale: lines " NR + 0 " " bad + 0 }'
+"""
+
+
+def disk_read_bytes(diskstats: str, disks: Collection[str]) -> float:
+    """Bytes read from the whole disks `disks` since boot: sectors read (the sixth field of
+    /proc/diskstats, Documentation/admin-guide/iostats.rst) times 512."""
+    total = 0
+    for line in diskstats.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[2] in disks:
+            total += int(fields[5])
+    return float(total * SECTOR_BYTES)
+
+
+def block_cache_counts(lines: Sequence[str]) -> dict[str, float]:
+    """blks_hit and blks_read: the BLOCK_CACHE metrics of every entity (table) summed."""
+    counts = {"blks_hit": 0.0, "blks_read": 0.0}
+    for line in lines:
+        name = re.split(r"[{ ]", line, maxsplit=1)[0]
+        value = line.rsplit("}", 1)[-1].split()[0]
+        counts[BLOCK_CACHE[name]] += float(value)
+    return counts
+
+
+def node_reading(text: str) -> dict:
+    """One node's answer to NODE_SCRIPT: {"disks": [...], "disk_read_bytes", and "blks_hit",
+    "blks_read" when its metrics were read, or "metrics_error" saying why not}."""
+    head, _, rest = text.partition(DISKS + "\n")
+    if not _:
+        raise ValueError(f"no /proc/diskstats: {text[-300:]!r}")
+    disk_part, _, metrics = rest.partition(METRICS + "\n")
+    disks = disk_part.split()
+    out: dict = {"disks": disks, "disk_read_bytes": disk_read_bytes(head, disks)}
+    if not _:
+        return out
+    lines = metrics.splitlines()
+    if not lines or not lines[-1].startswith(LINES):
+        out["metrics_error"] = (lines[-1] if lines else "no answer").removeprefix("# ybscale: ")
+        return out
+    read, bad = (int(n) for n in lines[-1].split()[-2:])
+    if read == 0 or bad:
+        out["metrics_error"] = (
+            f"{METRICS_PATH}: {read} line(s), {bad} of them not Prometheus text: not the metrics"
+        )
+        return out
+    return out | block_cache_counts(lines[:-1])
+
+
+class NodeCounters:
+    """The block counters of a YugabyteDB cluster, read on each tserver's machine over SSH (the
+    hosts MachineCpu reads CPU on, and its connections): its tserver's block-cache hits and
+    misses (`METRICS_PATH` on its web server, asked with curl on the machine itself) and its
+    whole disks' bytes read (/proc/diskstats), summed over the tservers.
+
+    As CPU is: the first reading (`open`) finds what can be read; a kind (block cache, disk) is
+    measured only when every tserver answers it (a sum over some of the tservers would pass for
+    the cluster's), otherwise it is left out with the reason (`warnings`); once measured, a
+    reading that fails is a BackendError naming the tserver. Without SSH to the tservers
+    (`existing` without `existing.ssh`) nothing is read: the metrics endpoint is on their
+    machines' network, and no load generator is sure to reach it.
+    """
+
+    def __init__(self, cpu: MachineCpu, urls: Mapping[str, str]):
+        self.cpu = cpu
+        self.urls = dict(urls)  # tserver name -> its metrics URL (none: disks only)
+        self.kinds: tuple[str, ...] | None = None  # set by open()
+        self.record: dict = {}
+
+    def _read(self) -> dict[str, dict]:
+        from ybscale.backends import ssh
+
+        nodes = self.cpu.nodes
+        argv = {n: ["sh", "-c", NODE_SCRIPT, self.urls.get(n, "")] for n in nodes}
+        procs = {n: ssh.run(host, argv[n], timeout=60) for n, host in nodes.items()}
+        readings, failed = {}, {}
+        try:
+            for name, proc in procs.items():
+                try:
+                    readings[name] = node_reading(ssh.finish(nodes[name], argv[name], proc, 60))
+                except (BackendError, ValueError, IndexError, KeyError) as exc:
+                    failed[name] = str(exc)
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+        return {**readings, **{n: {"error": why} for n, why in failed.items()}}
+
+    def open(self) -> dict:
+        """Once: the first reading decides what is measured (`record`, for measurement.json)."""
+        if self.kinds is not None:
+            return self.record
+        self.kinds = ()
+        if not self.cpu.nodes:
+            self.record = {"measured": [], "why_not": "no SSH to the tservers"}
+            return self.record
+        self.cpu.open()  # the connections
+        first = self._read()
+        why: dict[str, dict[str, str]] = {"block_cache": {}, "disk": {}}
+        for name, got in first.items():
+            if "error" in got:
+                why["block_cache"][name] = why["disk"][name] = got["error"]
+                continue
+            if "blks_hit" not in got:
+                why["block_cache"][name] = got.get("metrics_error", "no metrics URL")
+            if not got["disks"]:
+                why["disk"][name] = "no whole disk in /sys/block"
+        kinds = [k for k in ("block_cache", "disk") if not why[k]]
+        self.kinds = tuple(kinds)
+        self.record = {
+            "source": f"each tserver's {METRICS_PATH} ({', '.join(BLOCK_CACHE)}, summed over its "
+            "tables) and its machine's /proc/diskstats (whole disks), read there over SSH",
+            "measured": kinds,
+            "not_measured": {k: v for k, v in why.items() if v},
+            "urls": self.urls,
+            "disks": {n: got.get("disks") for n, got in first.items()},
+        }
+        return self.record
+
+    def warnings(self) -> list[str]:
+        return [
+            f"{kind.replace('_', ' ')} counters not measured: {node}: {why}"
+            for kind, nodes in self.record.get("not_measured", {}).items()
+            for node, why in nodes.items()
+        ]
+
+    def read(self) -> dict[str, float]:
+        """blks_hit, blks_read (block cache) and disk_read_bytes summed over the tservers, the
+        kinds `open` found readable; {} without the block cache (the disk alone is not
+        returned: ybscale.measure.buffers reads hits and reads together). BackendError when a
+        tserver fails now."""
+        self.open()
+        if not self.kinds:
+            return {}
+        readings = self._read()
+        cache = "block_cache" in self.kinds
+        wrong = {n: got.get("error") or got.get("metrics_error") for n, got in readings.items()
+                 if "error" in got or (cache and "blks_hit" not in got)}  # fmt: skip
+        if wrong:
+            raise BackendError("block counters unreadable: " + "; ".join(
+                f"{name}: {why}" for name, why in wrong.items()))  # fmt: skip
+        if "block_cache" not in self.kinds:  # ybscale.measure.buffers reads both or none
+            return {}
+        out = {"blks_hit": sum(got["blks_hit"] for got in readings.values()),
+               "blks_read": sum(got["blks_read"] for got in readings.values())}  # fmt: skip
+        if "disk" in self.kinds:
+            out["disk_read_bytes"] = sum(got["disk_read_bytes"] for got in readings.values())
+        return out
 
 
 # --------------------------------------------------------------------------- cluster
@@ -249,6 +456,7 @@ class YsqlCluster(Cluster):
         spare: Sequence[Runner | Callable[[], Runner]] = (),
         auto: bool = False,
         read_back: Mapping[str, Callable[[], object]] | None = None,
+        web_port: int = TSERVER_WEB_PORT,
     ):
         if not endpoints:
             raise BackendError("no SQL endpoints")
@@ -278,6 +486,8 @@ class YsqlCluster(Cluster):
         self.read_back = dict(read_back or {})
         # CPU of the load generators and of the nodes the backend can reach (default: the former)
         self.cpu = cpu or MachineCpu(self.generator_readers(), {})
+        self.web_port = web_port  # the tservers' web server (YugabyteDB: their metrics)
+        self._blocks: NodeCounters | None = None
         self.settled: list[dict] = []
         self.layouts: list[dict] = []
         self.recounted: list[dict] = []  # the layout read again after each measured repetition
@@ -405,20 +615,49 @@ class YsqlCluster(Cluster):
         cores = {name: float(self.load_cores(g)) for g, name in enumerate(self.generator_names())}
         return {**cores, **self.cpu.capacity()}
 
+    def node_counters(self) -> NodeCounters | None:
+        """The tservers' block counters (`NodeCounters`), on YugabyteDB only: None on
+        PostgreSQL, whose endpoints have no tserver metrics."""
+        if self._blocks is None and is_yugabyte(self.server_version()):
+            urls = {ep.role: f"http://{ep.host}:{self.web_port}{METRICS_PATH}"
+                    for ep in self.endpoints}  # fmt: skip
+            self._blocks = NodeCounters(self.cpu, urls)
+        return self._blocks
+
+    def block_counters(self) -> dict[str, float]:
+        """YugabyteDB: the tservers' block-cache hits (blks_hit) and misses (blks_read) and
+        their machines' disk bytes read (disk_read_bytes), summed over the tservers
+        (`NodeCounters`: each tserver's metrics and /proc/diskstats over SSH); {} on
+        PostgreSQL or without SSH to the tservers."""
+        blocks = self.node_counters()
+        return blocks.read() if blocks is not None else {}
+
     def server_version(self) -> str:
         if self._version is None:
             self._version = self.psql("SELECT version()", timeout=30).strip()
         return self._version
 
+    def restorable(self) -> bool:
+        """Whether this row's script only inserts new keys (`workload.inserts_only`)."""
+        return workload.inserts_only(Path(self.row.script_path).read_text())
+
     def reset(self, workload_kind: str) -> str:
-        """Re-create the dataset (DROP + CREATE); reads leave it unchanged, so it is loaded once
-        for them. Before a reload, the rows the last write repetition inserted are counted per
-        range bucket (= per tablet, range sharding); after it, `settle` waits (gcp: until the
-        load balancer is idle) and the tablet layout is checked."""
+        """Bring the dataset to its loaded state: at first, and before a write repetition whose
+        script does more than insert new keys, re-created (DROP + CREATE); before the next
+        repetitions of an INSERT-only script restored (`restore_sql`: the added keys deleted,
+        the loaded rows and the tablets untouched); reads leave it unchanged, so it is loaded
+        once for them. Before a reload or restore, the rows the last write repetition inserted
+        are counted per range bucket (= per tablet, range sharding); after a reload, `settle`
+        waits (gcp: until the load balancer is idle) and the tablet layout is checked."""
         if workload_kind == "read" and self._loaded:
             return ""
         if self._loaded and self.sharding == "range":
             self.inserted.append(self.inserted_per_bucket())
+        if self._loaded and self.restorable():
+            vacuum = not is_yugabyte(self.server_version())
+            self.psql(restore_sql(self.rows, self.table, self.sharding, self.tablets, vacuum),
+                      timeout=LOAD_TIMEOUT)  # fmt: skip
+            return "restored"
         size = self.row.dataset_value_bytes
         sql = dataset_sql(self.rows, self.table, self.sharding, self.tablets, size)
         self.psql(sql, timeout=LOAD_TIMEOUT)
@@ -600,6 +839,7 @@ class YsqlCluster(Cluster):
             level, source = self.isolation_in_effect(ep)
             in_effect[self.name(ep)] = level
             sources.add(source)
+        blocks = self.node_counters()
         wrong = {node: level for node, level in in_effect.items() if level != wanted}
         if wrong:
             raise BackendError(
@@ -622,7 +862,8 @@ class YsqlCluster(Cluster):
             "inserted_per_tablet": self.inserted,  # filled before every reload
             "after_reload": self.settled,  # what `settle` waited, per reload
             "cpu_readings": self.cpu.open(),
-            "warnings": self.cpu.warnings(),
+            **({"block_counters": blocks.open()} if blocks is not None else {}),
+            "warnings": self.cpu.warnings() + (blocks.warnings() if blocks is not None else []),
         }
 
 

@@ -48,7 +48,7 @@ from ybscale.backends.gcp.reach import (
 )
 from ybscale.backends.loadgen import LoadgenRunner, ssh_session
 from ybscale.backends.machine_cpu import MachineCpu
-from ybscale.backends.ysql import YsqlCluster, generator_readers
+from ybscale.backends.ysql import TSERVER_WEB_PORT, YsqlCluster, generator_readers
 from ybscale.config_sources import source_of
 
 
@@ -314,6 +314,7 @@ class GcpBackend(Backend):
                 cpu=cpu,
                 spare=spare,
                 auto=auto,
+                web_port=int(endpoints.get("tserver_web_port", TSERVER_WEB_PORT)),
                 # what every master and tserver says it runs with (its /api/v1/varz), read
                 # with the settings in effect before the row measures
                 read_back={"server_flags_reported": functools.partial(
