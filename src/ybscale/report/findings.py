@@ -496,12 +496,19 @@ def response_section(study: Study) -> list[str]:
         "latency_bound": "the **latency-bound** throughput: the largest mean throughput of a "
         "client count whose p95 latency is within the target (analysis.latency_slo_ms)",
     }[study.ceiling]
-    rows = meta.get("row", {}).get("dataset_rows")  # measurement.json: the resolved row
+    # measurement.json: each resolved row's dataset size (a factor may set it)
+    sizes = sorted(
+        {
+            r
+            for x in study.measurements.values()
+            if isinstance(r := x.get("row", {}).get("dataset_rows"), int)
+        }
+    )
     text = (
         f"**Response.** The throughput ceiling of each row, {how} "
         f"{m.get('clients', '?')} ({_protocol(m)}), with pgbench on the **{backend}** backend "
-        f"over {rows:,} rows. "
-        if isinstance(rows, int)
+        f"over {' or '.join(f'{r:,}' for r in sizes)} rows. "
+        if sizes
         else f"**Response.** The throughput ceiling of each row ({how}), backend {backend}. "
     )
     y = study.ceilings["response"] if "response" in study.ceilings else pd.Series(dtype=float)
