@@ -93,8 +93,9 @@ DATA_KNOBS = ("dataset.rows", "dataset.value_bytes")
 def buffers_text(rows: pd.DataFrame, design: Design, active: Sequence[str]) -> list[str]:
     """Where the reads were served from at each row's ceiling (ceilings.csv `buffer_hit_ratio`,
     `buffer_reads_per_tx` and, where measured, `disk_bytes_per_tx`; ybscale.measure.buffers),
-    and for each active main effect of a factor that changes the data's size, the two levels'
-    mean of each; [] when no row recorded them."""
+    and for each factor that changes the data's size, the two levels' mean of each, saying
+    when its effect (`active`: the active columns) is within the noise; [] when no row
+    recorded them."""
     if "buffer_hit_ratio" not in rows:
         return []
     got = rows[pd.to_numeric(rows["buffer_hit_ratio"], errors="coerce").notna()]
@@ -122,10 +123,10 @@ def buffers_text(rows: pd.DataFrame, design: Design, active: Sequence[str]) -> l
         "transaction they had to ask the operating system for instead (its page cache or the "
         f"disk){from_disk}; `buffer_*` and `disk_read_bytes` in repetitions.csv: {each}."
     ]
-    for term in active:
-        if len(term) != 1 or term not in got or design.factor(term).knob not in DATA_KNOBS:
+    for factor in design.factors:
+        term = factor.letter
+        if factor.knob not in DATA_KNOBS or term not in got:
             continue
-        factor = design.factor(term)
         sides = [got[got[term] == level] for level in (-1, 1)]
         if any(side.empty for side in sides):
             continue
@@ -139,7 +140,8 @@ def buffers_text(rows: pd.DataFrame, design: Design, active: Sequence[str]) -> l
             f"With **{factor.name}** at {factor.levels[1]} instead of {factor.levels[0]} "
             f"({term}), the buffers held {hit[1]:.1f} % of the blocks instead of {hit[0]:.1f} "
             f"% and each transaction read {reads[1]:.2f} blocks from the operating system "
-            f"instead of {reads[0]:.2f}{disk_words} (means over the rows at each level)."
+            f"instead of {reads[0]:.2f}{disk_words} (means over the rows at each level)"
+            + ("." if term in active else "; its effect on the response is within the noise.")
         )
     return lines
 

@@ -20,17 +20,34 @@ def _size(n: float) -> str:
 
 
 def loads_text(measurements: Mapping[str, Mapping]) -> str:
-    """One clause per row: its rows, how they came to be, in how long, its size per node."""
-    items = []
+    """One clause per dataset size and how it came to be (loaded, kept): its rows, how many
+    times, in how many seconds (least–most), at how many rows per second, and its size on the
+    largest node."""
+    groups: dict[tuple, list[tuple[str, Mapping]]] = {}
     for run, m in sorted(measurements.items()):
         d = m.get("applied", {}).get("dataset")
-        if not d:
-            continue
-        rate = f", {d['rows_per_second']:,} rows/s" if d.get("rows_per_second") else ""
-        sizes = list((d.get("bytes_per_node") or {}).values())
-        size = f"; {_size(max(sizes))} on its largest node" if sizes else ""
-        items.append(f"{run} {d['rows']:,} rows {d['how']} in {d['seconds']:g} s{rate}{size}")
+        if d:
+            groups.setdefault((d["rows"], d["how"]), []).append((run, d))
+    items = []
+    for (rows, how), found in sorted(groups.items()):
+        runs = ", ".join(run for run, _ in found)
+        seconds = [d["seconds"] for _, d in found]
+        rates = [d["rows_per_second"] for _, d in found if d.get("rows_per_second")]
+        sizes = [max(d["bytes_per_node"].values()) for _, d in found if d.get("bytes_per_node")]
+        text = f"{rows:,} rows {how} {_times(len(found))}({runs}) in {_span(seconds, 's')}"
+        text += f", {_span(rates, 'rows/s', ',.0f')}" if rates else ""
+        text += f", {_size(max(sizes))} on the largest node" if sizes else ""
+        items.append(text)
     return "; ".join(items)
+
+
+def _times(n: int) -> str:
+    return "once " if n == 1 else f"{n} times "
+
+
+def _span(values: list, unit: str, form: str = ".3g") -> str:
+    low, high = min(values), max(values)
+    return f"{low:{form}} {unit}" if low == high else f"{low:{form}}–{high:{form}} {unit}"
 
 
 def resets_text(resets: Mapping[str, pd.DataFrame]) -> str:
@@ -46,7 +63,7 @@ def resets_text(resets: Mapping[str, pd.DataFrame]) -> str:
         s = pd.to_numeric(lines.loc[lines["reset"] == how, "reset_s"], errors="coerce").dropna()
         if len(s):
             parts.append(
-                f"{len(s)} {how} in {s.min():.2f}–{s.max():.2f} s (median {np.median(s):.2f} s)"
+                f"{len(s)} {how} in {_span(list(s), 's', '.2f')} (median {np.median(s):.2f} s)"
             )
     if not parts:
         return ""
