@@ -585,7 +585,7 @@ def test_centre_rows_resolve_to_the_middle_knob_values():
     rows = resolve_rows(design, config)
     assert [r.run for r in rows] == design.all_run_ids
     centre = rows[-1]
-    assert centre.cluster.nodes == 4 and centre.variables == {"rows": "51"}
+    assert centre.cluster.nodes == 4 and centre.variables == {"rows": "51", "distribution": "0"}
     assert centre.levels == {"nodes": 4, "operation_size": 51}
     assert "center_points" in centre.sources["cluster.nodes"]
     assert len({r.combination for r in rows}) == 3  # nodes 3, 4 and 5

@@ -140,6 +140,18 @@ INVALID = {
         {"defaults": {"dataset": {"value_bytes": 2.5}}},
         "config/config.yaml: defaults.dataset.value_bytes: 2.5 is not a positive integer",
     ),
+    "zipfian parameter below pgbench's least": (
+        with_c(sets="workload.distribution", levels=["uniform", "zipfian 1"]),
+        {},
+        "factors.C.levels[1]: workload.distribution: 'zipfian 1': the Zipfian parameter must "
+        "be from 1.001 to 1000",
+    ),
+    "unknown distribution": (
+        factors(),
+        {"defaults": {"workload": {"distribution": "normal"}}},
+        "config/config.yaml: defaults.workload.distribution: 'normal' is not a distribution: "
+        "uniform, zipfian or zipfian <s>",
+    ),
     "list as a level": (with_c(sets="workload.rows", levels=[1, [2]]), {}, "factors.C.levels"),
     "zero rows per transaction": (
         factors(A={"name": "operation_size", "levels": [0, 100]}),
@@ -190,6 +202,7 @@ DRY_RUN = [
     "server enum typo",
     "bad default",
     "negative rows per transaction",
+    "unknown distribution",
     "script variable nobody sets",
     "centre points without an integer middle",
 ]
@@ -282,7 +295,8 @@ def test_valid_2_3_design_without_cluster_factor_has_one_combination(workflow):
     assert len(loaded.rows) == 8
     assert {r.combination for r in loaded.rows} == {"nodes3-small-reploff"}
     row = loaded.rows[1]  # A = +1: 100 rows per transaction, read
-    assert row.variables == {"rows": "100"} and row.script == "read" and row.read_only
+    assert row.variables == {"rows": "100", "distribution": "0"}
+    assert row.script == "read" and row.read_only
     assert loaded.rows[2].kind == "write"
     assert loaded.rows[4].isolation == "repeatable read"
 
@@ -306,7 +320,7 @@ def test_seed_design_resolves_to_the_seed_rows():
     run01 = loaded.row("run01")
     assert run01.cluster.nodes == 3 and run01.cluster.replication is True
     assert run01.cluster.node_size == "large"
-    assert run01.script == "read" and run01.variables == {"rows": "1"}
+    assert run01.script == "read" and run01.variables == {"rows": "1", "distribution": "0"}
     assert run01.combination == "nodes3-large-replon"
     assert {r.combination for r in loaded.rows} == {
         f"nodes{n}-{s}-repl{p}" for n in (3, 5) for s in ("small", "large") for p in ("on", "off")
@@ -344,7 +358,13 @@ def test_the_value_size_is_a_factor_and_its_default_leaves_the_rows_as_they_were
 
 def test_script_variables_and_read_only():
     text = (REPO / "workloads" / "read.sql").read_text()
-    assert workload.variables_used(text) == {"rows", "shard_rows", "nshards", "shard"}
+    assert workload.variables_used(text) == {
+        "rows",
+        "distribution",
+        "shard_rows",
+        "nshards",
+        "shard",
+    }
     assert workload.read_only(text)
     write = (REPO / "workloads" / "write.sql").read_text()
     assert not workload.read_only(write)
@@ -382,3 +402,17 @@ def test_a_yaml_boolean_server_setting_is_written_for_each_servers_grammar():
     assert gflags.flag_text(knobs.setting_text(True), "bool") == "true"
     assert gflags.flag_text(knobs.setting_text(False), "bool") == "false"
     assert knobs.setting_text("64MB") == "64MB"
+
+
+def test_a_distribution_is_the_number_pgbench_draws_with():
+    """Issue 48: uniform -> 0 (read.sql's `random`), zipfian -> s = 1.1, `zipfian <s>` -> s,
+    within pgbench's bounds [1.001, 1000] (PostgreSQL 15 pgbench.c MIN/MAX_ZIPFIAN_PARAM)."""
+    from ybscale.design.knobs import distribution_parameter
+
+    assert distribution_parameter("uniform") == "0"
+    assert distribution_parameter("zipfian") == "1.1"
+    assert distribution_parameter("zipfian 1.001") == "1.001"
+    assert distribution_parameter("zipfian 1000") == "1000.0"
+    for bad in ("zipfian 0.99", "zipfian 1001", "zipfian x", "zipfian 2 3", "gauss", 1.5, None):
+        with pytest.raises(ValueError):
+            distribution_parameter(bad)

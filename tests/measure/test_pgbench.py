@@ -258,3 +258,49 @@ def test_command_bindir_progress_seed_scripts(tmp_path):
 @pytest.mark.skipif(shutil.which("pgbench") is None, reason="pgbench not installed")
 def test_version():
     assert pgbench.version("pgbench").startswith("pgbench (PostgreSQL) ")
+
+
+@pytest.mark.parametrize("distribution", ["uniform", "zipfian", "zipfian 3"])
+def test_the_read_scripts_keys_are_drawn_as_workload_distribution_says(
+    data_root, tmp_path, distribution
+):
+    """Issue 48: workloads/read.sql run by real pgbench on a real server (its SELECT replaced by
+    recording the key it drew): `uniform` spreads 4,000 draws over all 1,000 keys of the target
+    (each key about 4 times: the most drawn key far below 40), `zipfian` (s = 1.1) draws the
+    first key most often (P(1) / P(2) = 2^s: the first key alone about 4,000 / H(1000, 1.1) ≈ 17 %
+    of them), and `zipfian 3` almost only the first keys (1 / ζ(3) ≈ 83 % the first)."""
+    import subprocess
+
+    from conftest import row_from_levels
+
+    from ybscale.backends.local.cluster import LocalBackend
+    from ybscale.design import knobs, workload
+
+    s = float(knobs.distribution_parameter(distribution))
+    script = (Path(__file__).parents[2] / "workloads" / "read.sql").read_text()
+    select = "SELECT k, v FROM kv WHERE k = :k;"
+    assert select in script
+    (tmp_path / "draw.sql").write_text(script.replace(select, "INSERT INTO drawn VALUES (:k);"))
+    backend = LocalBackend(
+        __import__("conftest").settings_with(local={"data_root": str(data_root)})
+    )
+    levels = {"nodes": 1, "replication": "off", "workload": "read", "node_size": "small"}
+    with backend.cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
+        node = cluster.nodes[0]
+        node.psql("CREATE TABLE drawn (k bigint)")
+        variables = {**workload.key_variables(1000, 0, 1), "rows": 1, "distribution": s}
+        argv = [cluster.pgbench, "-n", "-t", "4000", "-f", str(tmp_path / "draw.sql"),
+                "-h", "127.0.0.1", "-p", str(node.port), "-U", "postgres", "postgres",
+                *(f"-D{k}={v}" for k, v in variables.items())]  # fmt: skip
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        counts = node.psql("SELECT k, count(*) FROM drawn GROUP BY k ORDER BY 2 DESC, 1")
+    drawn = [tuple(map(int, line.split("|"))) for line in counts.splitlines()]
+    assert sum(n for _, n in drawn) == 4000 and all(0 <= k < 1000 for k, _ in drawn)
+    top_key, top = drawn[0]
+    if distribution == "uniform":
+        assert len(drawn) > 950 and top < 20, drawn[:3]
+    elif distribution == "zipfian":
+        assert top_key == 0 and 0.12 < top / 4000 < 0.23, drawn[:3]
+    else:
+        assert top_key == 0 and top / 4000 > 0.75, drawn[:3]

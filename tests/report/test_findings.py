@@ -429,12 +429,21 @@ def test_the_findings_explain_a_dataset_size_effect_by_where_its_reads_were_serv
         {
             "run": ["run01", "run02", "run03", "run04"],
             "A": [-1, 1, -1, 1],
+            "B": [-1, -1, 1, 1],
             "buffer_hit_ratio": [0.99, 0.60, 0.97, 0.40],
             "buffer_reads_per_tx": [0.01, 0.5, 0.03, 1.5],
             "disk_bytes_per_tx": [0.0, 4096.0, 0.0, 12288.0],
         }
     )
     (each, level) = buffers_text(rows, design, ["A", "B"])
+    (_, _, cells) = buffers_text(rows, design, ["A", "B", "AB"])
+    assert cells == (
+        "The interaction AB (data × workload) is active: with **data** at 10000000, at workload "
+        "read the buffers held 60.0 % and each transaction read 0.50 blocks from the operating "
+        "system, 4.00 kB from the disk; at workload write the buffers held 40.0 % and each "
+        "transaction read 1.50 blocks from the operating system, 12.00 kB from the disk (means "
+        "over those rows)."
+    )
     (_, quiet) = buffers_text(rows, design, ["B"])  # A within the noise: its reads still told
     assert quiet.endswith("(means over the rows at each level); its effect on the response is "
                           "within the noise.")  # fmt: skip

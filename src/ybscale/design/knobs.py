@@ -9,6 +9,9 @@ A knob is ``<kind>.<name>``:
 - ``workload.script`` (a script of the workloads folder) and ``workload.<var>`` (a pgbench
   ``-D`` variable the script uses; ``workload.rows``, the rows per transaction of the shipped
   scripts, an integer >= 1);
+- ``workload.distribution``: how the read script draws its keys: ``uniform`` over every
+  loaded key, or ``zipfian`` (pgbench's bounded Zipfian, parameter ZIPFIAN_S) or
+  ``zipfian <s>``; given to the script as the number it draws with (0: uniform, else s);
 - ``dataset.rows``: rows loaded before measuring; ``dataset.value_bytes``: the size of each
   loaded row's value (default 32, an md5 in hex, as before the knob; at most 1 MiB).
 
@@ -17,6 +20,7 @@ The seed study's factor names are shorthands for their knob (``SHORTHANDS``).
 
 from __future__ import annotations
 
+import math
 import re
 
 KINDS = ("cluster", "server", "session", "workload", "dataset")
@@ -25,6 +29,10 @@ DATASET_KNOBS = ("rows", "value_bytes")
 # knobs whose values are counts (integers >= 1), checked at dry run
 COUNTS = ("cluster.nodes", "dataset.rows")
 WORKLOAD_COUNTS = ("workload.rows",)  # pgbench -D variables of the shipped scripts
+DISTRIBUTION = "workload.distribution"
+# random_zipfian's parameter for `zipfian` alone, and the range pgbench 13+ accepts
+# (PostgreSQL 15 pgbench.c: MIN_ZIPFIAN_PARAM .. MAX_ZIPFIAN_PARAM)
+ZIPFIAN_S, ZIPFIAN_RANGE = 1.1, (1.001, 1000.0)
 # the knobs that need a cluster of their own: rows differing in them never share one
 INFRA_KINDS = ("cluster", "server")
 
@@ -112,3 +120,21 @@ def isolation_text(value: object) -> str:
     """An isolation level as PostgreSQL spells it (``snapshot`` is repeatable read)."""
     text = str(value).strip().lower().replace("_", " ")
     return ISOLATION_ALIASES.get(text, text)
+
+
+def distribution_parameter(value: object) -> str:
+    """``workload.distribution``: uniform -> "0"; zipfian -> ZIPFIAN_S; ``zipfian <s>`` -> s,
+    within ZIPFIAN_RANGE; ValueError saying what is wrong."""
+    words = str(value).split() if isinstance(value, str) else []
+    if words == ["uniform"]:
+        return "0"
+    if words[:1] == ["zipfian"] and len(words) <= 2:
+        try:
+            s = float(words[1]) if len(words) == 2 else ZIPFIAN_S
+        except ValueError:
+            s = math.nan
+        low, high = ZIPFIAN_RANGE
+        if low <= s <= high:
+            return repr(s)
+        raise ValueError(f"{value!r}: the Zipfian parameter must be from {low:g} to {high:g}")
+    raise ValueError(f"{value!r} is not a distribution: uniform, zipfian or zipfian <s>")

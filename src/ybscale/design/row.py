@@ -122,6 +122,8 @@ def _convert(knob: str, value: object) -> object:
         return size
     if knob in knobs.WORKLOAD_COUNTS:  # a pgbench -D value, a count all the same
         return str(knobs.positive_int(value))
+    if knob == knobs.DISTRIBUTION:  # a pgbench -D value: 0 or random_zipfian's parameter
+        return knobs.distribution_parameter(value)
     if knob == "cluster.replication":
         return knobs.on_off(value)
     if knob == "cluster.node_size" or knob == "workload.script":

@@ -143,6 +143,36 @@ def buffers_text(rows: pd.DataFrame, design: Design, active: Sequence[str]) -> l
             f"instead of {reads[0]:.2f}{disk_words} (means over the rows at each level)"
             + ("." if term in active else "; its effect on the response is within the noise.")
         )
+        lines += _by_other_factor(got, design, factor, active, disk)
+    return lines
+
+
+def _by_other_factor(got: pd.DataFrame, design: Design, data, active, disk: bool) -> list[str]:
+    """For each active two-factor interaction of the data factor `data` with another factor:
+    where the larger data's reads were served at each of the other factor's levels."""
+    lines = []
+    for term in active:
+        if len(term) != 2 or data.letter not in term:
+            continue
+        other = design.factor(term.replace(data.letter, ""))
+        if other.letter not in got:
+            continue
+        large = got[got[data.letter] == 1]
+        cells = []
+        for sign in (-1, 1):
+            side = large[large[other.letter] == sign]
+            if side.empty:
+                return lines
+            kb = f", {side['disk_bytes_per_tx'].mean() / 1024:.2f} kB from the disk" if disk else ""
+            cells.append(
+                f"at {other.name} {other.level(sign)} the buffers held "
+                f"{100 * side['buffer_hit_ratio'].mean():.1f} % and each transaction read "
+                f"{side['buffer_reads_per_tx'].mean():.2f} blocks from the operating system{kb}"
+            )
+        lines.append(
+            f"The interaction {term} ({data.name} × {other.name}) is active: with "
+            f"**{data.name}** at {data.levels[1]}, {'; '.join(cells)} (means over those rows)."
+        )
     return lines
 
 
