@@ -762,9 +762,10 @@ class YsqlCluster(Cluster):
 
         The row's first load is recorded (`dataset`, measurement.json's `applied.dataset`, as
         the local backend records its own): how (loaded), rows, seconds, rows per second,
-        loaders, rows per chunk. The dataset's size on each tserver is not: YugabyteDB keeps
-        the table in DocDB, which PostgreSQL's pg_total_relation_size does not measure, and its
-        per-tablet SST sizes are only on each tserver's web server, which is not read here."""
+        loaders, rows per chunk. The dataset's size on each tserver is not: nothing here reads
+        it (whether YSQL's pg_total_relation_size measures a DocDB table was not verified; the
+        tablets' SST sizes are on each tserver's web server, which only NodeCounters reads, over
+        SSH when there is SSH to the tservers), and it is not guessed."""
         value_bytes = self.row.dataset_value_bytes
         chunk = chunk_rows_for(self.chunk_rows, value_bytes)
         plan = load_chunks(self.rows, self.loaders, chunk)
