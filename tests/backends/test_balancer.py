@@ -90,6 +90,7 @@ def test_every_reload_is_followed_by_the_settle_hook_and_recorded(postgres):
         return {"after": len(seen)}
 
     cluster = YsqlCluster([ep], row_from_levels(test_existing.LEVELS, 500), runner, settle=settle)
+    cluster.restorable = lambda: False  # a script changing loaded rows: every write reloads
     cluster.reset("write")
     cluster.reset("write")
     cluster.reset("read")  # the read workload keeps the loaded dataset: no reload, no wait

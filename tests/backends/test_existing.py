@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import shutil
@@ -226,6 +228,97 @@ def test_reset_loads_writes_every_time_reads_once():
     assert sum("DROP TABLE" in s for _, s, _ in runner.sql) == 1
 
 
+def test_load_chunks_cover_every_row_once():
+    """10 rows, 3 loaders, chunks of 2: the ranges 0-3, 4-6, 7-9 (10 = 3 x 3 + 1: the first
+    range one row longer), each cut into slices of 2; fewer rows than loaders: one each."""
+    assert ysql.load_chunks(10, 3, 2) == [[(0, 1), (2, 3)], [(4, 5), (6, 6)], [(7, 8), (9, 9)]]
+    assert ysql.load_chunks(2, 3, 5) == [[(0, 0)], [(1, 1)], []]
+    assert ysql.load_chunks(3000, 3, 250)[2][-1] == (2750, 2999)
+    for rows, loaders, chunk in [(1, 1, 1), (10, 4, 3), (1000, 3, 7), (99, 8, 100)]:
+        covered = [k for chunks in ysql.load_chunks(rows, loaders, chunk)
+                   for first, last in chunks for k in range(first, last + 1)]  # fmt: skip
+        assert covered == list(range(rows))
+        assert all(last - first < chunk for chunks in ysql.load_chunks(rows, loaders, chunk)
+                   for first, last in chunks)  # fmt: skip
+    # 2^20-byte values: 64 MiB / 1 MiB = 64 rows a chunk; 32-byte ones: the setting
+    assert ysql.chunk_rows_for(100_000, 2**20) == 64
+    assert ysql.chunk_rows_for(100_000, 32) == 100_000
+    sql = ysql.chunk_sql("kv", 4, 5, "range", 3, 32)
+    assert sql.startswith(f"SET statement_timeout = {ysql.CHUNK_TIMEOUT * 1000};\n")
+    assert f"SELECT (k % 3) * {ysql.BUCKET} + k / 3 AS key FROM generate_series(4, 5, 1)" in sql
+    assert "SELECT k AS key FROM generate_series(4, 5, 1)" in ysql.chunk_sql("kv", 4, 5, "hash", 3)
+
+
+def _loader_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name.startswith("ybscale-loader")]
+
+
+def test_a_failing_loader_stops_the_others_before_their_next_chunk():
+    import threading
+
+    ran, started = [], threading.Event()
+
+    def chunk(loader, i, fail=False):
+        def step():
+            if loader == 0 and i == 0:
+                started.wait(5)  # loader 1 fails while loader 0's first chunk runs
+            if fail:
+                started.set()
+                raise BackendError("chunk 1.0 failed")
+            ran.append((loader, i))
+
+        return step
+
+    loaders = [[chunk(0, i) for i in range(5)], [chunk(1, 0, fail=True), chunk(1, 1)]]
+    with pytest.raises(BackendError, match="chunk 1.0 failed"):
+        ysql.run_loaders(loaders)
+    assert ran == [(0, 0)] and not _loader_threads()  # the chunk under way ended, no more
+
+
+def test_ctrl_c_while_loading_stops_every_loader():
+    """A real SIGINT to this process while the loaders run: KeyboardInterrupt here, every
+    loader stopped before its next chunk, none left running."""
+    import signal
+    import threading
+
+    ran, lock = [], threading.Lock()
+
+    def step(loader, i):
+        def run():
+            if (loader, i) == (0, 1):
+                os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            with lock:
+                ran.append((loader, i))
+
+        return run
+
+    with pytest.raises(KeyboardInterrupt):
+        ysql.run_loaders([[step(n, i) for i in range(20)] for n in range(3)])
+    assert len(ran) < 12 and not _loader_threads()
+
+
+def test_the_load_is_recorded_in_applied():
+    """The row's first load: in applied()'s `dataset` (the same dict: applied() is read before
+    the first reset), chunked per loader over the endpoints; a reload does not replace it."""
+    runner = FakeRunner()
+    c = cluster(runner)
+    c.loaders, c.chunk_rows = 3, 100
+    applied = c.applied()
+    assert applied["dataset"] == {}
+    c.restorable = lambda: False
+    assert [c.reset("write") for _ in range(2)] == ["reloaded", "reloaded"]
+    assert applied["dataset"] is c.dataset
+    assert {k: c.dataset[k] for k in ("how", "rows", "loaders", "chunk_rows")} == {
+        "how": "loaded", "rows": 1000, "loaders": 3, "chunk_rows": 100}  # fmt: skip
+    inserts = [(host, sql) for host, sql, _ in runner.sql if "INSERT INTO" in sql]
+    assert len(inserts) == 2 * (4 + 4 + 4)  # 334, 333, 333 rows in chunks of 100, twice
+    assert {host for host, _ in inserts} == {"10.0.0.0", "10.0.0.1", "10.0.0.2"}
+    assert sum("ANALYZE ybscale_kv" in s for _, s, _ in runner.sql) == 2
+
+
 def _fake_exe(path: Path, body: str) -> Path:
     path.write_text(f"#!{sys.executable}\n{body}")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
@@ -353,14 +446,17 @@ def postgres(tmp_path_factory, template):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=None, rf=1):
+def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=None, rf=1,
+                 one_database=False):  # fmt: skip
     """A YsqlCluster over `tservers` databases carrying YugabyteDB `series`'s views and functions
     (stand-ins generated from the vendored catalogue; each database is one tserver).
 
     tablets: a number (spread by stubs.tablets_sql with replication factor `rf`), or per
     tserver i the tablet ids it holds (every tserver sees the whole tablet list); leaders: tablet
     id -> leader address. series: 2026.1 (has yb_tablet_metadata) when leaders are given, else
-    2024.2 (has none: the leaders come from yb_local_tablets).
+    2024.2 (has none: the leaders come from yb_local_tablets). one_database: every tserver's
+    endpoint is the first's database (as on YugabyteDB, every endpoint serves the same table;
+    each then reports the first tserver's replicas).
     """
     node, runner = postgres
     series = series or ("2026.1" if leaders is not None else "2024.2")
@@ -377,6 +473,9 @@ def stub_cluster(postgres, tablets, leaders=None, tservers=3, name="t", series=N
                 f" VALUES {', '.join(rows)};\n") if rows else ""  # fmt: skip
     eps = []
     for i in range(tservers):
+        if one_database and i:
+            eps.append(dataclasses.replace(eps[0], role=f"tserver{i}"))
+            continue
         db = f"{name}{i}"
         node.psql(f"DROP DATABASE IF EXISTS {db}")
         node.psql(f"CREATE DATABASE {db}")
@@ -553,16 +652,52 @@ def test_a_100_row_insert_visits_the_new_key_sequence_once_not_per_row(postgres,
     assert 1 <= int(visits) <= 2, f"{visits} visits to the sequence for 100 new keys"
 
 
-def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path):
+def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path, monkeypatch):
     """Real pgbench, the real write scripts, the range layout's keys (SPLIT clause left out,
-    PostgreSQL has none): every bucket = tablet receives the inserts of its clients."""
-    from ybscale.backends.local import find_bindir
+    PostgreSQL has none): every bucket = tablet receives the inserts of its clients.
 
-    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name="spread")
-    sql = ysql.dataset_sql(3000, "kv", "range", 3)
-    sql = re.sub(r" SPLIT AT VALUES \(.*?\)\);", ";", sql).replace("(k ASC)", "(k)")
-    c.psql(sql)
-    c._loaded = True
+    The dataset loaded as reset loads it (issue 48): 3 loaders at once, one through each
+    endpoint, in chunks of 250 rows: exactly the keys (i mod 3) * BUCKET + i / 3 of rows
+    0..2999, each valued md5(key) (32 bytes), and the load recorded as local's is."""
+    from ybscale.backends.gcp.plan import measured_loads
+    from ybscale.backends.local import find_bindir
+    from ybscale.report.dataset_text import loads_text
+
+    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name="spread", one_database=True)
+    created = ysql.create_sql
+
+    def on_postgresql(*args):
+        sql = created(*args)
+        return re.sub(r" SPLIT AT VALUES \(.*?\)\);", ";", sql).replace("(k ASC)", "(k)")
+
+    monkeypatch.setattr(ysql, "create_sql", on_postgresql)
+    c.loaders, c.chunk_rows = 3, 250
+    chunks, psql = [], c.runner.psql
+
+    def seen(endpoint, sql, env, timeout):
+        if "INSERT" in sql:
+            chunks.append((endpoint.role, timeout))
+        return psql(endpoint, sql, env, timeout)
+
+    monkeypatch.setattr(c.runner, "psql", seen)
+    assert c.reset("write") == "reloaded"
+    timeout = ysql.CHUNK_TIMEOUT + 30  # per chunk, not per dataset
+    assert sorted(chunks) == [(f"tserver{i}", timeout) for i in range(3) for _ in range(4)]
+    keys = (f"SELECT count(*) FROM generate_series(0, 2999) AS i JOIN kv "
+            f"ON kv.k = (i % 3) * {ysql.BUCKET} + i / 3 AND kv.v = md5(kv.k::text)")  # fmt: skip
+    assert c.psql(keys).strip() == "3000"
+    assert c.psql("SELECT count(*), min(length(v)), max(length(v)) FROM kv").strip() == "3000|32|32"
+    assert {k: c.dataset[k] for k in ("how", "rows", "loaders", "chunk_rows")} == {
+        "how": "loaded", "rows": 3000, "loaders": 3, "chunk_rows": 250}  # fmt: skip
+    assert c.dataset["seconds"] > 0 and c.dataset["rows_per_second"] > 0
+    # measurement.json's `applied.dataset`, as `ybscale plan` and the findings read it
+    run = tmp_path / "results" / "runs" / "run01"
+    run.mkdir(parents=True)
+    applied = {"backend": "existing", "dataset": c.dataset}
+    (run / "measurement.json").write_text(json.dumps({"run": "run01", "applied": applied}))
+    [load] = measured_loads(tmp_path / "results")
+    assert (load["backend"], load["rows"]) == ("existing", 3000)
+    assert loads_text({"run01": {"applied": applied}}).startswith("3,000 rows loaded once (run01)")
     assert c.restorable()  # write.sql only inserts new keys
     for per_tx in (1, 100):
         for target in c.targets("write"):

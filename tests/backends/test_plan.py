@@ -665,7 +665,14 @@ def test_the_plan_estimates_a_billion_row_datasets_load_and_disk_and_refuses_one
         "41,000 rows/s (median 41,000) loading 100,000 to 100,000 rows -- measured on local, not "
         "YugabyteDB on gcp: not a gcp load speed"
     ) in out
-    assert "estimated above 1800 s, the most a reload may take on gcp" in out
+    # loaded in chunks (issue 48): at 20 000 rows/s over 4 loaders, a 100 000-row chunk
+    # takes 20 s, far below the 600 s one may take
+    assert (
+        f"Each load: 4 sessions at once ({cfg}: gcp.loaders), each its own range of the keys "
+        f"in chunks of at most 100,000 rows ({cfg}: gcp.load_chunk_rows), each chunk one "
+        "INSERT of at most 600 s"
+    ) in out
+    assert "WARNING: a chunk" not in out
     # the load speed is a setting: the load time and every row's time follow it
     faster = {**billion, "gcp": {**CONFIG["gcp"], "load_rows_per_s": 50_000}}
     cfg.write_text(yaml.safe_dump(faster))
@@ -677,6 +684,19 @@ def test_the_plan_estimates_a_billion_row_datasets_load_and_disk_and_refuses_one
     slow, fast = plan_of(billion), plan_of(faster)
     read = next(r for r in study.load(billion).rows if r.read_only).run
     assert slow.row_seconds[read] - fast.row_seconds[read] == pytest.approx(50_000 - 20_000)
+    # a chunk of 10^6 rows over 4 loaders at 5 000 rows/s: 10^6 x 4 / 5 000 = 800 s, above
+    # the 600 s a chunk may take; 10^7 rows of 32 B are capped at 64 MiB / 32 B = 2^21 rows
+    # (1 677.7 s); 1 MiB values: 64 rows a chunk, 64 x 4 / 20 000 = 0.0128 s
+    slow_load = {"load_chunk_rows": 10**6, "load_rows_per_s": 5000}
+    huge = {**billion, "gcp": {**CONFIG["gcp"], **slow_load}}
+    assert plan_of(huge).clusters[0].dataset.chunk_seconds == pytest.approx(800)
+    d = plan_mod.DatasetPlan("r", 10, 32, 3, 3, 50, 5000, loaders=4, chunk_rows=10**7)
+    assert d.chunk_seconds == pytest.approx(2**21 * 4 / 5000)
+    wide = plan_mod.DatasetPlan("r", 10, 2**20, 3, 3, 50, 20_000, loaders=4, chunk_rows=10**7)
+    assert wide.chunk_seconds == pytest.approx(0.0128)
+    cfg.write_text(yaml.safe_dump(huge))
+    assert plan_verb.main(["--config", str(cfg), "--analysis", str(tmp_path / "none")]) == 0
+    assert "WARNING: a chunk of the load of nodes" in capsys.readouterr().out
     # a factor on dataset.rows whose 10^9 level, at 100-byte values, no longer fits: 10^9 x
     # 108 B = 108 GB per tserver at RF 3 on 3, more than the 50 GB disk; 10^6 rows fit
     design = seed_study()

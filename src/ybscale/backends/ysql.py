@@ -14,8 +14,10 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Protocol
 
@@ -37,7 +39,11 @@ from ybscale.measure import pgbench
 from ybscale.measure.generators import ClockOffset
 
 PSQL_TIMEOUT = 60
-LOAD_TIMEOUT = 1800
+LOAD_TIMEOUT = 1800  # seconds a restore's DELETE (or the ANALYZE after a load) may take
+CHUNK_TIMEOUT = 600  # seconds one chunk of a load may take (statement_timeout, and psql's)
+LOADERS = 4  # sessions loading the dataset at once (existing.loaders, gcp.loaders)
+CHUNK_ROWS = 100_000  # rows per chunk of a load (existing.load_chunk_rows, gcp.load_chunk_rows)
+CHUNK_BYTES = 64 * 2**20  # at most this many value bytes per chunk (large dataset.value_bytes)
 LAYOUT_TIMEOUT = 120  # seconds the tablet leaders may take to spread
 READY_STATE = "TABLET_DATA_READY"  # yb_local_tablets.state of a replica that serves
 
@@ -56,25 +62,26 @@ def bucket_rows(rows: int, tablets: int) -> list[int]:
     return [len(range(t, rows, tablets)) for t in range(tablets)]
 
 
-def dataset_sql(
-    rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1, value_bytes: int = 32
-) -> str:
-    """Re-create the starting dataset of `rows` keys in `table` (k bigint, v text) from scratch.
+def range_keys(sharding: str = "none", tablets: int = 1) -> str:
+    """The loaded key of row number k, as an SQL expression of k: k itself, or with range
+    sharding (k mod tablets) * BUCKET + k / tablets (row k in range bucket k mod tablets)."""
+    return f"(k % {tablets}) * {BUCKET} + k / {tablets}" if sharding == "range" else "k"
+
+
+def create_sql(table: str = "kv", sharding: str = "none", tablets: int = 1) -> str:
+    """DROP + CREATE of the dataset's table (k bigint, v text) and its new-key sequence, empty.
 
     DROP + CREATE, never TRUNCATE: since YugabyteDB 2024.1 a YSQL TRUNCATE rewrites the table
     with the default tablet count, losing the pre-split (yugabyte-db #21199, #21561, #26641).
-    sharding: none (the database's default primary key, keys 0..rows-1), range (YugabyteDB
-    `k ASC`, split at BUCKET multiples into `tablets` buckets, see BUCKET), hash (YugabyteDB
-    `k HASH` split into `tablets` tablets, keys 0..rows-1). value_bytes: each row's value
-    (`workload.value_sql`).
-    """
-    split, keys = "", "k"
+    sharding: none (the database's default primary key), range (YugabyteDB `k ASC`, split at
+    BUCKET multiples into `tablets` buckets, see BUCKET), hash (YugabyteDB `k HASH` split into
+    `tablets` tablets)."""
+    split = ""
     if sharding == "range":
         pk = "PRIMARY KEY (k ASC)"
         if tablets > 1:
             points = ", ".join(f"({t * BUCKET})" for t in range(1, tablets))
             split = f" SPLIT AT VALUES ({points})"
-        keys = f"(k % {tablets}) * {BUCKET} + k / {tablets}"
     elif sharding == "hash":
         pk = "PRIMARY KEY (k HASH)"
         split = f" SPLIT INTO {tablets} TABLETS"
@@ -87,9 +94,82 @@ def dataset_sql(
         f"DROP SEQUENCE IF EXISTS {table}_new_key;\n"
         f"CREATE TABLE {table} (k bigint, v text NOT NULL, {pk}){split};\n"
         + workload.new_key_sequence_sql(table)
+    )
+
+
+def dataset_sql(
+    rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1, value_bytes: int = 32
+) -> str:
+    """The starting dataset of `rows` keys in `table` in one script: `create_sql`, one INSERT of
+    every row (keys `range_keys` of 0..rows-1; value_bytes: each row's value,
+    `workload.value_sql`), ANALYZE. `YsqlCluster.reset` loads the same rows in chunks, in
+    parallel (`load_chunks`, `chunk_sql`)."""
+    keys = range_keys(sharding, tablets)
+    return (
+        create_sql(table, sharding, tablets)
         + workload.insert_sql(table, 0, rows - 1, keys=keys, value_bytes=value_bytes)
         + f"ANALYZE {table};\n"
     )
+
+
+def chunk_rows_for(chunk_rows: int, value_bytes: int) -> int:
+    """Rows per chunk: `chunk_rows`, fewer when their values would pass CHUNK_BYTES (large
+    `dataset.value_bytes`), at least one."""
+    return max(1, min(chunk_rows, CHUNK_BYTES // max(1, value_bytes)))
+
+
+def load_chunks(rows: int, loaders: int, chunk_rows: int) -> list[list[tuple[int, int]]]:
+    """Each loader's chunks, (first, last) row numbers inclusive: loader i takes the i-th of
+    `loaders` contiguous ranges of 0..rows-1 (the first rows % loaders ranges one row longer),
+    in slices of at most `chunk_rows`; every row number in exactly one chunk. A loader with no
+    rows (rows < loaders) has none."""
+    if loaders < 1 or chunk_rows < 1:
+        raise ValueError(f"loaders and chunk_rows must be positive, got {loaders}, {chunk_rows}")
+    out, first = [], 0
+    for i in range(loaders):
+        end = first + rows // loaders + (1 if i < rows % loaders else 0)  # exclusive
+        out.append([(a, min(a + chunk_rows, end) - 1) for a in range(first, end, chunk_rows)])
+        first = end
+    return out
+
+
+def chunk_sql(table: str, first: int, last: int, sharding: str = "none", tablets: int = 1,
+              value_bytes: int = 32, timeout: float = CHUNK_TIMEOUT) -> str:  # fmt: skip
+    """One chunk of the load, its own session and transaction: rows first..last (keys
+    `range_keys`, values of `value_bytes`) in one INSERT ... SELECT over that slice of
+    generate_series, which the server cancels after `timeout` seconds (statement_timeout)."""
+    return f"SET statement_timeout = {int(timeout * 1000)};\n" + workload.insert_sql(
+        table, first, last, keys=range_keys(sharding, tablets), value_bytes=value_bytes
+    )
+
+
+def run_loaders(loaders: Sequence[Sequence[Callable[[], object]]]) -> None:
+    """Each loader's steps in a thread of its own, in order, the loaders at once. The first
+    failure, or a KeyboardInterrupt here, stops every loader before its next step; the steps
+    under way are waited for (each bounded by its own timeout: one chunk), then it is raised.
+    Nothing is left running when this returns or raises."""
+    stop = threading.Event()
+
+    def loader(steps: Sequence[Callable[[], object]]) -> None:
+        for step in steps:
+            if stop.is_set():
+                return
+            try:
+                step()
+            except BaseException:
+                stop.set()
+                raise
+
+    pool = ThreadPoolExecutor(max(1, len(loaders)), thread_name_prefix="ybscale-loader")
+    try:
+        futures = [pool.submit(loader, steps) for steps in loaders]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in futures:  # the first failure, in the loaders' order
+            if future in done and future.exception() is not None:
+                raise future.exception()
+    finally:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def restore_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1,
@@ -457,6 +537,8 @@ class YsqlCluster(Cluster):
         auto: bool = False,
         read_back: Mapping[str, Callable[[], object]] | None = None,
         web_port: int = TSERVER_WEB_PORT,
+        loaders: int = LOADERS,
+        chunk_rows: int = CHUNK_ROWS,
     ):
         if not endpoints:
             raise BackendError("no SQL endpoints")
@@ -488,6 +570,9 @@ class YsqlCluster(Cluster):
         self.cpu = cpu or MachineCpu(self.generator_readers(), {})
         self.web_port = web_port  # the tservers' web server (YugabyteDB: their metrics)
         self._blocks: NodeCounters | None = None
+        self.loaders = loaders  # sessions loading the dataset at once (`load`)
+        self.chunk_rows = chunk_rows  # rows per chunk of a load, at most (`chunk_rows_for`)
+        self.dataset: dict = {}  # the row's first load (`load`), for measurement.json
         self.settled: list[dict] = []
         self.layouts: list[dict] = []
         self.recounted: list[dict] = []  # the layout read again after each measured repetition
@@ -658,15 +743,56 @@ class YsqlCluster(Cluster):
             self.psql(restore_sql(self.rows, self.table, self.sharding, self.tablets, vacuum),
                       timeout=LOAD_TIMEOUT)  # fmt: skip
             return "restored"
-        size = self.row.dataset_value_bytes
-        sql = dataset_sql(self.rows, self.table, self.sharding, self.tablets, size)
-        self.psql(sql, timeout=LOAD_TIMEOUT)
+        self.load()
         self._loaded = True
         if self.settle is not None:
             self.settled.append(self.settle())
         if self.sharding in ("range", "hash"):
             self.layouts.append(self.check_layout())
         return "reloaded"
+
+    def load(self) -> dict:
+        """The dataset re-created and loaded as YugabyteDB's sample apps load: the table dropped
+        and created empty (`create_sql`, one session), then `loaders` sessions at once (loader
+        i through endpoint i mod n, each by `self.psql`: on gcp over SSH from the load
+        generator), each inserting its own contiguous range of the rows in chunks
+        (`load_chunks`, `chunk_sql`: each chunk its own psql session and transaction, at most
+        CHUNK_TIMEOUT seconds), then ANALYZE. The keys, values and split are `dataset_sql`'s. A
+        loader that fails (or Ctrl-C) stops the others before their next chunk (`run_loaders`).
+
+        The row's first load is recorded (`dataset`, measurement.json's `applied.dataset`, as
+        the local backend records its own): how (loaded), rows, seconds, rows per second,
+        loaders, rows per chunk. The dataset's size on each tserver is not: nothing here reads
+        it (whether YSQL's pg_total_relation_size measures a DocDB table was not verified; the
+        tablets' SST sizes are on each tserver's web server, which only NodeCounters reads, over
+        SSH when there is SSH to the tservers), and it is not guessed."""
+        value_bytes = self.row.dataset_value_bytes
+        chunk = chunk_rows_for(self.chunk_rows, value_bytes)
+        plan = load_chunks(self.rows, self.loaders, chunk)
+        started = time.monotonic()
+        self.psql(create_sql(self.table, self.sharding, self.tablets), timeout=CHUNK_TIMEOUT)
+
+        def step(endpoint: Endpoint, first: int, last: int) -> Callable[[], object]:
+            sql = chunk_sql(self.table, first, last, self.sharding, self.tablets, value_bytes)
+            return lambda: self.psql(sql, endpoint, timeout=CHUNK_TIMEOUT + 30)
+
+        run_loaders([
+            [step(self.endpoints[i % len(self.endpoints)], first, last) for first, last in chunks]
+            for i, chunks in enumerate(plan)
+        ])  # fmt: skip
+        self.psql(f"ANALYZE {self.table};\n", timeout=LOAD_TIMEOUT)
+        seconds = time.monotonic() - started
+        record = {
+            "how": "loaded",
+            "rows": self.rows,
+            "seconds": round(seconds, 3),
+            "rows_per_second": round(self.rows / seconds) if seconds > 0 else None,
+            "loaders": sum(1 for chunks in plan if chunks),
+            "chunk_rows": chunk,
+        }
+        if not self.dataset:  # the row's load; a reload's seconds are in repetitions.csv
+            self.dataset.update(record)
+        return record
 
     def inserted_per_bucket(self) -> dict[str, int]:
         """New rows per range bucket since the last load (range sharding)."""
@@ -857,6 +983,7 @@ class YsqlCluster(Cluster):
             "load_generators": self.generators_record(),
             "table": self.table,
             "sharding": self.sharding,
+            "dataset": self.dataset,  # filled by the first load
             "tablet_layout": self.layouts,  # filled by every reset
             "tablet_layout_after_repetitions": self.recounted,  # filled by verify_layout
             "inserted_per_tablet": self.inserted,  # filled before every reload

@@ -260,6 +260,8 @@ class ExistingBackend(Backend):
                     pgbench=self.settings["pgbench"],
                     cpu=cpu,
                     generators=used,
+                    loaders=self.settings["loaders"],
+                    chunk_rows=self.settings["load_chunk_rows"],
                     spare=spare,
                     auto=auto,
                 )

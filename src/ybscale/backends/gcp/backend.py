@@ -315,6 +315,8 @@ class GcpBackend(Backend):
                 spare=spare,
                 auto=auto,
                 web_port=int(endpoints.get("tserver_web_port", TSERVER_WEB_PORT)),
+                loaders=self.settings["loaders"],
+                chunk_rows=self.settings["load_chunk_rows"],
                 # what every master and tserver says it runs with (its /api/v1/varz), read
                 # with the settings in effect before the row measures
                 read_back={"server_flags_reported": functools.partial(

@@ -59,6 +59,8 @@ class DatasetPlan:
     tservers: int
     disk_gb: int
     load_rows_per_s: float
+    loaders: int = 4  # gcp.loaders: sessions loading at once
+    chunk_rows: int = 100_000  # gcp.load_chunk_rows
 
     @property
     def logical_bytes(self) -> int:
@@ -72,6 +74,15 @@ class DatasetPlan:
     @property
     def load_seconds(self) -> float:
         return self.rows / self.load_rows_per_s
+
+    @property
+    def chunk_seconds(self) -> float:
+        """One chunk's load time: its rows (`ysql.chunk_rows_for`) at one loader's share of
+        gcp.load_rows_per_s."""
+        from ybscale.backends.ysql import chunk_rows_for
+
+        rows = chunk_rows_for(self.chunk_rows, self.value_bytes)
+        return rows * self.loaders / self.load_rows_per_s
 
     @property
     def disk_share(self) -> float:
@@ -110,6 +121,8 @@ def dataset_plan(row: Row, settings: Mapping) -> DatasetPlan:
         tservers=machines.tservers,
         disk_gb=settings["disk_size_gb"],
         load_rows_per_s=settings["load_rows_per_s"],
+        loaders=settings["loaders"],
+        chunk_rows=settings["load_chunk_rows"],
     )
 
 
@@ -671,7 +684,7 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
     """Each cluster's largest dataset, estimated (`DatasetPlan`), with what the estimates leave
     out; where the load speed came from, and the loads `results` measured beside it (`loads`,
     `measured_loads`), never in its place."""
-    from ybscale.backends.ysql import LOAD_TIMEOUT
+    from ybscale.backends.ysql import CHUNK_TIMEOUT
     from ybscale.settings import schema
 
     datasets = [(c.cluster, c.dataset) for c in p.clusters if c.dataset is not None]
@@ -724,12 +737,18 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
             f"{statistics.median(speeds):,.0f}) loading {rows[0]:,} to {rows[-1]:,} rows -- "
             f"{what}"
         )
-    slow = sorted({name for name, d in datasets if d.load_seconds > LOAD_TIMEOUT})
+    first = datasets[0][1]
+    lines.append(
+        f"Each load: {first.loaders} sessions at once ({source_of('gcp.loaders')}), each its "
+        f"own range of the keys in chunks of at most {first.chunk_rows:,} rows "
+        f"({source_of('gcp.load_chunk_rows')}), each chunk one INSERT of at most {CHUNK_TIMEOUT} s"
+    )
+    slow = sorted({name for name, d in datasets if d.chunk_seconds > CHUNK_TIMEOUT})
     if slow:
         lines.append(
-            f"WARNING: the load of {', '.join(slow)} is estimated above {LOAD_TIMEOUT} s, the "
-            "most a reload may take on gcp (ysql.LOAD_TIMEOUT, one INSERT statement): it "
-            "would fail there"
+            f"WARNING: a chunk of the load of {', '.join(slow)} is estimated above "
+            f"{CHUNK_TIMEOUT} s, the most one may take (ysql.CHUNK_TIMEOUT): it would fail "
+            "there; lower gcp.load_chunk_rows"
         )
     return lines
 
