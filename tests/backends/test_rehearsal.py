@@ -490,14 +490,11 @@ def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
         assert applied["load_generator"]["pgbench_version"].startswith("pgbench (PostgreSQL)")
         throughput = pd.read_csv(folder / "throughput.csv")
         assert list(throughput["clients"]) == [1, 2] and (throughput["tps_mean"] > 0).all()
-        # where reads were served (issue 48): every tserver's block cache, read on its VM from
-        # its /prometheus-metrics (the stand-in's PostgreSQL counters), around every run
-        assert applied["block_counters"]["measured"] == ["block_cache", "disk"], applied
+        # where reads were served (issue 48): without existing.ssh no tserver's machine is
+        # reached, so no block counter is read (the gcp study reads them) and none is written
+        assert applied["block_counters"] == {"measured": [], "why_not": "no SSH to the tservers"}
         reps = pd.read_csv(folder / "repetitions.csv")
-        fields = ["buffer_hits", "buffer_reads"] + [f for f in reps if f.startswith("disk_")]
-        assert reps[fields].notna().all().all() and (reps[fields] >= 0).all().all(), reps
-        if meta["row"]["read_only"]:
-            assert (reps["buffer_hits"] > 0).all(), reps
+        assert not [f for f in reps if f.startswith(("buffer_", "disk_"))], list(reps)
         # pgbench ran on the load generator: its per-transaction logs came back over SSH
         assert list((folder / "pgbench-logs").glob("*")), run
     for folder in remote:  # each row's script went to the load generator

@@ -160,6 +160,8 @@ def _knob_values(design, defaults: Mapping) -> tuple[dict, dict, list[str]]:
                 base[knob] = _convert(knob, value)
             except ValueError as exc:
                 errors.append(f"{where}: {exc}")
+    # the read script's key distribution, uniform unless a default or a factor says otherwise
+    base.setdefault(knobs.DISTRIBUTION, knobs.distribution_parameter("uniform"))
     by_factor = {}
     for f in design.factors:
         if f.fold:  # analysed, never applied
