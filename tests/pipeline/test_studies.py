@@ -286,7 +286,7 @@ def test_a_design_with_centre_points_measures_them_and_tests_curvature(tmp_path)
         for run in ("run05", "run06"):
             meta = json.loads((results / "runs" / run / "measurement.json").read_text())
             assert meta["row"]["cluster"]["nodes"] == 4
-            assert meta["row"]["variables"] == {"rows": "51"}
+            assert meta["row"]["variables"] == {"rows": "51", "distribution": "0"}
         ceilings = pd.read_csv(results / "ceilings.csv").set_index("run")
         assert (ceilings.loc[["run05", "run06"], ["A", "B"]] == 0).all().all()
         effects = pd.read_csv(results / "effects.csv")
