@@ -101,19 +101,22 @@ class MeasuringProtocol:
         midpoints = ADAPTIVE_EXTRA_COUNTS if self.sweep == "adaptive" else 0
         return len(self.clients) + midpoints + len(extension)
 
-    def row_seconds(self, read_only: bool, load_seconds: float, per_count_overhead: float) -> float:
+    def row_seconds(
+        self, loaded_once: bool, load_seconds: float, per_count_overhead: float
+    ) -> float:
         """Wall time of one row at most: per count the warm-up, `max_repetitions` (the
-        precision target never met) and `per_count_overhead`; a write row reloads its dataset
-        (`load_seconds`) before every repetition. The adaptive sweep's early stop is not
-        counted: an upper bound for planning."""
+        precision target never met) and `per_count_overhead`; the dataset loaded once
+        (`load_seconds`) when `loaded_once` (a read row, or a write row whose repetitions are
+        restored: the keys it added deleted, not counted), else before every repetition. The
+        adaptive sweep's early stop is not counted: an upper bound for planning."""
         counts = self.counts_at_most()
         if self.sweep == "economy":  # every count probed, one measured in full
             probes = counts * (self.warmup + self.probe_seconds + per_count_overhead)
             full = ECONOMY_REPETITIONS * self.seconds + self.warmup + per_count_overhead
-            reloads = 1 if read_only else counts + ECONOMY_REPETITIONS
+            reloads = 1 if loaded_once else counts + ECONOMY_REPETITIONS
             return probes + full + reloads * load_seconds
         per_count = self.warmup + self.most_repetitions * self.seconds + per_count_overhead
-        reloads = 1 if read_only else counts * self.most_repetitions
+        reloads = 1 if loaded_once else counts * self.most_repetitions
         return counts * per_count + reloads * load_seconds
 
     def describe(self) -> str:

@@ -21,6 +21,7 @@ from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.stacks import cluster_machines
 from ybscale.backends.prices import money
 from ybscale.config_sources import source_of
+from ybscale.design import workload
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
 from ybscale.measure.measuring import MeasuringProtocol
@@ -288,7 +289,8 @@ def row_seconds(row: Row, measurement: Mapping, load_rows_per_s: float) -> float
     count."""
     protocol = MeasuringProtocol.of(measurement)
     load = row.dataset_rows / load_rows_per_s
-    return protocol.row_seconds(row.read_only, load, PER_COUNT_OVERHEAD_S)
+    once = row.read_only or workload.inserts_only(Path(row.script_path).read_text())
+    return protocol.row_seconds(once, load, PER_COUNT_OVERHEAD_S)
 
 
 def cpu_quota(machine_type: str) -> str:
@@ -715,8 +717,9 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
     )
     lines.append(
         f"Load time: at {speed:,.0f} rows/s ({source_of('gcp.load_rows_per_s')}, {origin}), "
-        "one load per read row and one per repetition of a write row (counted in the wall "
-        "time below)"
+        "one load per row, read or INSERT-only write (its repetitions restored: the keys it "
+        "added deleted, not counted), one per repetition of a row whose script changes loaded "
+        "rows (counted in the wall time below)"
     )
     by_backend: dict[str, list[Mapping]] = {}
     for load in loads:
