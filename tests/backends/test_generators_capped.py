@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +32,7 @@ from loopback import loopback_site, machine_group, machine_sshd, set_machine_cpu
 from test_generators_loopback import READS, ROW, existing_settings, study_of
 
 from ybscale.backends.existing import ExistingBackend
+from ybscale.backends.ysql import METRICS_PATH
 from ybscale.measure import bench
 
 pytestmark = pytest.mark.slow
@@ -72,6 +76,42 @@ def capped(sshd):
         assert servers_under(root) == []
 
 
+@contextmanager
+def metrics_on_every_address(site_file: Path) -> Iterator[int]:
+    """A stand-in tserver's /prometheus-metrics (tests/vm_boot.py: YugabyteDB's names and
+    format, from the cluster's PostgreSQL counters) on every loopback address, at a port of
+    its own (what existing.tserver_web_port then names); its port."""
+    import vm_boot
+
+    from ybscale.backends.local import find_bindir
+
+    where = json.loads(site_file.read_text())
+    vm = {"ysql": f"{where['tservers']['2'][0]}:{where['ysql_port']}",
+          "postgres": str(find_bindir() / "postgres")}  # fmt: skip
+
+    class Metrics(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            if self.path != METRICS_PATH:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(vm_boot.prometheus_metrics(vm, "stand-in").encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("0.0.0.0", 0), Metrics)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 def node_login(sshd, site_file: Path, known_hosts: Path) -> dict:
     """existing.ssh: every tserver's CPU read from the cluster's stand-in machine."""
     port = json.loads(site_file.read_text())["tserver_ssh_port"]
@@ -94,13 +134,17 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
     known = tmp_path / "known_hosts"
     a, b = ({**login, "known_hosts": str(known)} for login in (a, b))
     nodes = node_login(sshd, site_file, known)
-    # calibration: A alone, unrestricted relative to the cluster
-    settings = existing_settings(site_file, [a], nodes, repetitions=1, max_repetitions=1)
+    # calibration: A alone, unrestricted relative to the cluster; the tservers' block cache
+    # read from a stand-in /prometheus-metrics on existing.tserver_web_port (issue 48)
     row = row_from_levels(ROW, 2000)
-    with ExistingBackend(settings).cluster(row, tmp_path) as cluster:
-        out = tmp_path / "calibration"
-        bench.measure(row, cluster, settings["measurement"], out, progress=lambda _: None)
+    with metrics_on_every_address(site_file) as port:
+        settings = existing_settings(site_file, [a], nodes, web_port=port, repetitions=1,
+                                     max_repetitions=1)  # fmt: skip
+        with ExistingBackend(settings).cluster(row, tmp_path) as cluster:
+            out = tmp_path / "calibration"
+            bench.measure(row, cluster, settings["measurement"], out, progress=lambda _: None)
     line = pd.read_csv(out / "throughput.csv").iloc[0]
+    assert 0 < line["buffer_hit_ratio"] <= 1 and line["disk_bytes_per_tx"] >= 0, line.to_dict()
     generator_ms = 1000 * line["util_client"] / line["tps"]  # 1 CPU: U x 1 / X
     server_ms = 1000 * line["util_node0"] / line["tps"]
     assert 0 < generator_ms < server_ms, line.to_dict()  # pgbench is the lighter side

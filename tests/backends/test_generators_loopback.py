@@ -98,7 +98,9 @@ def logins(sshd, second, known_hosts: Path) -> list[dict]:
     ]
 
 
-def existing_settings(site_file: Path, generators: list[dict], ssh=None, **measurement) -> dict:
+def existing_settings(
+    site_file: Path, generators: list[dict], ssh=None, web_port: int | None = None, **measurement
+) -> dict:
     where = json.loads(site_file.read_text())
     entry = {"hosts": where["tservers"]["2"], "port": where["ysql_port"], "password_env": None}
     combos = {"nodes2-small-reploff": entry}
@@ -106,6 +108,7 @@ def existing_settings(site_file: Path, generators: list[dict], ssh=None, **measu
          "max_repetitions": 2, "sweep": "grid", "seconds": 3, "warmup": 0, "timeout": 60,
          **measurement}  # fmt: skip
     section = {"combinations": combos, "load_generators": generators, "ssh": ssh}
+    section |= {"tserver_web_port": web_port} if web_port else {}
     return settings_with(backend="existing", existing=section, measurement=m)
 
 

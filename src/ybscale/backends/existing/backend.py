@@ -262,6 +262,7 @@ class ExistingBackend(Backend):
                     generators=used,
                     loaders=self.settings["loaders"],
                     chunk_rows=self.settings["load_chunk_rows"],
+                    web_port=self.settings["tserver_web_port"],
                     spare=spare,
                     auto=auto,
                 )
