@@ -81,23 +81,22 @@ class MachineCpu:
         self, nodes: Mapping[str, ssh.SshHost], client: bool = True
     ) -> tuple[dict[str, str], dict[str, str]]:
         """(/proc/stat by name, `client` too if asked; error by name of the nodes that failed)."""
-        procs = {name: ssh.run(host, READ, timeout=READ_TIMEOUT) for name, host in nodes.items()}
-        texts, failed = {}, {}
-        try:
+
+        def parse(text: str) -> tuple[str, int]:
+            return text, proc_stat_busy(text)[1]
+
+        clients: dict[str, str] = {}
+
+        def read_clients() -> None:  # while the nodes' reads run, as close to them as it can
             if client:
-                texts |= {name: read() for name, read in self.clients.items()}
-            for name, proc in procs.items():
-                try:
-                    texts[name] = ssh.finish(nodes[name], READ, proc, READ_TIMEOUT)
-                    self.cpus[name] = proc_stat_busy(texts[name])[1]
-                except (BackendError, ValueError, IndexError) as exc:
-                    failed[name] = str(exc)
-        finally:
-            for proc in procs.values():
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.communicate()
-        return texts, failed
+                clients.update({name: read() for name, read in self.clients.items()})
+
+        read, failed = ssh.on_every_host(
+            nodes, dict.fromkeys(nodes, READ), READ_TIMEOUT, parse, (ValueError, IndexError),
+            read_clients,
+        )  # fmt: skip
+        self.cpus |= {name: cpus for name, (_, cpus) in read.items()}
+        return {**clients, **{name: text for name, (text, _) in read.items()}}, failed
 
     def read(self) -> dict[str, str]:
         """/proc/stat of the load generator and of every node that `open` could read;

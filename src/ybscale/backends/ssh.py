@@ -7,11 +7,14 @@ import os
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ybscale.backends.base import BackendError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,35 @@ def finish(
             f"{err.strip()[-2000:]}"
         )
     return out
+
+
+def on_every_host(
+    hosts: Mapping[str, SshHost],
+    argv: Mapping[str, Sequence[str]],
+    timeout: float,
+    parse: Callable[[str], T],
+    errors: tuple[type[Exception], ...] = (),
+    meanwhile: Callable[[], object] = lambda: None,
+) -> tuple[dict[str, T], dict[str, str]]:
+    """`argv[name]` on every host at once (`meanwhile` called once they are started); (parsed
+    stdout by name, error by name of those whose command failed or whose output `parse`
+    refused with one of `errors`). Every ssh started is gone when this returns, also when it
+    raises."""
+    procs = {name: run(host, argv[name], timeout=timeout) for name, host in hosts.items()}
+    done, failed = {}, {}
+    try:
+        meanwhile()
+        for name, proc in procs.items():
+            try:
+                done[name] = parse(finish(hosts[name], argv[name], proc, timeout))
+            except (BackendError, *errors) as exc:
+                failed[name] = str(exc)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return done, failed
 
 
 def _scp(target: SshHost, src: str, dst: str, timeout: float) -> None:

@@ -369,19 +369,9 @@ class NodeCounters:
 
         nodes = self.cpu.nodes
         argv = {n: ["sh", "-c", NODE_SCRIPT, self.urls.get(n, "")] for n in nodes}
-        procs = {n: ssh.run(host, argv[n], timeout=60) for n, host in nodes.items()}
-        readings, failed = {}, {}
-        try:
-            for name, proc in procs.items():
-                try:
-                    readings[name] = node_reading(ssh.finish(nodes[name], argv[name], proc, 60))
-                except (BackendError, ValueError, IndexError, KeyError) as exc:
-                    failed[name] = str(exc)
-        finally:
-            for proc in procs.values():
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.communicate()
+        readings, failed = ssh.on_every_host(
+            nodes, argv, 60, node_reading, (ValueError, IndexError, KeyError)
+        )
         return {**readings, **{n: {"error": why} for n, why in failed.items()}}
 
     def open(self) -> dict:
