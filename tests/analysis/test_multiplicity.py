@@ -164,6 +164,21 @@ def test_findings_and_charts_say_the_rule_and_how_many_columns(tmp_path, rule):
     assert "15 columns" in " ".join(half["title"]["subtitle"])
 
 
+def test_a_study_with_no_active_column_names_every_column_within_the_noise(tmp_path):
+    """Noise only under Holm: no column is a finding, and the findings still name the columns
+    that were judged (as they do when some are active), never an empty list."""
+    from ybscale.report import findings
+
+    y = _responses(NULL_DESIGN, np.random.default_rng(20240), {})
+    effects = estimate_effects(NULL_DESIGN, y, alpha=ALPHA, multiplicity="holm")
+    terms = effects[effects["term"] != "error"]
+    assert not terms["active"].any()
+    study = findings.Study(NULL_DESIGN, effects, pd.DataFrame(), pd.DataFrame(), {}, {}, 0.05, "")
+    text = findings.render(findings.effects_section(study), "md")
+    assert "None: no effect stands out from the noise" in text
+    assert f"All 15 columns ({', '.join(terms['term'])}) are within the noise" in text
+
+
 def _data(spec: dict, layer: dict) -> list[dict]:
     """The rows of a layer's inline data that name a reference line."""
     name = layer.get("data", {}).get("name")

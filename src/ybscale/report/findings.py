@@ -628,10 +628,12 @@ def effects_section(study: Study) -> list[str]:
             "interval excludes 0"
         )
     lines = [f"**Active effects**, largest first ({rule}; 95 % intervals in brackets)."]
+    quiet = ", ".join(terms.loc[~terms["active"], "term"].astype(str))
     if active.empty:
         lines.append(
             "None: no effect stands out from the noise (standard error of an effect "
-            f"{number(se, model)}{unit}). The study cannot tell any factor's effect from zero."
+            f"{number(se, model)}{unit}). All {len(terms)} columns ({quiet}) are within the "
+            "noise: the study cannot tell any factor's effect from zero."
         )
         return lines + mult.family_text(terms, study.alpha)
     doubtful = unsettled(terms)
@@ -647,12 +649,10 @@ def effects_section(study: Study) -> list[str]:
         for _, row in active.iterrows()
     ]
     lines.append(("ol", items))
-    quiet = terms[~terms["active"]]
-    if len(quiet):
+    if quiet:
         lines.append(
-            f"The other {len(quiet)} columns ({', '.join(quiet['term'].astype(str))}) are within "
-            "the noise: this study cannot tell their effects from zero (which is not evidence "
-            "that they are zero)."
+            f"The other {len(terms) - len(active)} columns ({quiet}) are within the noise: this "
+            "study cannot tell their effects from zero (which is not evidence that they are zero)."
         )
     return lines + mult.family_text(terms, study.alpha)
 
