@@ -638,6 +638,7 @@ def test_a_100_row_insert_visits_the_new_key_sequence_once_not_per_row(postgres,
     argv = [str(find_bindir() / "pgbench"), "-n", "-t", "1", "-f",
             str(ROOT / "workloads" / "write.sql"), "-h", ep.host, "-p", str(ep.port),
             "-U", "postgres", "-Drows=100", "-Dkeybase=10", "-Dnshards=1", "-Dshard=0",
+            "-Dvalue_bytes=32",
             db]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -704,7 +705,7 @@ def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path, monkeypa
             argv = [str(find_bindir() / "pgbench"), "-n", "-t", "4", "-f",
                     str(ROOT / "workloads" / "write.sql"), "-h", target.endpoint.host,
                     "-p", str(target.endpoint.port), "-U", "postgres",
-                    f"-Drows={per_tx}"]  # fmt: skip
+                    f"-Drows={per_tx}", "-Dvalue_bytes=32"]  # fmt: skip
             argv += [f"-D{k}={v}" for k, v in target.variables.items()]
             done = subprocess.run(argv + [c.endpoints[0].dbname], capture_output=True, text=True)
             assert done.returncode == 0, done.stderr

@@ -298,7 +298,36 @@ def test_valid_2_3_design_without_cluster_factor_has_one_combination(workflow):
     assert row.variables == {"rows": "100", "distribution": "0"}
     assert row.script == "read" and row.read_only
     assert loaded.rows[2].kind == "write"
+    # the write script's new rows are as large as the loaded ones (dataset.value_bytes)
+    assert loaded.rows[2].variables == {"rows": "1", "value_bytes": "32"}
     assert loaded.rows[4].isolation == "repeatable read"
+
+
+def test_a_variable_factor_may_be_read_by_some_of_the_designs_scripts(workflow):
+    """`workload.distribution` as a factor beside the read/write factor: read.sql reads it,
+    write.sql (new keys) does not; the write rows run alike at both levels (the factor's effect
+    there is zero, an interaction with the script), and neither gets the variable."""
+    work, _ = workflow
+    design = factors(D={"name": "skew", "sets": "workload.distribution",
+                        "levels": ["uniform", "zipfian"]})  # fmt: skip
+    design["generators"] = {"D": "ABC"}
+    path = case_design(work, "skew", design)
+    loaded = study.load({**CONFIG, "design": str(path), "workloads": str(REPO / "workloads")})
+    by_kind = {
+        (r.kind, r.levels["skew"]): r.variables
+        for r in loaded.rows
+        if r.levels["operation_size"] == 1
+    }
+    assert by_kind[("read", "uniform")]["distribution"] == "0"
+    assert by_kind[("read", "zipfian")]["distribution"] == str(knobs.ZIPFIAN_S)
+    assert (
+        by_kind[("write", "uniform")]
+        == by_kind[("write", "zipfian")]
+        == {
+            "rows": "1",
+            "value_bytes": "32",
+        }
+    )
 
 
 def test_server_factor_gets_a_cluster_per_level(workflow):

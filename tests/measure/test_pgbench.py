@@ -304,3 +304,39 @@ def test_the_read_scripts_keys_are_drawn_as_workload_distribution_says(
         assert top_key == 0 and 0.12 < top / 4000 < 0.23, drawn[:3]
     else:
         assert top_key == 0 and top / 4000 > 0.75, drawn[:3]
+
+
+def test_the_write_scripts_new_rows_are_as_large_as_the_loaded_ones(data_root, tmp_path):
+    """Issue 48: workloads/write.sql run by real pgbench on a real server at three
+    `dataset.value_bytes` (the row's `value_bytes` variable): every new row's value has exactly
+    that many bytes, the values differ from row to row (distinct md5s, not one repeated), and the
+    new keys lie above `keybase`, as the restore expects."""
+    import subprocess
+
+    from conftest import row_from_levels
+
+    from ybscale.backends.local.cluster import LocalBackend
+    from ybscale.design import workload
+
+    script = Path(__file__).parents[2] / "workloads" / "write.sql"
+    backend = LocalBackend(
+        __import__("conftest").settings_with(local={"data_root": str(data_root)})
+    )
+    levels = {"nodes": 1, "replication": "off", "workload": "write", "node_size": "small"}
+    row = row_from_levels(levels, 100)
+    assert row.variables["value_bytes"] == "32"
+    with backend.cluster(row, tmp_path) as cluster:
+        node = cluster.nodes[0]
+        for value_bytes in (7, 32, 100):
+            variables = {**workload.key_variables(100, 0, 1), "rows": 5, "value_bytes": value_bytes}
+            argv = [cluster.pgbench, "-n", "-t", "2", "-f", str(script),
+                    "-h", "127.0.0.1", "-p", str(node.port), "-U", "postgres", "postgres",
+                    *(f"-D{k}={v}" for k, v in variables.items())]  # fmt: skip
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            assert out.returncode == 0, out.stderr
+            added = node.psql(
+                "SELECT count(*), min(octet_length(v)), max(octet_length(v)), count(DISTINCT v) "
+                "FROM kv WHERE k >= 100"
+            )
+            assert added == f"10|{value_bytes}|{value_bytes}|10", (value_bytes, added)
+            node.psql("DELETE FROM kv WHERE k >= 100")

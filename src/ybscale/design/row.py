@@ -188,7 +188,9 @@ def _knob_values(design, defaults: Mapping) -> tuple[dict, dict, list[str]]:
 
 
 def _check_scripts(design, by_factor: Mapping, base: Mapping, workloads_dir: Path) -> list[str]:
-    """Every script exists, uses every variable a factor sets, and gets every variable it uses."""
+    """Every script exists and gets every variable it uses; every variable a factor sets is used
+    by a script of the design (with the script a factor too, the rows of a script that does not
+    read it run alike at both levels: the factor's effect there is zero, an interaction)."""
     errors = []
     script_knob = [(letter, lv) for letter, (k, lv) in by_factor.items() if k == "workload.script"]
     if script_knob:
@@ -202,6 +204,7 @@ def _check_scripts(design, by_factor: Mapping, base: Mapping, workloads_dir: Pat
         if k.startswith("workload.") and k != "workload.script"
     }
     default_vars = {k.split(".", 1)[1] for k in base if k.startswith("workload.")} - {"script"}
+    paths, used_by_some = [], set()
     for name, field_where in zip(names, where, strict=True):
         if name is None:
             continue
@@ -211,13 +214,14 @@ def _check_scripts(design, by_factor: Mapping, base: Mapping, workloads_dir: Pat
             errors.append(f"{field_where}: workload.script: no script {path} (scripts: {have})")
             continue
         used = workload.variables_used(path.read_text())
-        for var, letter in sorted(factor_vars.items()):
-            if var not in used:
-                errors.append(
-                    f"{design.source}: factors.{letter}.sets: workload.{var}: "
-                    f"{path} never uses :{var}"
-                )
-        provided = set(workload.HARNESS_VARIABLES) | set(factor_vars) | default_vars
+        paths.append(str(path))
+        used_by_some |= used
+        provided = (
+            set(workload.HARNESS_VARIABLES)
+            | set(workload.DATASET_VARIABLES)
+            | set(factor_vars)
+            | default_vars
+        )
         for var in sorted(used - provided):
             errors.append(
                 f"{path}: uses :{var}, which no factor and no default "
@@ -225,6 +229,12 @@ def _check_scripts(design, by_factor: Mapping, base: Mapping, workloads_dir: Pat
             )
         clash = used & set(factor_vars) & set(workload.HARNESS_VARIABLES)
         errors += [f"{path}: :{var} is set by the harness" for var in sorted(clash)]
+    for var, letter in sorted(factor_vars.items()):
+        if paths and var not in used_by_some:
+            errors.append(
+                f"{design.source}: factors.{letter}.sets: workload.{var}: no script of the "
+                f"design uses :{var} ({', '.join(paths)})"
+            )
     return errors
 
 
@@ -279,6 +289,9 @@ def _row(run, replicate, values, sources, labels, workloads_dir, by_factor) -> R
     text = path.read_text()
     used = workload.variables_used(text)
     variables = {k: v for k, v in of("workload").items() if k != "script" and k in used}
+    value_bytes = values.get("dataset.value_bytes", workload.VALUE_BYTES)
+    if "value_bytes" in used:
+        variables["value_bytes"] = str(value_bytes)
     return Row(
         run=run,
         cluster=ClusterShape(
@@ -292,7 +305,7 @@ def _row(run, replicate, values, sources, labels, workloads_dir, by_factor) -> R
         script_path=str(path),
         variables=variables,
         dataset_rows=values["dataset.rows"],
-        dataset_value_bytes=values.get("dataset.value_bytes", workload.VALUE_BYTES),
+        dataset_value_bytes=value_bytes,
         read_only=workload.read_only(text),
         levels=dict(sorted(labels.items())),
         sources=sources,

@@ -2,8 +2,10 @@
 
 A script is ``<workloads>/<name>.sql``. Besides the variables the row sets (``workload.<var>``),
 the harness gives every script its key space: ``shard``, ``nshards``, ``shard_rows``, ``keybase``
-(see ``key_variables``). A script is read-only when it changes nothing (no INSERT, UPDATE, ...);
-read-only scripts may be spread over replicas and leave the dataset as it was.
+(see ``key_variables``), and the dataset's value size ``value_bytes`` (``dataset.value_bytes``:
+the rows a script writes are as large as the loaded ones). A script is read-only when it
+changes nothing (no INSERT, UPDATE, ...); read-only scripts may be spread over replicas and
+leave the dataset as it was.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 HARNESS_VARIABLES = ("shard", "nshards", "shard_rows", "keybase")
+DATASET_VARIABLES = ("value_bytes",)  # from the row's dataset knobs, when a script uses them
 
 # Sequence values a session takes at once for the write scripts' new keys. PostgreSQL's default
 # (1) makes every nextval() a visit to the sequence, so a 100-row INSERT paid 100 of them; on
