@@ -330,6 +330,16 @@ def test_a_variable_factor_may_be_read_by_some_of_the_designs_scripts(workflow):
     )
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "config").glob("design*.yaml")))
+def test_every_shipped_design_resolves_to_its_rows(name):
+    """The designs the docs tell users to run (config/design*.yaml) resolve with the shipped
+    defaults: one row per run, every factor's levels applied."""
+    loaded = study.load({**CONFIG, "design": str(REPO / "config" / name)})
+    assert len(loaded.rows) == loaded.design.n_runs > 0
+    for f in loaded.design.factors:
+        assert {r.levels[f.name] for r in loaded.rows} >= set(f.levels), f.name
+
+
 def test_server_factor_gets_a_cluster_per_level(workflow):
     work, _ = workflow
     design = factors(D={"name": "commit", "sets": "server.synchronous_commit", "levels": [1, 0]})
