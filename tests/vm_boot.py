@@ -248,15 +248,19 @@ def ysql_pg_conf(flags: dict[str, tuple[str, str]], sample: Path) -> tuple[Path,
     return conf, [item.split("=", 1)[0].strip() for item in items if "=" in item]
 
 
-# What a yb-tserver's /prometheus-metrics says of its block cache (src/yb/util/metrics_writer.cc,
+# What a yb-tserver's /prometheus-metrics says of its tables (src/yb/util/metrics_writer.cc,
 # PrometheusWriter::FlushSingleEntry: `name{attr="value",...} value timestamp_ms`, tablet metrics
 # rolled up per table; the tickers' names: src/yb/rocksdb/statistics.h, TickersNameMap, regular
-# and "intentsdb_" RocksDB, src/yb/rocksdb/util/statistics.cc). The stand-in's one database
-# is one table of the tserver that holds it: its regular RocksDB's hits and misses are the
-# database's pg_stat_database blks_hit and blks_read, its intents RocksDB's none. Every tserver
-# also reports a server-entity metric (`threads_running`, its threads), as the real one has
-# hundreds.
-STATS_SQL = "SELECT blks_hit, blks_read FROM pg_stat_database WHERE datname = current_database()"
+# and "intentsdb_" RocksDB, src/yb/rocksdb/util/statistics.cc). The stand-in's tables are its
+# one database's user tables: a table's regular RocksDB hits and misses are its (and its
+# indexes') pg_statio_user_tables blocks hit and read, its SST files' size its
+# pg_total_relation_size; its intents RocksDB's are none. Every tserver also reports a
+# server-entity metric (`threads_running`, its threads), as the real one has hundreds.
+STATS_SQL = (
+    "SELECT s.relid, s.relname, coalesce(s.heap_blks_hit, 0) + coalesce(s.idx_blks_hit, 0), "
+    "coalesce(s.heap_blks_read, 0) + coalesce(s.idx_blks_read, 0), "
+    "pg_total_relation_size(s.relid) FROM pg_statio_user_tables s ORDER BY s.relid"
+)
 
 
 def prometheus_metrics(vm: dict, instance: str) -> str:
@@ -271,14 +275,18 @@ def prometheus_metrics(vm: dict, instance: str) -> str:
             [psql, "-X", "-A", "-t", "-h", host, "-p", port, "-U", "yugabyte", "-d", "yugabyte",
              "-c", STATS_SQL], capture_output=True, text=True, timeout=30, check=True,
         ).stdout  # fmt: skip
-        hit, read = out.strip().split("|")
-        table = (f'{{table_id="000033e8000030008000000000004000",table_name="kv",'
-                 f'table_type="PGSQL_TABLE_TYPE",namespace_name="yugabyte",metric_type="tablet",'
-                 f'exported_instance="{instance}"}}')  # fmt: skip
-        values = {"rocksdb_block_cache_hit": hit, "rocksdb_block_cache_miss": read,
-                  "intentsdb_rocksdb_block_cache_hit": 0,
-                  "intentsdb_rocksdb_block_cache_miss": 0}  # fmt: skip
-        lines += [f"{name}{table} {value} {stamp}" for name, value in values.items()]
+        for line in out.split():
+            oid, name, hit, read, size = line.split("|")
+            table = (f'{{table_id="000033e800003000800000000000{int(oid):04x}",'
+                     f'table_name="{name}",table_type="PGSQL_TABLE_TYPE",'
+                     f'namespace_name="yugabyte",metric_type="tablet",'
+                     f'exported_instance="{instance}"}}')  # fmt: skip
+            values = {"rocksdb_block_cache_hit": hit, "rocksdb_block_cache_miss": read,
+                      "intentsdb_rocksdb_block_cache_hit": 0,
+                      "intentsdb_rocksdb_block_cache_miss": 0,
+                      "rocksdb_current_version_sst_files_size": size,
+                      "intentsdb_rocksdb_current_version_sst_files_size": 0}  # fmt: skip
+            lines += [f"{metric}{table} {value} {stamp}" for metric, value in values.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import vm_boot
 
-from ybscale.backends.ysql import NODE_SCRIPT, block_cache_counts, node_reading
+from ybscale.backends.ysql import NODE_SCRIPT, block_cache_counts, node_reading, sst_bytes
 
 
 @pytest.fixture
@@ -22,7 +22,10 @@ def web():
     table = ('{table_id="1",table_name="t",table_type="PGSQL_TABLE_TYPE",namespace_name="y",'
              'metric_type="tablet",exported_instance="x"}')  # fmt: skip
     extra = (f"rocksdb_block_cache_hit{table} 40 1\nrocksdb_block_cache_miss{table} 2 1\n"
-             f"intentsdb_rocksdb_block_cache_hit{table} 3 1\n")  # fmt: skip
+             f"intentsdb_rocksdb_block_cache_hit{table} 3 1\n"
+             f"rocksdb_current_version_sst_files_size{table} 4096 1\n"
+             f"intentsdb_rocksdb_current_version_sst_files_size{table} 100 1\n"
+             f"rocksdb_current_version_sst_files_uncompressed_size{table} 9999 1\n")  # fmt: skip
 
     class Web(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802
@@ -56,6 +59,7 @@ def run(url: str) -> dict:
 def test_node_script_reads_the_block_cache_and_the_whole_disks(web):
     got = run(web + "/prometheus-metrics")
     assert got["blks_hit"] == 43 and got["blks_read"] == 2  # regular + intents, every table
+    assert got["sst_bytes"] == {"t": 4196.0}  # regular + intents, compressed, per table
     assert "metrics_error" not in got
     # the whole disks only: every one has a device, none is a partition or a loop device
     for disk in got["disks"]:
@@ -77,3 +81,13 @@ def test_block_cache_counts_sum_the_entities():
              'rocksdb_block_cache_hit{table_id="b",metric_type="tablet"} 7 17',
              "intentsdb_rocksdb_block_cache_miss{} 1 17"]  # fmt: skip
     assert block_cache_counts(lines) == {"blks_hit": 12.0, "blks_read": 1.0}
+
+
+def test_sst_bytes_are_summed_per_table_name():
+    lines = ['rocksdb_current_version_sst_files_size{table_id="a",table_name="kv",'
+             'metric_type="tablet"} 500 17',
+             'intentsdb_rocksdb_current_version_sst_files_size{table_id="a",table_name="kv"} 7 17',
+             'rocksdb_current_version_sst_files_size{table_id="b",table_name="other"} 9 17',
+             'rocksdb_block_cache_hit{table_id="a",table_name="kv"} 5 17']  # fmt: skip
+    assert sst_bytes(lines) == {"kv": 507.0, "other": 9.0}
+    assert block_cache_counts(lines) == {"blks_hit": 5.0, "blks_read": 0.0}

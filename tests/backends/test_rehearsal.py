@@ -315,6 +315,10 @@ def check_published_rows(
         # where reads were served (issue 48): every tserver's block cache, read on its VM from
         # its /prometheus-metrics (the stand-in's PostgreSQL counters), around every run
         assert applied["block_counters"]["measured"] == ["block_cache", "disk"], applied
+        # and the dataset's SST bytes on each tserver after its load, from the same metrics
+        sizes = applied["dataset"]["sst_bytes_per_tserver"]
+        assert sorted(sizes) == [f"tserver{i}" for i in range(nodes)], applied["dataset"]
+        assert max(sizes.values()) > 0, sizes
         reps = pd.read_csv(folder / "repetitions.csv")
         fields = ["buffer_hits", "buffer_reads"] + [f for f in reps if f.startswith("disk_")]
         assert reps[fields].notna().all().all() and (reps[fields] >= 0).all().all(), reps

@@ -503,3 +503,13 @@ def test_the_findings_say_how_each_rows_dataset_came_to_be_and_how_writes_were_u
     assert dataset_text({"run03": measurements["run03"]}, resets) == []
     (reads,) = dataset_text(measurements, {"run01": resets["run01"].assign(reset="")})
     assert "brought back" not in reads
+    # YugabyteDB: the table's SST bytes on each tserver, the largest said with what it leaves out
+    sst_sizes = {"tserver0": 2.1e10, "tserver1": 2.3e10}
+    yb = {"dataset": {"how": "loaded", "rows": 10**9, "seconds": 3600.0,
+                      "rows_per_second": 277778, "sst_bytes_per_tserver": sst_sizes}}  # fmt: skip
+    (sst,) = dataset_text({"run01": {"applied": yb}}, {})
+    assert (
+        "1,000,000,000 rows loaded once (run01) in 3,600 s, 277,778 rows/s, 23 GB of SST files "
+        "on the largest tserver right after the load (compressed; rows still in memtables not "
+        "counted)." in sst
+    )

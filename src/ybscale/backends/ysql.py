@@ -269,6 +269,13 @@ BLOCK_CACHE = {
     "intentsdb_rocksdb_block_cache_hit": "blks_hit",
     "intentsdb_rocksdb_block_cache_miss": "blks_read",
 }
+# The size of each tablet's SST files, the same file's ticker CURRENT_VERSION_SST_FILES_SIZE
+# (TickersNameMap: "rocksdb_current_version_sst_files_size"; "intentsdb_" for the intents
+# RocksDB), rolled up per table like the block cache's: what the table's replicas on a tserver
+# hold on its disk, compressed, without what its memtables hold that is not flushed yet.
+SST_FILES_SIZE = ("rocksdb_current_version_sst_files_size",
+                  "intentsdb_rocksdb_current_version_sst_files_size")  # fmt: skip
+_TABLE_NAME = re.compile(r'[{,]table_name="([^"]*)"')
 # The tserver's web server (src/yb/server/default-path-handlers.cc, RegisterMetricsJsonHandler:
 # /metrics as JSON, /prometheus-metrics as text). Its Prometheus text (src/yb/util/
 # metrics_writer.cc, PrometheusWriter::FlushSingleEntry) is one line per metric and entity,
@@ -293,7 +300,7 @@ m=$(curl -fsS --max-time 10 "$0") || {
   echo "# ybscale: unreadable: curl exited $? for $0"; exit 0; }
 printf '%s\n' "$m" | awk '
   /^#/ || NF == 0 { next }
-  /^(intentsdb_)?rocksdb_block_cache_(hit|miss)[{ ]/ { print }
+  /^(intentsdb_)?rocksdb_(block_cache_(hit|miss)|current_version_sst_files_size)[{ ]/ { print }
   !/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? [^ ]+( [0-9]+)?$/ { bad++ }
   END { print "# ybscale: lines " NR + 0 " " bad + 0 }'
 """
@@ -313,11 +320,28 @@ def disk_read_bytes(diskstats: str, disks: Collection[str]) -> float:
 def block_cache_counts(lines: Sequence[str]) -> dict[str, float]:
     """blks_hit and blks_read: the BLOCK_CACHE metrics of every entity (table) summed."""
     counts = {"blks_hit": 0.0, "blks_read": 0.0}
+    for name, _, value in _metric_lines(lines, BLOCK_CACHE):
+        counts[BLOCK_CACHE[name]] += value
+    return counts
+
+
+def sst_bytes(lines: Sequence[str]) -> dict[str, float]:
+    """Bytes of SST files per table name (`SST_FILES_SIZE`, regular and intents RocksDB)."""
+    sizes: dict[str, float] = {}
+    for _, labels, value in _metric_lines(lines, SST_FILES_SIZE):
+        table = _TABLE_NAME.search(labels)
+        if table:
+            sizes[table.group(1)] = sizes.get(table.group(1), 0.0) + value
+    return sizes
+
+
+def _metric_lines(lines: Sequence[str], names: Collection[str]):
+    """(name, labels, value) of the Prometheus text lines `name{labels} value [ms]` of `names`."""
     for line in lines:
         name = re.split(r"[{ ]", line, maxsplit=1)[0]
-        value = line.rsplit("}", 1)[-1].split()[0]
-        counts[BLOCK_CACHE[name]] += float(value)
-    return counts
+        if name in names:
+            labels, _, rest = line[len(name) :].rpartition("}")
+            yield name, labels, float(rest.split()[0])
 
 
 def node_reading(text: str) -> dict:
@@ -341,7 +365,7 @@ def node_reading(text: str) -> dict:
             f"{METRICS_PATH}: {read} line(s), {bad} of them not Prometheus text: not the metrics"
         )
         return out
-    return out | block_cache_counts(lines[:-1])
+    return out | block_cache_counts(lines[:-1]) | {"sst_bytes": sst_bytes(lines[:-1])}
 
 
 class NodeCounters:
@@ -411,6 +435,20 @@ class NodeCounters:
             for kind, nodes in self.record.get("not_measured", {}).items()
             for node, why in nodes.items()
         ]
+
+    def table_bytes(self, table: str) -> dict[str, float] | None:
+        """Each tserver's SST bytes of `table` (its replicas there: `SST_FILES_SIZE`), when the
+        block cache is measured (the same metrics); None otherwise. BackendError as `read`."""
+        self.open()
+        if "block_cache" not in (self.kinds or ()):
+            return None
+        readings = self._read()
+        wrong = {n: got.get("error") or got.get("metrics_error") for n, got in readings.items()
+                 if "sst_bytes" not in got}  # fmt: skip
+        if wrong:
+            raise BackendError("tserver metrics unreadable: " + "; ".join(
+                f"{name}: {why}" for name, why in wrong.items()))  # fmt: skip
+        return {n: got["sst_bytes"].get(table, 0.0) for n, got in sorted(readings.items())}
 
     def read(self) -> dict[str, float]:
         """blks_hit, blks_read (block cache) and disk_read_bytes summed over the tservers, the
@@ -752,10 +790,9 @@ class YsqlCluster(Cluster):
 
         The row's first load is recorded (`dataset`, measurement.json's `applied.dataset`, as
         the local backend records its own): how (loaded), rows, seconds, rows per second,
-        loaders, rows per chunk. The dataset's size on each tserver is not: nothing here reads
-        it (whether YSQL's pg_total_relation_size measures a DocDB table was not verified; the
-        tablets' SST sizes are on each tserver's web server, which only NodeCounters reads, over
-        SSH when there is SSH to the tservers), and it is not guessed."""
+        loaders, rows per chunk, and, where the tservers' metrics are read (`NodeCounters`),
+        the table's SST bytes on each tserver right after the load (`sst_bytes_per_tserver`:
+        compressed, its replicas there; rows still in memtables are not in it)."""
         value_bytes = self.row.dataset_value_bytes
         chunk = chunk_rows_for(self.chunk_rows, value_bytes)
         plan = load_chunks(self.rows, self.loaders, chunk)
@@ -781,7 +818,9 @@ class YsqlCluster(Cluster):
             "chunk_rows": chunk,
         }
         if not self.dataset:  # the row's load; a reload's seconds are in repetitions.csv
-            self.dataset.update(record)
+            blocks = self.node_counters()
+            sizes = blocks.table_bytes(self.table) if blocks is not None else None
+            self.dataset.update(record | ({"sst_bytes_per_tserver": sizes} if sizes else {}))
         return record
 
     def inserted_per_bucket(self) -> dict[str, int]:

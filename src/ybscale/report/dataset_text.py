@@ -19,10 +19,13 @@ def _size(n: float) -> str:
     return f"{n:.0f} B"
 
 
+SST = "sst_bytes_per_tserver"  # YugabyteDB: each tserver's SST bytes of the table (ysql.py)
+
+
 def loads_text(measurements: Mapping[str, Mapping]) -> str:
     """One clause per dataset size and how it came to be (loaded, kept): its rows, how many
     times, in how many seconds (least–most), at how many rows per second, and its size on the
-    largest node."""
+    largest node (PostgreSQL: the table and its index; YugabyteDB: its SST files)."""
     groups: dict[tuple, list[tuple[str, Mapping]]] = {}
     for run, m in sorted(measurements.items()):
         d = m.get("applied", {}).get("dataset")
@@ -34,9 +37,17 @@ def loads_text(measurements: Mapping[str, Mapping]) -> str:
         seconds = [d["seconds"] for _, d in found]
         rates = [d["rows_per_second"] for _, d in found if d.get("rows_per_second")]
         sizes = [max(d["bytes_per_node"].values()) for _, d in found if d.get("bytes_per_node")]
-        text = f"{rows:,} rows {how} {_times(len(found))}({runs}) in {_span(seconds, 's')}"
+        ssts = [max(d[SST].values()) for _, d in found if d.get(SST)]
+        form = ",.0f" if max(seconds) >= 1000 else ".3g"  # an hour's load in seconds, not 3.6e+03
+        text = f"{rows:,} rows {how} {_times(len(found))}({runs}) in {_span(seconds, 's', form)}"
         text += f", {_span(rates, 'rows/s', ',.0f')}" if rates else ""
         text += f", {_size(max(sizes))} on the largest node" if sizes else ""
+        text += (
+            f", {_size(max(ssts))} of SST files on the largest tserver right after the load "
+            "(compressed; rows still in memtables not counted)"
+            if ssts
+            else ""
+        )
         items.append(text)
     return "; ".join(items)
 
