@@ -678,6 +678,7 @@ def measured_loads(results: str | Path) -> list[dict]:
             "value_bytes": row.get("dataset_value_bytes", 32),
             "seconds": record.get("seconds"),
             "rows_per_second": speed,
+            "sst_bytes": max((record.get("sst_bytes_per_tserver") or {0: None}).values()),
         })  # fmt: skip
     return found
 
@@ -734,11 +735,23 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
             if backend == "gcp"
             else f"measured on {backend}, not YugabyteDB on gcp: not a gcp load speed"
         )
+        ssts = sorted(
+            float(g["sst_bytes"]) / int(g["rows"])
+            for g in got
+            if g.get("sst_bytes") and g.get("rows")
+        )
+        on_disk = (
+            f"; on the largest tserver right after the load {ssts[0]:,.1f} to "
+            f"{ssts[-1]:,.1f} bytes of SST files per row of the dataset (compressed, rows "
+            "still in memtables not counted; the estimate above is uncompressed)"
+            if ssts
+            else ""
+        )
         lines.append(
             f"Measured loads ({results}/runs, measurement.json `dataset`): {len(got)} on "
             f"{backend}, {speeds[0]:,.0f} to {speeds[-1]:,.0f} rows/s (median "
-            f"{statistics.median(speeds):,.0f}) loading {rows[0]:,} to {rows[-1]:,} rows -- "
-            f"{what}"
+            f"{statistics.median(speeds):,.0f}) loading {rows[0]:,} to {rows[-1]:,} rows"
+            f"{on_disk} -- {what}"
         )
     first = datasets[0][1]
     lines.append(
