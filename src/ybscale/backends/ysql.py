@@ -442,13 +442,19 @@ class NodeCounters:
         self.open()
         if "block_cache" not in (self.kinds or ()):
             return None
+        readings = self._read_every(needs="sst_bytes")
+        return {n: got["sst_bytes"].get(table, 0.0) for n, got in sorted(readings.items())}
+
+    def _read_every(self, needs: str | None) -> dict[str, dict]:
+        """Every tserver's reading, each holding `needs` (None: any answer); BackendError
+        naming the tservers that did not answer so."""
         readings = self._read()
         wrong = {n: got.get("error") or got.get("metrics_error") for n, got in readings.items()
-                 if "sst_bytes" not in got}  # fmt: skip
+                 if "error" in got or (needs and needs not in got)}  # fmt: skip
         if wrong:
-            raise BackendError("tserver metrics unreadable: " + "; ".join(
+            raise BackendError("block counters unreadable: " + "; ".join(
                 f"{name}: {why}" for name, why in wrong.items()))  # fmt: skip
-        return {n: got["sst_bytes"].get(table, 0.0) for n, got in sorted(readings.items())}
+        return readings
 
     def read(self) -> dict[str, float]:
         """blks_hit, blks_read (block cache) and disk_read_bytes summed over the tservers, the
@@ -458,14 +464,9 @@ class NodeCounters:
         self.open()
         if not self.kinds:
             return {}
-        readings = self._read()
         cache = "block_cache" in self.kinds
-        wrong = {n: got.get("error") or got.get("metrics_error") for n, got in readings.items()
-                 if "error" in got or (cache and "blks_hit" not in got)}  # fmt: skip
-        if wrong:
-            raise BackendError("block counters unreadable: " + "; ".join(
-                f"{name}: {why}" for name, why in wrong.items()))  # fmt: skip
-        if "block_cache" not in self.kinds:  # ybscale.measure.buffers reads both or none
+        readings = self._read_every(needs="blks_hit" if cache else None)
+        if not cache:  # ybscale.measure.buffers reads both or none
             return {}
         out = {"blks_hit": sum(got["blks_hit"] for got in readings.values()),
                "blks_read": sum(got["blks_read"] for got in readings.values())}  # fmt: skip
