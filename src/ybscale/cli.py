@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-from ybscale.errors import error_line
+from ybscale.errors import TRACEBACK_ENV, error_line
 from ybscale.registry import VERBS
 
 COMMANDS = {
@@ -62,7 +62,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-TRACEBACK_ENV = "YBSCALE_TRACEBACK"  # set (to anything): an error ends in its traceback
 # errors in what a user gave (a file, a value); any other is a fault of ybscale's own
 USER_ERRORS = (ValueError, LookupError, OSError)
 

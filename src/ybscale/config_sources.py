@@ -14,6 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from ybscale.errors import UserError
+
 CONFIG_SOURCE = "config/config.yaml"
 
 
@@ -23,7 +25,7 @@ def read_yaml(text: str) -> object:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-class FileError(ValueError):
+class FileError(UserError):
     """A file that cannot be read, or is not YAML; the message names it (one line)."""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ybscale.errors import UserError
+
 BACKENDS = {
     "local": "ybscale.backends.local:LocalBackend",
     "gcp": "ybscale.backends.gcp:GcpBackend",
@@ -24,7 +26,7 @@ VERBS = {
 }
 
 
-class UnknownBackend(ValueError):
+class UnknownBackend(UserError):
     """A backend name that is not in BACKENDS (the message names the known ones)."""
 
 

@@ -110,7 +110,7 @@ def test_times_and_cost(seed):
         "8 clusters for 16 rows" in text and "ESTIMATE" in text and "gcp.prices.us-central1" in text
     )
     planned = sum(c.vms * 50 * 0.146 / 730 * c.hours_min for c in p.clusters)
-    assert f"disks {planned:.2f}" in text and "Not included: sustained/committed-use" in text
+    assert f"disks {planned:.2f}" in text and "not included: sustained/committed-use" in text
     assert "nodes5-large-replon" in text and "WARNING" not in text
 
 
@@ -217,7 +217,20 @@ def test_main_prints_the_plan(tmp_path, capsys, monkeypatch):
     cfg.write_text(yaml.safe_dump(CONFIG))
     assert plan_verb.main(["--config", str(cfg)]) == 0
     out = capsys.readouterr().out
-    assert "Plan: 8 clusters for 16 rows (60 VMs in all)" in out
+    # it opens with a table (issue 58): clusters, rows, VMs, hours and cost, as scheduled
+    # and at most; the assumptions follow as notes, one line each
+    lines = out.splitlines()
+    assert lines[0] == "Plan: 8 clusters for 16 rows (60 VMs in all)"
+    assert lines[1].split() == ["clusters", "rows", "VMs", "wall", "time", "VM-hours", "cost",
+                                "USD"]  # fmt: skip
+    scheduled = next(line for line in lines[2:6] if line.startswith("as scheduled "))
+    assert scheduled.split()[2:5] == ["8", "16", "60"]
+    at_most = next(line for line in lines[2:6] if line.startswith("at most "))
+    assert float(at_most.split()[-1]) > float(scheduled.split()[-1])
+    notes = out.split("\nNotes:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert notes and all(line.startswith("- ") for line in notes)
+    # measurement.budget is one of them: the rounds the plan prices, or why there are none
+    assert any(line.startswith("- measurement.budget") for line in notes), notes
     assert "C nodes -> cluster.nodes: 3 | 5" in out
     assert "E (= BC) replication -> cluster.replication: off | on" in out
     # the seed design's RF moves with its node count (issue 46, item 5): the plan says so
@@ -634,8 +647,10 @@ def test_the_plan_prices_both_protocols_and_the_economy_sweep_is_the_cheaper(see
     )
     assert load >= 0  # the dataset's load, the only other term
     text = plan_mod.format_plan(p)
-    assert "Protocols, as scheduled: economy (measurement.sweep: economy) " in text
-    assert "; full (measurement.sweep: adaptive) " in text
+    table = text.split("\n\n")[0].splitlines()  # the plan opens with its table
+    economy = next(line for line in table if line.startswith("economy sweep "))
+    full = next(line for line in table if line.startswith("full (adaptive) "))
+    assert float(economy.split()[-2]) < float(full.split()[-2])  # VM-hours
 
 
 def test_the_plan_estimates_a_billion_row_datasets_load_and_disk_and_refuses_one_too_large(

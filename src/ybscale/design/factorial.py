@@ -32,13 +32,14 @@ if TYPE_CHECKING:
 from ybscale import settings
 from ybscale.config_sources import FileError, read_yaml_file
 from ybscale.design import knobs
+from ybscale.errors import UserError
 from ybscale.validation import explained, schema_errors
 
 # A signed word: (sign, letters). The identity I is (1, frozenset()).
 Word = tuple[int, frozenset]
 
 
-class DesignError(ValueError):
+class DesignError(UserError):
     """An invalid design; the message names the file and the field."""
 
 
@@ -852,8 +853,10 @@ def write_design_outputs(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ybscale.design.factorial DESIGN.yaml OUT_DIR``, or each output named."""
+    from ybscale.help import description as cli_description
+
     parser = argparse.ArgumentParser(
-        prog="ybscale.design.factorial", description=__doc__.splitlines()[0]
+        prog="ybscale.design.factorial", description=cli_description(__doc__)
     )
     parser.add_argument("design", help="design YAML file")
     parser.add_argument("out_dir", nargs="?", help="folder for all three (or name each one)")

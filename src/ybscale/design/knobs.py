@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 import re
 
+from ybscale.errors import UserError
+
 KINDS = ("cluster", "server", "session", "workload", "dataset")
 CLUSTER_KNOBS = ("nodes", "node_size", "replication")
 DATASET_KNOBS = ("rows", "value_bytes")
@@ -52,7 +54,7 @@ ISOLATION_LEVELS = ("read uncommitted", "read committed", "repeatable read", "se
 _KNOB = re.compile(r"^(cluster|server|session|workload|dataset)\.([a-z_][a-z0-9_.]*)$")
 
 
-class KnobError(ValueError):
+class KnobError(UserError):
     """An unknown knob or a level it cannot take; the message names the file and field."""
 
 

@@ -157,10 +157,12 @@ def planned_lines(design, order: str, seed: int, clusters=None) -> list[tuple]:
 
 def runs_of_block(design, block) -> list[str]:
     """The runs of one block of a design in blocks (`--config block=N`: one block per
-    invocation, e.g. one a day), in design order; ValueError naming `--config block` when the
+    invocation, e.g. one a day), in design order; DesignError naming `--config block` when the
     design has no blocks or no block N."""
+    from ybscale.design.factorial import DesignError
+
     if design.blocks <= 1:
-        raise ValueError(
+        raise DesignError(
             f"--config block={block}: {design.source} has no blocks (blocks: 2, 4 ...)"
         )
     try:
@@ -168,7 +170,9 @@ def runs_of_block(design, block) -> list[str]:
     except (TypeError, ValueError):
         number = 0
     if not 1 <= number <= design.blocks:
-        raise ValueError(f"--config block={block}: {design.source} has blocks 1 to {design.blocks}")
+        raise DesignError(
+            f"--config block={block}: {design.source} has blocks 1 to {design.blocks}"
+        )
     return [run for run, b in design.block_labels().items() if b == number]
 
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from ybscale.config_sources import CONFIG_SOURCE, source_of
 from ybscale.design import knobs, workload
+from ybscale.errors import UserError
 
 
-class RowError(ValueError):
+class RowError(UserError):
     """Levels or defaults no row can run with; one line per problem, each naming file and field."""
 
 

@@ -44,6 +44,10 @@ DATASET_LEFT_OUT = (
     "bloom filters), the WAL, space a compaction needs while it runs, the rows write "
     "repetitions add, and the OS, YugabyteDB and its logs on the same boot disk"
 )
+DATASET_LEFT_OUT_SHORT = (
+    "compression, per-row overhead (DocDB/RocksDB), the WAL, space a compaction needs, rows "
+    "write repetitions add, the OS and logs"
+)
 
 
 @dataclass(frozen=True)
@@ -221,6 +225,10 @@ class Plan:
     def worst_clusters(self, worst: bool = True) -> list[ClusterPlan]:
         """The clusters, each at `auto`'s bound when `worst` (`ClusterPlan.at_bound`)."""
         return [c.at_bound() for c in self.clusters] if worst else list(self.clusters)
+
+    def vms(self, worst: bool = False) -> int:
+        """VMs in all, as the clusters start or at `auto`'s bound when `worst`."""
+        return sum(c.vms for c in self.worst_clusters(worst))
 
     def grows(self) -> bool:
         """Whether a cluster may grow its load generators (`auto`, a bound above the start)."""
@@ -643,18 +651,6 @@ def replication_line(p: Plan) -> str:
     )
 
 
-def protocol_line(p: Plan) -> list[str]:
-    """Both protocols' VM-hours as scheduled (each an upper bound on its measuring time)."""
-    if not p.protocols:
-        return []
-    parts = [
-        f"{PROTOCOLS[sweep]} (measurement.sweep: {sweep}) {hours:.1f} VM-hours, {_hm(wall)}"
-        for sweep, (hours, wall) in p.protocols.items()
-    ]
-    bounds = " (each with its own bound on a row's measuring time: see docs/GUIDE.md)"
-    return ["Protocols, as scheduled: " + "; ".join(parts) + bounds]
-
-
 def measured_loads(results: str | Path) -> list[dict]:
     """The loads this study's results timed: one per `runs/*/measurement.json` whose `dataset`
     record (under `applied`, or at the top) says it was loaded, with its backend, rows, value
@@ -695,12 +691,7 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
         return []
     width = max(len(name) for name, _ in datasets)
     disk = datasets[0][1].disk_gb
-    lines = [
-        "Dataset per cluster (its largest row; ESTIMATES: rows x (8-byte key + "
-        "dataset.value_bytes) x RF / tservers, spread evenly, GB = 10^9 bytes, against each "
-        f"tserver's {disk} GB disk, {source_of('gcp.disk_size_gb')}; left out: "
-        f"{DATASET_LEFT_OUT}):"
-    ]
+    lines = ["Dataset per cluster (its largest row; ESTIMATES, see the notes):"]
     for name, d in datasets:
         lines.append(
             f"  {name:<{width}} {d.rows:>13,} rows x {d.value_bytes} B: "
@@ -711,17 +702,18 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
     speed = datasets[0][1].load_rows_per_s
     default = schema("gcp")["properties"]["load_rows_per_s"]["default"]
     origin = (
-        "the default: an assumption no gcp load has measured, of the order of YugabyteDB's own "
-        "report of 20 billion 300-byte rows in about 6 days on four 16-vCPU nodes (39,000 rows/s)"
+        "the default: an assumption no gcp load has measured; YugabyteDB reports 39,000 rows/s "
+        "on four 16-vCPU nodes"
         if speed == default
         else "as set there"
     )
-    lines.append(
-        f"Load time: at {speed:,.0f} rows/s ({source_of('gcp.load_rows_per_s')}, {origin}), "
-        "one load per row, read or INSERT-only write (its repetitions restored: the keys it "
-        "added deleted, not counted), one per repetition of a row whose script changes loaded "
-        "rows (counted in the wall time below)"
-    )
+    lines += [
+        "Dataset: ESTIMATES: rows x (8-byte key + dataset.value_bytes) x RF / tservers, spread "
+        f"evenly, GB = 10^9 bytes, against each tserver's {disk} GB disk, "
+        f"{source_of('gcp.disk_size_gb')}; left out: {DATASET_LEFT_OUT_SHORT}",
+        f"Load time: at {speed:,.0f} rows/s ({source_of('gcp.load_rows_per_s')}, {origin}); "
+        "one load per row, one per repetition of a row whose script changes loaded rows",
+    ]
     by_backend: dict[str, list[Mapping]] = {}
     for load in loads:
         by_backend.setdefault(str(load["backend"]), []).append(load)
@@ -770,14 +762,80 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
 
 
 def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results") -> str:
-    """A human-readable plan, with the estimate caveats spelled out (`loads`: the loads the
-    study's `results` measured, `measured_loads`)."""
-    width = max([24, *(len(c.cluster) for c in p.clusters)])
+    """The plan as a person reads it: a table of what the study takes (clusters, rows, VMs,
+    wall time, VM-hours, cost), each cluster's VMs and dataset, any warning, then the
+    assumptions as short notes (`loads`: the loads the study's `results` measured,
+    `measured_loads`)."""
     lines = [
         f"Plan: {len(p.clusters)} clusters for {len(p.row_seconds)} rows "
         f"({sum(c.vms for c in p.clusters)} VMs in all)" + _replicate_clusters(p),
+        *summary_table(p),
+        "",
+        *cluster_table(p),
+    ]
+    datasets = dataset_lines(p, loads, results)
+    table = [line for line in datasets if line.startswith(("Dataset per cluster", "  "))]
+    if table:
+        lines += ["", *table]
+    warnings = [line for line in datasets if line.startswith("WARNING")]
+    if p.over_quota():
+        warnings.append(
+            "STOP: a cluster is not brought up while a quota it needs has less free than it "
+            f"needs (set {source_of('gcp.allow_over_quota')} to true to try anyway)"
+        )
+    elif p.over_quota(bound=True):
+        warnings.append(
+            "WARNING: grown to auto's bound the clusters would need more than the quota leaves "
+            "free: " + "; ".join(p.over_quota(bound=True)) + "; a growth refused by the quota "
+            "fails its row (the cluster is still released): lower "
+            f"{source_of('gcp.load_generators_max')} or raise the quota"
+        )
+    for c in p.near_ttl():
+        share = c.hours_min / p.ttl_hours
+        warnings.append(
+            f"WARNING: {c.cluster} is planned for {c.hours_min:.1f} h, {share:.0%} of "
+            f"gcp.ttl_hours {p.ttl_hours:g}: max_run_duration deletes its VMs at "
+            f"{p.ttl_hours:g} h, measured or not; raise gcp.ttl_hours or split its rows"
+        )
+    if p.missing_prices:
+        warnings.append(
+            f"WARNING: no price for {', '.join(p.missing_prices)} in gcp.prices.{p.region}: "
+            "counted as 0"
+        )
+    if warnings:
+        lines += ["", *warnings]
+    notes = [line for line in datasets if line not in table and line not in warnings]
+    lines += ["", "Notes:", *(f"- {note}" for note in plan_notes(p, notes))]
+    return "\n".join(lines)
+
+
+def summary_table(p: Plan) -> list[str]:
+    """What the study takes: as scheduled, each protocol as scheduled, and at most."""
+    rows = [("as scheduled", p.vms(), _hm(p.wall_seconds), p.vm_hours(False), p.cost(False))]
+    for sweep, (hours, wall) in p.protocols.items():
+        name = f"{sweep} sweep" if PROTOCOLS[sweep] == sweep else f"{PROTOCOLS[sweep]} ({sweep})"
+        rows.append((name, p.vms(), _hm(wall), hours, None))
+    rows.append(("at most (see notes)", p.vms(worst=True), "-", p.vm_hours(), p.cost()))
+    width = max(len(row[0]) for row in rows)
+    out = [
+        f"{'':<{width}}  {'clusters':>8} {'rows':>5} {'VMs':>7} {'wall time':>11} "
+        f"{'VM-hours':>9} {'cost USD':>9}"
+    ]
+    for name, vms, wall, hours, cost in rows:
+        money = "-" if cost is None else f"{cost:.2f}"
+        out.append(
+            f"{name:<{width}}  {len(p.clusters):>8} {len(p.row_seconds):>5} {vms:>7} "
+            f"{wall:>11} {hours:>9.1f} {money:>9}"
+        )
+    return out
+
+
+def cluster_table(p: Plan) -> list[str]:
+    """One line per cluster: its rows and VMs (with `auto`: its start, then its bound)."""
+    width = max([24, *(len(c.cluster) for c in p.clusters)])
+    lines = [
         f"{'cluster':<{width}} {'rows':>4} {'masters':>7} {'tservers':>8} {'loadgens':>8} "
-        f"{'VMs':>4}  machine types",
+        f"{'VMs':>4}  machine types"
     ]
     for c in p.clusters:
         top = c.at_bound()  # with `auto`: its starting count, then its bound
@@ -789,29 +847,47 @@ def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results"
         vms = f"{c.vms}-{top.vms}" if top.vms > c.vms else c.vms
         counts = f"{len(c.runs):>4} {c.masters:>7} {c.tservers:>8} {loadgens:>8} {vms:>4}"
         lines.append(f"{c.cluster:<{width}} {counts}  {types}")
-    lines.append(replication_line(p))
-    lines += dataset_lines(p, loads, results)
+    return lines
+
+
+def plan_notes(p: Plan, dataset_notes: Sequence[str]) -> list[str]:
+    """The plan's assumptions, one short line each."""
+    notes = [replication_line(p), *dataset_notes]
     if p.grows():
-        lines.append(
-            "Load generators: gcp.load_generators auto starts each cluster with the first count "
-            f"and may add VMs up to the second ({source_of('gcp.load_generators_max')}, "
-            "default the tservers) while they are the bottleneck; the 'at most' figures below "
-            "count every cluster at that bound, the 'as scheduled' ones at its start"
+        notes.append(
+            "Load generators: gcp.load_generators auto starts each cluster at the first count, "
+            f"may grow to the second ({source_of('gcp.load_generators_max')}, default the "
+            "tservers); 'at most' counts every cluster at that bound"
         )
-    lines += [
-        f"Expected wall time: {_hm(p.wall_seconds)}: at most {p.max_clusters} clusters at a time "
-        "(gcp.max_clusters), each destroyed after its last row; the rows of one cluster one at a "
-        "time on its load generator, rows of different clusters in parallel; "
-        f"{p.provisioning_minutes:g} min provisioning per cluster",
-        f"VM-hours: {p.vm_hours(False):.1f} as scheduled; at most {p.vm_hours():.1f} if every VM "
-        "ran until max_run_duration (gcp.ttl_hours) deletes it"
-        + (", every cluster grown to auto's bound" if p.grows() else ""),
-        *protocol_line(p),
-        f"Estimated cost: USD {p.cost(False):.2f} as scheduled (at most USD {p.cost():.2f}) -- an "
-        f"ESTIMATE from the editable price table {source_of('gcp.prices')}.{p.region}: "
-        + ", ".join(f"{item} {value:.2f}" for item, value in p.costs(False).items()),
-        f"Not included: {NOT_INCLUDED}",
+    notes += [
+        f"Wall time: at most {p.max_clusters} clusters at a time (gcp.max_clusters), "
+        f"{p.provisioning_minutes:g} min provisioning each, its rows one at a time, destroyed "
+        "after its last",
+        f"At most: every VM running until max_run_duration (gcp.ttl_hours {p.ttl_hours:g} h) "
+        "deletes it" + (", every cluster grown to auto's bound" if p.grows() else ""),
     ]
+    if p.protocols:
+        notes.append(
+            "Protocols (measurement.sweep): each planned with its own bound on a row's measuring "
+            "time (docs/GUIDE.md)"
+        )
+    notes += [
+        f"Cost: an ESTIMATE from the editable price table {source_of('gcp.prices')}.{p.region}"
+        " (as scheduled: "
+        + ", ".join(f"{item} {value:.2f}" for item, value in p.costs(False).items())
+        + f"); not included: {NOT_INCLUDED}",
+        quota_line(p),
+    ]
+    if p.state_url:
+        notes.append(
+            f"Pulumi state: {p.state_url} (outside results/: keep it until `ybscale reap` "
+            "reports nothing left)"
+        )
+    return notes
+
+
+def quota_line(p: Plan) -> str:
+    """The peak need against each quota (its limit and use, when read)."""
     needs: dict[bool, list[str]] = {False: [], True: []}  # project-wide or not
     for metric, (what, peak) in sorted(p.peaks.items()):
         quota = (p.quotas or {}).get(metric)
@@ -827,40 +903,10 @@ def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results"
             over = limit is not None and at_bound > limit[0] - limit[1]
             text += f" [{at_bound:g} at auto's bound" + (", EXCEEDS it" if over else "") + "]"
         needs[metric in PROJECT_METRICS].append(text)
-    lines.append(
+    return (
         f"Peak need in {p.region}: " + "; ".join(needs[False])
         + "; project-wide: " + "; ".join(needs[True]) + f" -- {p.quota_note}"
     )  # fmt: skip
-    if p.over_quota():
-        lines.append(
-            "STOP: a cluster is not brought up while a quota it needs has less free than it "
-            f"needs (set {source_of('gcp.allow_over_quota')} to true to try anyway)"
-        )
-    elif p.over_quota(bound=True):
-        lines.append(
-            "WARNING: grown to auto's bound the clusters would need more than the quota leaves "
-            "free: " + "; ".join(p.over_quota(bound=True)) + "; a growth refused by the quota "
-            "fails its row (the cluster is still released): lower "
-            f"{source_of('gcp.load_generators_max')} or raise the quota"
-        )
-    if p.state_url:
-        lines.append(
-            f"Pulumi state: {p.state_url} (outside results/: keep it until `ybscale reap` "
-            "reports nothing left)"
-        )
-    for c in p.near_ttl():
-        share = c.hours_min / p.ttl_hours
-        lines.append(
-            f"WARNING: {c.cluster} is planned for {c.hours_min:.1f} h, {share:.0%} of "
-            f"gcp.ttl_hours {p.ttl_hours:g}: max_run_duration deletes its VMs at "
-            f"{p.ttl_hours:g} h, measured or not; raise gcp.ttl_hours or split its rows"
-        )
-    if p.missing_prices:
-        lines.append(
-            f"WARNING: no price for {', '.join(p.missing_prices)} in gcp.prices.{p.region}: "
-            "counted as 0"
-        )
-    return "\n".join(lines)
 
 
 def replicated_cost(design, config: Mapping, replications: int) -> str:

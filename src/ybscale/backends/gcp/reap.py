@@ -14,8 +14,9 @@ def main(argv: list[str] | None = None, auto=None) -> int:
     from ybscale.backends.gcp.config import gcp_section as validate_section
     from ybscale.config_sources import file_sources, read_yaml_file, sources_in_use
     from ybscale.errors import error_line
+    from ybscale.help import description as cli_description
 
-    parser = argparse.ArgumentParser(prog="ybscale reap", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ybscale reap", description=cli_description(__doc__))
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--dry-run", action="store_true", help="list what would be destroyed")
     parser.add_argument(
