@@ -18,11 +18,12 @@ from importlib import resources
 from pathlib import Path
 
 from ybscale.config_sources import read_yaml, source_of
+from ybscale.errors import UserError
 from ybscale.files import write_whole
 from ybscale.validation import explained, schema_errors
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError):
     """An invalid config; one line per problem, each naming the file and the field."""
 
 
@@ -172,6 +173,13 @@ def load(config: Mapping) -> Frozen:
             f"{source_of('analysis.latency_slo_ms')}: required with analysis.ceiling: "
             f"latency_bound ({source_of('analysis.ceiling')}; the p95 latency target in ms)"
         )
+    from ybscale.relevant import RelevantError, parse_relevant
+
+    try:
+        parse_relevant(analysis["relevant"])
+    except RelevantError as exc:
+        reason = str(exc).split(": ", 1)[1]
+        raise SettingsError(f"{source_of('analysis.relevant')}: {reason}") from None
     load = analysis["latency_load"]
     if "latency" in analysis["responses"] and "clients" in load:
         if load["clients"] not in out["measurement"]["clients"]:

@@ -269,13 +269,19 @@ def test_findings_say_a_factor_raises_the_ceiling_and_lowers_throughput_per_doll
         assert low < ratio < high
 
 
-def test_a_response_a_column_does_not_move_is_a_dash_and_no_trade_off(tmp_path):
-    """Price and ceiling both doubled: throughput per dollar unchanged, A not active on it (—),
-    and no trade-off sentence claims otherwise."""
+def test_a_response_a_column_does_not_move_is_its_verdict_and_no_trade_off(tmp_path):
+    """Price and ceiling both doubled: throughput per dollar unchanged, A not active on it: the
+    cell gives its verdict there with its interval (negligible or undecided, never a bare "—",
+    which a reader takes for "does not matter" whether or not the study could tell), and no
+    trade-off sentence claims otherwise."""
     _, tables, text = two_responses(tmp_path, ceiling_ratio=2.0, price_ratio=2.0)
     row = next(line for line in text.splitlines() if line.startswith("| node_size large"))
     cells = [c.strip() for c in row.strip("|").split(" | ")]
-    assert cells[2] == "—"
+    effects = tables["effects"]
+    a = effects[(effects["term"] == "A") & (effects["response"] == "throughput_per_dollar")]
+    verdict = str(a["verdict"].iloc[0])
+    assert verdict in ("negligible", "undecided")
+    assert re.fullmatch(rf"{verdict}: ×[\d.]+ \[[\d.]+, [\d.]+\]", cells[2]), cells
     said = " ".join(text.split())
     assert "not cheaper" in said or "not clearly cheaper" in said or "Trade-offs" not in said
 
@@ -381,7 +387,8 @@ def test_the_tiny_study_holds_both_default_responses_and_the_report_opens_on_the
     first = [
         text.find(s)
         for s in (
-            "Findings The effects that stand out from the noise on any response",
+            "Findings Verdicts. Each column matters",
+            "The effects that stand out from the noise on any response",
             "the ceiling [95 % interval]",
             "throughput per dollar [95 % interval]",
             "Response.",

@@ -263,9 +263,12 @@ def test_plan_lists_each_columns_stratum_for_gcp_and_the_configs_backend(capsys,
     monkeypatch.chdir(ROOT)
     assert cli(["plan"]) == 0
     out = capsys.readouterr().out
-    assert "Error strata (gcp: 16 runs on 8 clusters; the whole-plot columns" in out
-    assert "A whole-plot" in out and "D sub-plot" in out
+    assert "Error strata (gcp: 16 runs on 8 clusters):" in out
+    assert "  whole-plot (against the cluster-to-cluster noise): A, B, F, C, AC, E, AE\n" in out
+    assert "  sub-plot (against the noise within a cluster): D, AD, " in out
+    # local: one stratum, said once (no column listed as "single")
     assert "Error strata (local: every row runs on a fresh cluster" in out
+    assert " single" not in out
 
 
 def test_half_normal_plot_per_stratum():

@@ -163,16 +163,33 @@ def test_a_list_item_or_a_value_inside_one_is_named_with_the_layer_that_gave_the
         ),
         (["--config", "measurement={max_clients: 3}"], "--config: measurement.max_clients: '3'"),
         (["--config", "defaults={dataset: {rows: -5}}"], "--config: defaults.dataset.rows: '-5'"),
+        (
+            ["--config", "design=config/bad.yaml"],
+            "config/bad.yaml: line 3, column 1: did not find expected ',' or '}' (invalid YAML)",
+        ),
+        (["--config", "block=2"], "--config block=2: config/design.yaml has no blocks"),
     ],
 )
 def test_a_dry_run_names_the_file_or_option_a_bad_value_came_from(tmp_path, args, expected):
+    """The error is all Snakemake prints on stderr beside its notices, one line per problem
+    naming the file or option: no traceback, no `DesignError in file "rules/common.smk"`."""
     work = copy_workflow(tmp_path)
     (work / "config" / "other.yaml").write_text("measurement:\n  max_clients: 3\n")
     (work / "config" / "mine.yaml").write_text("measurement: {clients: [1, 2, -4]}\n")
+    (work / "config" / "bad.yaml").write_text("factors:\n  A: {name: nodes, levels: [3, 5]\n")
     out = snakemake(work, "-n", *args, timeout=120)
     assert out.returncode != 0
     assert expected in out.stderr + out.stdout, failed(out)
+    lines = [line for line in out.stderr.splitlines() if not line.startswith(SNAKEMAKE_NOTICES)]
+    source = expected.split(":")[0]  # the file or option: on every line, one per problem
+    assert lines[0].startswith(expected), failed(out)
+    assert all(line.startswith(f"{source}: ") for line in lines), failed(out)
+    assert "Traceback" not in out.stdout + out.stderr and ".smk" not in out.stdout + out.stderr
     assert not (work / "results").exists()  # nothing ran
+
+
+# what Snakemake says of its own before reading the Snakefile
+SNAKEMAKE_NOTICES = ("Using workflow specific profile", "Config file ")
 
 
 VALIDATION_PROBE = """

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ybscale.analysis import disturbance
+from ybscale.analysis import disturbance, verdicts
 from ybscale.analysis.anova import fit_anova, outliers
 from ybscale.analysis.effects import (
     ERROR_TERM,
@@ -129,6 +129,7 @@ def analyze(
     clusters: dict[str, str] | None = None,
     multiplicity: str = MULTIPLICITY,
     blocks: pd.Series | None = None,
+    relevant=verdicts.DEFAULT_RELEVANT,
 ) -> dict[str, pd.DataFrame]:
     """Write the effects, ANOVA, residuals and outliers tables (and the charts) where `out`
     says: an AnalysisPaths, or a folder (``<table>.csv``, and ``charts/`` when `charts` is a
@@ -148,7 +149,11 @@ def analyze(
     the scale, how it was chosen, and which effects are active on the other scale.
     ``clusters`` (run -> the cluster it ran on; default: each its own) sets the error strata:
     each column is judged against the noise of its stratum (ybscale.design.strata).
-    ``multiplicity`` adjusts the replicated design's p-values over its columns (holm, bh, none)."""
+    ``multiplicity`` adjusts the replicated design's p-values over its columns (holm, bh, none).
+    ``relevant`` (analysis.relevant: "10%" or an amount) is the smallest effect that matters:
+    each column's verdict (matters, negligible, undecided) is judged against it
+    (ybscale.analysis.verdicts)."""
+    verdicts.parse_relevant(relevant)  # refused before any work
     paths = out if isinstance(out, AnalysisPaths) else AnalysisPaths.under(out, charts)
     if not isinstance(out, AnalysisPaths):
         write_design_record(design, Path(out))
@@ -157,12 +162,8 @@ def analyze(
         blocks = pd.Series(design.block_labels())
     if blocks is None and run_order is not None:
         blocks = replicate_blocks(run_order, design)
-    each = {
-        name: _analyze_one(
-            design, responses, name, alpha, model, run_order, clusters, multiplicity, blocks
-        )
-        for name in names
-    }
+    options = (alpha, model, run_order, clusters, multiplicity, blocks, relevant)
+    each = {name: _analyze_one(design, responses, name, *options) for name in names}
     tables = {}
     for table in OUTPUTS:
         parts = [each[name][table].assign(**{RESPONSE: name}) for name in names]
@@ -178,8 +179,9 @@ def analyze(
 
 
 def _analyze_one(
-    design, responses, response, alpha, model, run_order, clusters, multiplicity, blocks
-) -> dict[str, pd.DataFrame]:
+    design, responses, response, alpha, model, run_order, clusters, multiplicity, blocks,
+    relevant=verdicts.DEFAULT_RELEVANT,
+) -> dict[str, pd.DataFrame]:  # fmt: skip
     """One response's tables: its own scale choice, multiplicity family and strata."""
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
@@ -207,6 +209,7 @@ def _analyze_one(
     result = fit_anova(design, y, alpha, model, blocks, order, multiplicity, clusters, center)
     effects = stratum_errors(effects, result.table)
     effects = disturbance.widen(effects, design, y, disturbance.shares(responses), response)
+    effects = verdicts.judge(effects, y, relevant, alpha, design.n_rows)
     return {
         "effects": effects,
         "anova": result.table,
@@ -228,6 +231,11 @@ def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
             rule = effects.attrs["multiplicity"]
             method = f"t, {rule} over {effects.attrs['columns']} columns"
         lines.append(f"active on {name} ({method}): {', '.join(active) or 'none'}")
+        if "verdict" in terms.columns:
+            size = verdicts.relevant_words(effects.attrs.get("relevant", verdicts.DEFAULT_RELEVANT))
+            for verdict in (verdicts.MATTERS, verdicts.NEGLIGIBLE, verdicts.UNDECIDED):
+                named = terms.loc[terms["verdict"] == verdict, "term"].astype(str).tolist()
+                lines.append(f"  {verdict} (against {size}): {', '.join(named) or 'none'}")
     runs = tables["outliers"]["run"].drop_duplicates().tolist()
     return "\n".join(
         [
@@ -272,7 +280,9 @@ def main(argv: list[str] | None = None, charts=None) -> int:
     path given (`--effects ... --residual-charts DIR`); the charts only with `charts` (the
     chart-paths class `ybscale.report.analyze` passes: the `ybscale analyze` verb), else as
     with `--no-charts` (the analyze rule)."""
-    parser = argparse.ArgumentParser(prog="ybscale analyze", description=__doc__.splitlines()[0])
+    from ybscale.help import description as cli_description
+
+    parser = argparse.ArgumentParser(prog="ybscale analyze", description=cli_description(__doc__))
     parser.add_argument("--design", required=True, type=Path, help="design YAML")
     parser.add_argument("--responses", required=True, type=Path, help="responses CSV")
     parser.add_argument(
@@ -295,6 +305,13 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         choices=RULES,
         default=MULTIPLICITY,
         help="p-value adjustment over the columns of a replicated design (default: holm)",
+    )
+    parser.add_argument(
+        "--relevant",
+        default=verdicts.DEFAULT_RELEVANT,
+        help="the smallest effect that matters: a share ('10%%') or an amount in the response's "
+        f"unit; each column matters, is negligible or is undecided against it (default "
+        f"{verdicts.DEFAULT_RELEVANT.replace('%', '%%')})",
     )
     parser.add_argument("--no-charts", action="store_true", help="do not draw charts")
     parser.add_argument(
@@ -319,6 +336,11 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         clusters = clusters_of(args.design, args.clusters)  # given, else the design record's
     except ValueError as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None
+    relevant = _relevant(args.relevant)
+    try:
+        verdicts.parse_relevant(relevant)
+    except verdicts.RelevantError as exc:
+        raise SystemExit(f"ybscale analyze: --relevant: {exc}") from None
     if args.run_order is not None and not args.run_order.is_file():
         raise SystemExit(f"ybscale analyze: --run-order: {args.run_order}: no such file")
     try:
@@ -341,6 +363,7 @@ def main(argv: list[str] | None = None, charts=None) -> int:
             clusters=clusters,
             multiplicity=args.multiplicity,
             blocks=blocks,
+            relevant=relevant,
         )
     except (DesignError, ResponsesError) as exc:
         raise SystemExit(f"ybscale analyze: {_one_line(exc)}") from None
@@ -354,6 +377,14 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         keep_responses(args.responses, args.out)
     print(_summary(tables, paths))
     return 0
+
+
+def _relevant(text: str):
+    """--relevant as analysis.relevant holds it: a share as given ("10%"), an amount a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _paths(args, parser, charts=None) -> AnalysisPaths:

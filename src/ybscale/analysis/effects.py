@@ -19,6 +19,9 @@ Significance, always on the effect scale:
   corresponds to (active = |effect| > me_adjusted). The CI stays the column's own 95 % interval.
   Unreplicated designs (Lenth) have no p-values: NaN, multiplicity "none" (active is at ME).
 
+``df`` is a t-tested column's error degrees of freedom (NaN for Lenth's columns), from which
+ybscale.analysis.verdicts draws its simultaneous intervals.
+
 model="multiplicative" analyses log10(response) (Jain 18.7); effects are then log10 ratios.
 
 Blocks, only where the runs really were blocked (`blocks=True`: each replicate measured as one
@@ -74,6 +77,7 @@ COLUMNS = [
     "model",
     "noise",
     "below_noise",
+    "df",
 ]
 
 
@@ -244,6 +248,7 @@ def _lenth_columns(effect: pd.Series, alpha: float) -> tuple[pd.DataFrame, dict]
     out["active_sme"] = effect.abs() > info["sme"]
     out["method"] = "lenth"
     out["multiplicity"] = "none"
+    out["df"] = math.nan  # Lenth: no error df (the margins are Ye & Hamada's)
     return out, info
 
 
@@ -279,6 +284,7 @@ def _t_columns(
     out["active_sme"] = False
     out["method"] = "t"
     out["multiplicity"] = rule
+    out["df"] = float(df_error)
     info = {"s_e": s_e, "s_q": s_q, "df_error": df_error, "t": t, "cut_p": cut}
     return out, info
 

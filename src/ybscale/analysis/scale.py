@@ -25,22 +25,19 @@ injection-moulding 2^(6-2), Example 8.4: A, B and AB, additive). The reason says
 was profiled on. With fewer than ``MIN_DF`` residual df (e.g. a saturated resolution-III
 fraction) no λ is estimated and the additive scale is kept, saying why.
 
-Decision: log (multiplicative) when the interval includes 0 and excludes 1; additive when it
-includes 1 and excludes 0; when it includes neither, the nearer of the two to λ̂, and the reason
-says that neither fits. When it includes both, the likelihood of λ cannot choose, and the model
-it was profiled on may have decided that (an interaction that exists only on the additive scale
-absorbs the curvature Box–Cox is meant to see, and widens the interval to 1): the scale is
-uncertain, and the reason says so. Then each scale is judged with its own model (the main
-effects plus the interactions Lenth finds on it): when the two models have as many columns,
-neither scale is the simpler and the additive one is kept (no reason to transform); otherwise
-the scale whose model predicts each run better from the others (the leave-one-out, PRESS form
-of the Box–Cox likelihood: each residual e_i / (1 − h_ii), Allen 1974; with the Jacobian, so
-comparable across scales) is chosen. Leaving each run out charges a model for the columns that
-fit single runs (an artefact interaction chasing the largest ceilings) more than AIC does: in
-a 16-run two-level design, where every h_ii = p/16, two more columns cost 4.0 log-likelihood
-units instead of AIC's 2. Jain's ymax/ymin screen (Jain 1991, on transformations; Montgomery: a
-transformation makes little difference when the ratio is below 2 or 3): below ``RANGE_SCREEN``
-the additive scale is kept whatever λ says.
+Decision, a scale the interval excludes is never used: log (multiplicative) when the interval
+includes 0 and excludes 1; additive when it includes 1 and excludes 0; when it includes neither,
+the nearer of the two to λ̂, and the reason says that neither fits. When it includes both (a
+tie), the data cannot tell the scales apart, and a rule that reads the noise there (the model
+each scale proposes, or which predicts each run better) flips from one study of a system to the
+next (issue 57: 2 of 8 analyses of one design kept additive at such a tie): the scale is then a
+property of the response, not of the data. A response that spans ``RANGE_SCREEN``× or more
+(throughput, latency, cost: ratios, whose effects multiply) is analysed on the log scale, always;
+the reason says the tie rule decided. Jain's ymax/ymin screen (Jain 1991, on transformations;
+Montgomery: a transformation makes little difference when the ratio is below 2 or 3): below
+``RANGE_SCREEN`` the additive scale is kept when the interval includes 1 (at a tie too).
+A study can also take its scale from an earlier study of the same system (``analysis.model``,
+which `ybscale next` and `ybscale compare` print): then the scale is forced, and says so.
 
 Diagnostics on the chosen scale: residual normality (Shapiro–Wilk,
 ``pingouin.normality``) and homoscedasticity across fitted values (Levene, median-centred
@@ -65,7 +62,6 @@ RANGE_SCREEN = 3.0
 MIN_DF = 2
 LAMBDA_BOUND = 3.0
 CONFIDENCE = 0.95
-LAMBDAS = {"additive": 1.0, "multiplicative": 0.0}
 COLUMNS = [
     "model_choice",
     "boxcox_lambda",
@@ -171,53 +167,6 @@ def profile_loglik(lam: float, y: np.ndarray, resid: np.ndarray) -> float:
     return -n / 2.0 * math.log(ssr / n) + (lam - 1.0) * float(np.log(y).sum())
 
 
-def press_loglik(lam: float, y: np.ndarray, x: np.ndarray) -> float:
-    """Leave-one-out (PRESS) Box–Cox log-likelihood at λ of the model x: the profile
-    likelihood with each residual e_i replaced by e_i / (1 − h_ii), h the hat matrix's
-    diagonal (Allen 1974); the Jacobian term as in profile_loglik."""
-    x = np.asarray(x, dtype=float)
-    hat = x @ np.linalg.pinv(x)
-    e = (np.eye(len(x)) - hat) @ boxcox(y, lam)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        press = float(np.sum((e / (1.0 - np.diag(hat))) ** 2))
-    n = len(y)
-    if not math.isfinite(press) or press <= 0:
-        return -math.inf
-    return -n / 2.0 * math.log(press / n) + (lam - 1.0) * float(np.log(y).sum())
-
-
-def tie_break(design, y: pd.Series, alpha: float = 0.05) -> tuple[str, str]:
-    """(model, reason) when λ's interval holds both 0 and 1 (module docstring): the additive
-    scale when both scales have one model (replicated: every term), as many columns, or only
-    one scale has a model (too few residual df on the other); else the better predicting."""
-    kept = "neither is the simpler, and the additive scale is kept (no transformation)"
-    if design.replications > 1:
-        return "additive", f"the scale is uncertain: both scales fit every term, so {kept}"
-    models = dict(candidate_models(design, y, alpha))
-    if set(models) != {"additive", "multiplicative"}:
-        return "additive", f"the scale is uncertain: only one scale has a model, so {kept}"
-    sizes = {scale: len(terms) for scale, terms in models.items()}
-    if sizes["additive"] == sizes["multiplicative"]:
-        return "additive", (
-            f"the scale is uncertain: each scale's own model has as many columns, so {kept}"
-        )
-    values = y.to_numpy(float)
-    score = {
-        scale: press_loglik(LAMBDAS[scale], values, _x(design, y.index, terms))
-        for scale, terms in models.items()
-    }
-    best = max(score, key=lambda scale: score[scale])
-    other = next(scale for scale in score if scale != best)
-    words = {"additive": "additive", "multiplicative": "log"}
-    return best, (
-        f"the scale is uncertain: the likelihood cannot choose, and each scale's own model "
-        f"differs ({words[best]}: {model_words(design, models[best])}; {words[other]}: "
-        f"{model_words(design, models[other])}); the {words[best]} one predicts each run "
-        f"better from the others (leave-one-out Box–Cox log-likelihood {score[best]:.1f} "
-        f"against {score[other]:.1f})"
-    )
-
-
 def box_cox(y, x, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """(λ̂, low, high): maximum of the profile likelihood and Montgomery's interval (SS*)."""
     y = np.asarray(y, dtype=float)
@@ -245,19 +194,27 @@ def box_cox(y, x, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     return lam, low, high
 
 
+TIE_RULE = "the tie rule"
+
+
 def decide(lam: float, low: float, high: float, ratio: float) -> tuple[str, str]:
     """(model, reason) from λ's interval and the ymax/ymin ratio (module docstring)."""
     where = f"Box–Cox λ = {lam:.2f} [{low:.2f}, {high:.2f}], ymax/ymin = {ratio:.3g}"
-    if ratio < RANGE_SCREEN:
+    has_log, has_additive = low <= 0.0 <= high, low <= 1.0 <= high
+    if ratio < RANGE_SCREEN and has_additive:
         return "additive", (
-            f"{where}: the responses span less than {RANGE_SCREEN:g}×, too narrow a range for "
-            "the scale to matter; additive kept"
+            f"{where}: the interval includes 1 and the responses span less than "
+            f"{RANGE_SCREEN:g}×, too narrow a range for the scale to matter; additive kept"
         )
-    if low <= 1.0 <= high and low <= 0.0 <= high:
-        return "additive", f"{where}: the interval includes both 0 (log) and 1 (additive)"
-    if low <= 1.0 <= high:
-        return "additive", f"{where}: the interval includes 1 (no transformation)"
-    if low <= 0.0 <= high:
+    if has_log and has_additive:
+        return "multiplicative", (
+            f"{where}: a tie, the interval includes both 0 (log) and 1 (additive), so the data "
+            f"cannot tell the scales apart; {TIE_RULE} decided: a response spanning "
+            f"{RANGE_SCREEN:g}× or more is a ratio, analysed on the log scale, always"
+        )
+    if has_additive:
+        return "additive", f"{where}: the interval includes 1 (no transformation) and excludes 0"
+    if has_log:
         return "multiplicative", f"{where}: the interval includes 0 (log) and excludes 1"
     model = "multiplicative" if lam < 0.5 else "additive"
     word = "log" if model == "multiplicative" else "additive"
@@ -334,9 +291,6 @@ def choose(
         lam, low, high = box_cox(y.to_numpy(), x)
         chosen, reason = decide(lam, low, high, ratio)
         reason, how = reason + on, AUTO
-        if uncertain(low, high, ratio):
-            chosen, broken = tie_break(design, y, alpha)
-            reason = f"{reason}; {broken}"
     if positive and df_resid >= MIN_DF and math.isnan(lam):
         lam, low, high = box_cox(y.to_numpy(), x)
     found = (math.nan, math.nan)

@@ -75,9 +75,11 @@ def scale_text(effects: pd.DataFrame, describe: Callable[[pd.Series], str]) -> l
         )
     if choice.choice == scales.AUTO and scales.uncertain(choice.low, choice.high, choice.ratio):
         text += (
-            " **The scale is uncertain**: λ's interval holds both 0 and 1, so the data do not "
-            "settle it; an effect active on one scale only is listed under Sensitivity with "
-            "its estimate on both."
+            " **A tie**: λ's interval holds both 0 and 1, so the data do not settle the scale; "
+            "the tie rule takes the log scale for a response that spans 3× or more, whatever "
+            "the noise, so that a second study of the system reads its effects on the same "
+            "scale (an effect active on one scale only is listed under Sensitivity with its "
+            "estimate on both)."
         )
     checks = []
     if np.isfinite(choice.normality_p):

@@ -68,6 +68,8 @@ def judge(table, strata: Mapping[str, str], alpha: float = 0.05):
         out.loc[mask, "active"] = found["active"]
         out.loc[mask, "active_sme"] = found["active_sme"]
         out.loc[mask, "method"] = "lenth"
+        if "df" in out.columns:
+            out.loc[mask, "df"] = math.nan
     return out
 
 
@@ -155,6 +157,7 @@ def mixed(
         out.loc[i, "standardized"] = effect / se if se > 0 else math.nan
         out.loc[i, "p_value"] = float(2 * stats.t.sf(abs(effect / se), dfs[i])) if se > 0 else 1.0
         out.loc[i, "method"] = "t"
+        out.loc[i, "df"] = float(dfs[i])
     adjusted = mult.adjust(out.loc[rows, "p_value"].astype(float), multiplicity)
     cut = mult.cut_p(adjusted, multiplicity, alpha)
     out.loc[rows, "p_adjusted"] = adjusted

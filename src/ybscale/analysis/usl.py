@@ -218,7 +218,9 @@ def read_points(path: Path, clients_col: str, tps_col: str) -> tuple[np.ndarray,
 
 def main(argv: list[str] | None = None) -> int:
     """`ybscale usl --input FILE.csv`: fit the USL and print parameters, N* and flags."""
-    parser = argparse.ArgumentParser(prog="ybscale usl", description=__doc__.splitlines()[0])
+    from ybscale.help import description as cli_description
+
+    parser = argparse.ArgumentParser(prog="ybscale usl", description=cli_description(__doc__))
     parser.add_argument("--input", required=True, type=Path, help="CSV with clients and tps")
     parser.add_argument("--clients-column", default="clients")
     parser.add_argument("--tps-column", default="tps")

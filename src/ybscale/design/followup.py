@@ -271,7 +271,9 @@ def _analysis_design(analysis: Path, design_arg: str | None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """``ybscale next --analysis results/ --out config/design-foldover.yaml``."""
-    parser = argparse.ArgumentParser(prog="ybscale next", description=__doc__.splitlines()[0])
+    from ybscale.help import description as cli_description
+
+    parser = argparse.ArgumentParser(prog="ybscale next", description=cli_description(__doc__))
     parser.add_argument("--analysis", default="results", type=Path, help="results directory")
     parser.add_argument("--design", default=None, help="design YAML (default: the analysed one)")
     parser.add_argument("--out", default=None, help="write the combined design YAML here")
@@ -304,6 +306,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  alternative: {p.label} separates {len(p.separated)} of {len(pairs)} pairs")
     if args.out:
         note = text + f"\nRun: snakemake --cores 4 results/effects.csv --config design={args.out}"
+        model = str(effects["model"].iloc[0]) if "model" in effects.columns and len(effects) else ""
+        if model in ("additive", "multiplicative"):  # the earlier study's scale, carried over
+            note += f" analysis.model={model}"
+            print(
+                f"scale: this study's {model} one; to read the follow-up on it (a study of the "
+                f"same system), add --config analysis.model={model}"
+            )
         Path(args.out).write_text(design_yaml(design_path, best.combined, note), encoding="utf-8")
         load_design(args.out)  # what was written is a valid design
         print(f"wrote {args.out}")

@@ -119,7 +119,18 @@ def stratified(effects) -> bool:
 
 
 def format_strata(design, clusters: Mapping[str, str], backend: str) -> str:
-    """`ybscale plan`'s lines: how the rows share clusters and each column's stratum."""
+    """`ybscale plan`'s lines: how the rows share clusters and, with more than one stratum,
+    the columns of each (whole-plot: constant within every cluster)."""
     strata = column_strata(design, clusters)
-    columns = ", ".join(f"{t} {s}" for t, s in strata.items())
-    return f"Error strata ({note(design, clusters, backend)}):\n  {columns}"
+    if all(s == SINGLE for s in strata.values()):  # one stratum: no column to list
+        return f"Error strata ({note(design, clusters, backend)})"
+    n = len(set(clusters.get(r, r) for r in design.run_ids))
+    judged = {
+        WHOLE: "against the cluster-to-cluster noise",
+        SUB: "against the noise within a cluster",
+    }
+    lines = [f"Error strata ({backend}: {design.n_runs} runs on {n} clusters):"]
+    for stratum in (WHOLE, SUB):
+        columns = [t for t, s in strata.items() if s == stratum]
+        lines.append(f"  {stratum} ({judged[stratum]}): {', '.join(columns)}")
+    return "\n".join(lines)
