@@ -34,6 +34,8 @@ from test_generators_loopback import READS, ROW, existing_settings, study_of
 from ybscale.backends.existing import ExistingBackend
 from ybscale.backends.ysql import METRICS_PATH
 from ybscale.measure import bench
+from ybscale.measure.generators import client_bound
+from ybscale.report.bottlenecks import generator_bound
 
 pytestmark = pytest.mark.slow
 
@@ -172,14 +174,22 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
     (old,) = growth[first]["superseded"]  # its measurement with B alone, kept
     assert old["line"]["bottleneck"] == "client" and old["line"]["generators"] == 1
     assert all(growth[run]["start"] == 2 and not growth[run]["grown"] for run in later), growth
-    for run in order:
+    for run in order:  # two generators split the clients: none is client-bound (the definition
+        # auto grows by). Which part is then the busiest is the machine's: on a shared 2-core
+        # machine the uncapped A (client1) was once, below SATURATED, in CI
         line = pd.read_csv(runs / run / "throughput.csv").iloc[0]
-        assert line["generators"] == 2 and line["bottleneck"] in ("node0", "node1"), line
+        assert line["generators"] == 2, line
+        assert not client_bound(line["bottleneck"], line["bottleneck_util"]), line.to_dict()
     one, findings_one = results[1]
     two, findings_two = results[2]
-    assert set(one["bottleneck"]) == {"client"}, one[["run", "bottleneck"]]
-    assert "4 of 4 rows are client-bound" in findings_one and "run01 client" in findings_one
-    assert set(two["bottleneck"]) <= {"node0", "node1"}, two[["run", "bottleneck"]]
+    # B alone: its rows are client-bound (all of them on a quiet machine; beside other work a
+    # node can be the busier in a row, as once here beside a compiler), and the findings name
+    # each one that is, by the definition auto grows by
+    bound = generator_bound(one)
+    assert len(bound) >= 1, one[["run", "bottleneck", "bottleneck_utilisation"]]
+    assert f"{len(bound)} of 4 rows are client-bound" in findings_one, findings_one
+    assert all(f"{run} client" in findings_one for run in bound["run"]), findings_one
+    assert generator_bound(two).empty, two[["run", "bottleneck", "bottleneck_utilisation"]]
     assert "0 of 4 rows are client-bound" in findings_two
     assert f"Load generators added by auto where they were the bottleneck ({first} 1 → 2 at 4 " in (
         " ".join(findings_two.split())
