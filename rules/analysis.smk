@@ -1,8 +1,10 @@
 rule ceilings:
     """One line per row: signs, both ceilings and the response the effects use."""
     input:
-        design=DESIGN_RECORD,
-        ceilings=expand("results/runs/{run}/ceiling.json", run=RUNS),
+        design=final_record,
+        ceilings=lambda wildcards: expand(
+            "results/runs/{run}/ceiling.json", run=final_runs()
+        ),
     output:
         report(
             "results/ceilings.csv",
@@ -14,6 +16,7 @@ rule ceilings:
     conda:
         "../envs/ybscale.yaml"
     params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
         ceiling=ANALYSIS["ceiling"],
         prices=f"--prices {shlex.quote(PRICES)}" if PRICES else "",
     shell:
@@ -26,7 +29,7 @@ rule analyze:
     in results/analysis/ for the charts and the findings (the effects rule publishes them).
     """
     input:
-        design=DESIGN_RECORD,
+        design=final_record,
         ceilings="results/ceilings.csv",
         run_order="results/run_order.csv",
     output:
@@ -39,13 +42,59 @@ rule analyze:
     conda:
         "../envs/ybscale.yaml"
     params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
         alpha=ANALYSIS["alpha"],
         model=ANALYSIS["model"],
         multiplicity=ANALYSIS["multiplicity"],
+        relevant=shlex.quote(str(ANALYSIS["relevant"])),
         responses=" ".join(RESPONSES),
     shell:
         "python -m ybscale.analysis.analyze --design {input.design} --responses {input.ceilings}"
         " --response {params.responses} --alpha {params.alpha} --model {params.model}"
-        " --multiplicity {params.multiplicity}"
+        " --multiplicity {params.multiplicity} --relevant {params.relevant}"
         " --run-order {input.run_order} --effects {output.effects} --anova {output.anova}"
         " --residuals {output.residuals} --outliers {output.outliers} --no-charts > {log} 2>&1"
+
+
+checkpoint round:
+    """The study's checkpoint after round n (ybscale.analysis.rounds): its runs analysed as the
+    rules below analyse the study, every column judged against analysis.relevant; another
+    replicate of every row while a column is undecided and measurement.budget allows."""
+    input:
+        design=DESIGN_RECORD,
+        ceilings=lambda wildcards: expand(
+            "results/runs/{run}/ceiling.json", run=runs_of_round(wildcards.n)
+        ),
+        measurements=lambda wildcards: expand(
+            "results/runs/{run}/measurement.json", run=runs_of_round(wildcards.n)
+        ),
+    output:
+        decided="results/rounds/round{n}.json",
+        design="results/rounds/round{n}/design.json",
+    log:
+        "results/logs/round{n}.log",
+    conda:
+        "../envs/ybscale.yaml"
+    resources:
+        bench=ALONE,  # measurement.alone: not beside a measurement on this machine
+    params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
+        replicates=lambda wildcards: BASE_REPLICATES + int(wildcards.n),
+        most=MOST_REPLICATES,
+        budget=shlex.quote(json.dumps(SETTINGS["measurement"]["budget"])),
+        backend=BACKEND.name,
+        ceiling=ANALYSIS["ceiling"],
+        prices=f"--prices {shlex.quote(PRICES)}" if PRICES else "",
+        responses=" ".join(RESPONSES),
+        alpha=ANALYSIS["alpha"],
+        model=ANALYSIS["model"],
+        multiplicity=ANALYSIS["multiplicity"],
+        relevant=shlex.quote(str(ANALYSIS["relevant"])),
+    shell:
+        "python -m ybscale.analysis.rounds --design {input.design} --round {wildcards.n}"
+        " --replicates {params.replicates} --most {params.most} --budget {params.budget}"
+        " --backend {params.backend} --ceiling {params.ceiling} {params.prices}"
+        " --responses {params.responses} --alpha {params.alpha} --model {params.model}"
+        " --multiplicity {params.multiplicity} --relevant {params.relevant}"
+        " --folder results/rounds/round{wildcards.n} --out {output.decided}"
+        " --measurements {input.measurements} --ceilings {input.ceilings} > {log} 2>&1"

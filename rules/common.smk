@@ -6,12 +6,16 @@ import os
 import shlex
 import sys
 
+from pathlib import Path
+
 from ybscale import study
+from ybscale.design import rounds
 from ybscale.analysis.terms import RESPONSE_COLUMNS
 from ybscale.settings import write_file as write_settings_file
 
 from ybscale.backends import backend_class
 from ybscale.backends.base import claim_workflow
+from ybscale.errors import user_errors_exit
 from ybscale.backends.lifecycle import (
     clean_up_after_error,
     forced,
@@ -22,7 +26,7 @@ from ybscale.backends.lifecycle import (
 )
 from ybscale.design.order import run_priorities, runs_of_block
 from ybscale.measure import attempt
-from ybscale.measure.protocol import code_digest, file_digest
+from ybscale.measure.protocol import analysis_code, code_digest, file_digest
 from ybscale.param_records import compare_params_without_importing_pandas
 
 # shell rules run `python -m ybscale...` with the environment Snakemake runs in, activated or not
@@ -31,7 +35,10 @@ shell.prefix(
 )
 # Snakemake compares params without importing pandas (param_records)
 compare_params_without_importing_pandas()
-STUDY = study.load(config)
+# a user's error in the config or the design ends the run in its own lines (the file and
+# field, one line per problem), never in a traceback (ybscale.errors.user_errors_exit)
+with user_errors_exit():
+    STUDY = study.load(config, budget=True)
 # the clusters this workflow's jobs bring up live no longer than it (local: orphans reaped)
 claim_workflow()
 SETTINGS = STUDY.settings
@@ -41,11 +48,24 @@ config.update(
 # what the cluster and measuring jobs read (a file named by its content; ancient: a change of
 # settings re-runs a job through its params, never through this file's time)
 SETTINGS_INPUT = ancient(write_settings_file(SETTINGS))
+# the design with every replicate measurement.budget allows: rows later rounds may measure
 DESIGN = STUDY.design
-RUNS = DESIGN.all_run_ids  # the factorial runs, then the centre runs (center_points)
+# round 0: the design's own replicates; the study's checkpoint adds one per round while a
+# column is undecided, up to MOST_REPLICATES (ybscale.design.rounds)
+BASE_REPLICATES = STUDY.base_replicates
+MOST_REPLICATES = DESIGN.replications
+# settings that change no measurement (the budget, the scheduling): not the measuring params
+MEASURING = {
+    key: value
+    for key, value in SETTINGS["measurement"].items()
+    if key not in ("budget", "alone")
+}
 # what the rules know of the backend (backends.BACKENDS)
 BACKEND = backend_class(SETTINGS["backend"])
 ANALYSIS = SETTINGS["analysis"]
+# local (measurement.alone): no other job of the study runs beside a row's measurement or a
+# cluster starting or stopping on this machine; each takes the one `bench` slot
+ALONE = 1 if BACKEND.loads_here and SETTINGS["measurement"]["alone"] else 0
 # the ceilings.csv columns analysed, the main one first (analysis.responses)
 RESPONSES = [RESPONSE_COLUMNS[name] for name in ANALYSIS["responses"]]
 # each row's cluster price per hour and how it was obtained, for throughput per dollar
@@ -58,6 +78,9 @@ CLUSTER_OF = STUDY.cluster_of  # run -> the cluster it runs on
 CLUSTER_RUNS = STUDY.clusters  # cluster label -> the runs measured on it
 CLUSTER_ARGS = " ".join(f"{run}={cluster}" for run, cluster in CLUSTER_OF.items())
 MEASURE_CODE = code_digest(BACKEND.name)
+# the package's version and the digest of the code the analysis, findings and report rules run:
+# their params, so that a changed ybscale re-analyses the study and re-measures nothing
+ANALYSIS_CODE = analysis_code()
 # one folder per cluster (CLUSTER_OF's labels)
 CLUSTERS = "results/clusters"
 # the analysis' tables until the effects rule publishes them into results/
@@ -70,21 +93,25 @@ recover_after_kill(SETTINGS, CLUSTERS, list(CLUSTER_RUNS))
 
 # the order rows are measured in: drawn from measurement.seed, one block per replicate
 # (per cluster where rows share one)
-RUN_PRIORITY = run_priorities(
-    DESIGN,
-    SETTINGS["measurement"]["order"],
-    SETTINGS["measurement"]["seed"],
-    CLUSTER_OF,
-)
+with user_errors_exit():  # a design the backend cannot order (blocks, centre runs)
+    RUN_PRIORITY = run_priorities(
+        DESIGN,
+        SETTINGS["measurement"]["order"],
+        SETTINGS["measurement"]["seed"],
+        CLUSTER_OF,
+    )
 # cluster_down before measure before cluster_up, each stage in the order above
 PRIORITY = stage_priorities(RUN_PRIORITY, CLUSTER_OF)
 # at most BACKEND.max_clusters clusters live: each slot brings its next cluster up only after
 # it released the previous one (a resource cannot span up -> measure -> down; a chain can)
 # (with --config block=N, the `block` target's rows alone: its clusters chain among
 # themselves, not behind another block's)
-BLOCK_RUNS = (
-    None if config.get("block") is None else set(runs_of_block(DESIGN, config["block"]))
-)
+with user_errors_exit():  # --config block=N the design does not have
+    BLOCK_RUNS = (
+        None
+        if config.get("block") is None
+        else set(runs_of_block(DESIGN, config["block"]))
+    )
 PREVIOUS_IN_SLOT = slot_chain(
     BACKEND,
     SETTINGS,
@@ -104,7 +131,45 @@ CLUSTER_DEFINITIONS = {
 
 wildcard_constraints:
     run=r"run\d+",
+    n=r"\d+",
     cluster=r"[A-Za-z0-9_.-]+",
+
+
+def runs_of_round(n):
+    """The runs of round `n`: the first BASE_REPLICATES + n replicates, and the centre runs."""
+    return rounds.runs_of(DESIGN, BASE_REPLICATES + int(n))
+
+
+def final_round():
+    """The round the study ends with: the first whose checkpoint decided no more (each round's
+    decision waits for its runs: Snakemake measures them first); 0 without a budget."""
+    n = 0
+    while BASE_REPLICATES + n < MOST_REPLICATES:
+        text = Path(checkpoints.round.get(n=n).output[0]).read_text()
+        if not text.strip() or not json.loads(text)["more"]:  # empty: `--touch` made it
+            break
+        n += 1
+    return n
+
+
+def final_runs(wildcards=None):
+    """The runs the study's analysis reads: those of its final round."""
+    return runs_of_round(final_round())
+
+
+def final_decision(wildcards=None):
+    """The final round's decision file ([] without a budget: no rounds)."""
+    if MOST_REPLICATES == BASE_REPLICATES:
+        return []
+    return f"results/rounds/round{final_round()}.json"
+
+
+def final_record(wildcards=None):
+    """The design record the study's analysis reads: the final round's (its replicates),
+    written by the round checkpoint from DESIGN_RECORD; DESIGN_RECORD without rounds."""
+    if MOST_REPLICATES == BASE_REPLICATES:
+        return DESIGN_RECORD
+    return f"results/rounds/round{final_round()}/design.json"
 
 
 def row_of(run):
@@ -126,7 +191,7 @@ def measuring_params(run):
         "row": row_of(run),
         "script": file_digest(STUDY.row(run).script_path),
         "code": MEASURE_CODE,
-        "measurement": SETTINGS["measurement"],
+        "measurement": MEASURING,
         "backend": BACKEND.measuring_settings(SETTINGS),  # never prices or the analysis
     }
 

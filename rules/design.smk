@@ -20,6 +20,8 @@ rule design:
         "results/logs/design.log",
     conda:
         "../envs/ybscale.yaml"
+    resources:
+        bench=ALONE,  # measurement.alone: not beside a measurement on this machine
     params:
         backend=BACKEND.name,
         clusters=CLUSTER_ARGS,

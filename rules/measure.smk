@@ -22,7 +22,7 @@ rule measure:
         row=lambda wildcards: json.dumps(row_of(wildcards.run)),
         script=lambda wildcards: measuring_params(wildcards.run)["script"],
         code=MEASURE_CODE,
-        measurement=json.dumps(SETTINGS["measurement"]),
+        measurement=json.dumps(MEASURING),
         backend=BACKEND.measuring_settings(SETTINGS),
         fingerprint=lambda wildcards: measured_as(wildcards.run),
         endpoints=lambda wildcards: endpoints_of(wildcards.run),
@@ -59,6 +59,8 @@ rule publish:
         "results/logs/publish/{run}.log",
     conda:
         "../envs/ybscale.yaml"
+    resources:
+        bench=ALONE,  # measurement.alone: not beside a measurement on this machine
     shell:
         "python -m ybscale.measure.attempt publish --run {wildcards.run} --status {input.status}"
         " --staged {input.staged} --out results/runs/{wildcards.run} > {log} 2>&1"
@@ -75,7 +77,10 @@ rule ceiling:
         "results/logs/ceiling/{run}.log",
     conda:
         "../envs/ybscale.yaml"
+    resources:
+        bench=ALONE,  # measurement.alone: not beside a measurement on this machine
     params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
         slo=(
             f"--latency-slo-ms {ANALYSIS['latency_slo_ms']}"
             if ANALYSIS["latency_slo_ms"] is not None
@@ -95,14 +100,18 @@ rule ceiling:
 rule run_order:
     """The order rows were actually measured in (start, end), next to the planned one."""
     input:
-        design=DESIGN_RECORD,
-        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
+        design=final_record,
+        measurements=lambda wildcards: expand(
+            "results/runs/{run}/measurement.json", run=final_runs()
+        ),
     output:
         "results/run_order.csv",
     log:
         "results/logs/run_order.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
     shell:
         "python -m ybscale.design.order --design {input.design} --out {output}"
         " {input.measurements} > {log} 2>&1"

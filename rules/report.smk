@@ -1,7 +1,7 @@
 rule effect_charts:
     """Pareto and half-normal charts of the effects, interaction and residual charts."""
     input:
-        design=DESIGN_RECORD,
+        design=final_record,
         ceilings="results/ceilings.csv",
         effects=rules.analyze.output.effects,
         residuals=rules.analyze.output.residuals,
@@ -32,6 +32,8 @@ rule effect_charts:
         "results/logs/effect_charts.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
     shell:
         "python -m ybscale.report.charts analysis --design {input.design} --responses {input.ceilings}"
         " --response response --effects {input.effects} --residuals {input.residuals}"
@@ -54,6 +56,8 @@ rule response_chart:
         "results/logs/response_chart.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
     shell:
         "python -m ybscale.report.response_charts --effects {input.effects} --out {output}"
         " > {log} 2>&1"
@@ -62,13 +66,18 @@ rule response_chart:
 rule findings:
     """The findings page (the report's first page), from the results."""
     input:
-        design=DESIGN_RECORD,
+        design=final_record,
         effects=rules.analyze.output.effects,
         ceilings="results/ceilings.csv",
         outliers=rules.analyze.output.outliers,
         anova=rules.analyze.output.anova,
-        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
-        curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
+        measurements=lambda wildcards: expand(
+            "results/runs/{run}/measurement.json", run=final_runs()
+        ),
+        curves=lambda wildcards: expand(
+            "results/runs/{run}/throughput.csv", run=final_runs()
+        ),
+        decided=final_decision,
     output:
         findings=report(
             "results/findings.md",
@@ -81,6 +90,7 @@ rule findings:
     conda:
         "../envs/ybscale.yaml"
     params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
         alpha=ANALYSIS["alpha"],
         ceiling=ANALYSIS["ceiling"],
         slo=(
@@ -88,18 +98,20 @@ rule findings:
             if ANALYSIS["latency_slo_ms"] is not None
             else ""
         ),
-        runs=expand("results/runs/{run}", run=RUNS),
+        runs=lambda wildcards, input: " ".join(
+            os.path.dirname(path) for path in input.curves
+        ),
     shell:
         "python -m ybscale.report.findings --design {input.design} --effects {input.effects}"
         " --ceilings {input.ceilings} --outliers {input.outliers} --anova {input.anova}"
         " --alpha {params.alpha} --ceiling {params.ceiling} {params.slo} --out {output.findings}"
-        " --rst {output.findings_page} {params.runs} > {log} 2>&1"
+        " --rounds {input.decided} --rst {output.findings_page} {params.runs} > {log} 2>&1"
 
 
 rule design_page:
     """The report's design page: factors, aliases, each column's error stratum, the clusters."""
     input:
-        design=DESIGN_RECORD,
+        design=final_record,
         effects=rules.analyze.output.effects,
     output:
         "results/report/design.rst",
@@ -107,6 +119,8 @@ rule design_page:
         "results/logs/design_page.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
     shell:
         "python -m ybscale.report.design_report --design {input.design}"
         " --effects {input.effects} --out {output} > {log} 2>&1"
@@ -116,9 +130,15 @@ rule throughput_chart:
     """Throughput against clients, and second by second, for every row."""
     input:
         ceilings="results/ceilings.csv",
-        curves=expand("results/runs/{run}/throughput.csv", run=RUNS),
-        per_second=expand("results/runs/{run}/per_second.csv", run=RUNS),
-        measurements=expand("results/runs/{run}/measurement.json", run=RUNS),
+        curves=lambda wildcards: expand(
+            "results/runs/{run}/throughput.csv", run=final_runs()
+        ),
+        per_second=lambda wildcards: expand(
+            "results/runs/{run}/per_second.csv", run=final_runs()
+        ),
+        measurements=lambda wildcards: expand(
+            "results/runs/{run}/measurement.json", run=final_runs()
+        ),
     output:
         throughput=report(
             "results/charts/throughput.svg",
@@ -135,7 +155,10 @@ rule throughput_chart:
     conda:
         "../envs/ybscale.yaml"
     params:
-        runs=expand("results/runs/{run}", run=RUNS),
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
+        runs=lambda wildcards, input: " ".join(
+            os.path.dirname(path) for path in input.curves
+        ),
     shell:
         "python -m ybscale.report.charts throughput --ceilings {input.ceilings}"
         " --throughput {output.throughput} --per-second {output.per_second} {params.runs}"
@@ -173,5 +196,7 @@ rule effects:
         "results/logs/effects.log",
     conda:
         "../envs/ybscale.yaml"
+    params:
+        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
     shell:
         "python -m ybscale.files publish --into results {input.tables} > {log} 2>&1"

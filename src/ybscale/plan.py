@@ -16,7 +16,9 @@ from ybscale.errors import error_line
 
 def main(argv: list[str] | None = None) -> int:
 
-    parser = argparse.ArgumentParser(prog="ybscale plan", description=__doc__.splitlines()[0])
+    from ybscale.help import description as cli_description
+
+    parser = argparse.ArgumentParser(prog="ybscale plan", description=cli_description(__doc__))
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument(
         "--configfile", action="append", default=[],
@@ -72,15 +74,35 @@ def _report(config: dict, args) -> int:
         return 0
     chosen = config.get("backend", "local")
     config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
-    loaded = study.load(config, args.design)
-    print(format_factors(loaded.design))
+    loaded = study.load(config, args.design, budget=True)  # every round the budget allows
     the_plan = plan(loaded.rows, loaded.settings, quotas=True, compare=True)
     print(format_plan(the_plan, measured_loads(args.analysis), args.analysis))
+    print(f"- {budget_note(loaded)}")  # one more note, below the plan's own
+    print()
+    print(format_factors(loaded.design))
     print(format_strata(loaded.design, cluster_of(loaded.settings, loaded.rows), "gcp"))
     if chosen != "gcp":  # and as the config's own backend runs the rows
         own = study.load({**config, "backend": chosen}, args.design)
         print(format_strata(own.design, cluster_of(own.settings, own.rows), chosen))
     return 0
+
+
+def budget_note(loaded) -> str:
+    """One line on measurement.budget: the rounds the plan prices (its worst case), or why the
+    design is measured as written (ybscale.design.rounds)."""
+    given = loaded.settings["measurement"].get("budget")
+    if not given:
+        return "measurement.budget: none; the design as written, no further rounds."
+    base, most = loaded.base_replicates, loaded.design.replications
+    if most > base:
+        return (
+            f"measurement.budget {dict(given)}: while a column is undecided the study adds "
+            f"replicates up to {most}; the plan above prices all {most} (the worst case)."
+        )
+    return (
+        f"measurement.budget {dict(given)}: not used here, the design is measured as written "
+        "(its rows share clusters, or it has centre points or blocks: ybscale.design.rounds)."
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ybscale.backends import backend_class, get_backend
+from ybscale.design import rounds
 from ybscale.design.factorial import Design, load_design
 from ybscale.design.row import Row, RowError, resolve_rows
 from ybscale.settings import load as load_settings
@@ -16,8 +17,9 @@ class Study:
     """The validated config (defaults filled), the design and one resolved row per run."""
 
     settings: dict
-    design: Design
+    design: Design  # with every replicate measurement.budget allows (ybscale.design.rounds)
     rows: list[Row]
+    base_replicates: int = 1  # the design's own replications: round 0
 
     def row(self, run: str) -> Row:
         """The row of a run id; ValueError naming the design file and the valid ids."""
@@ -51,15 +53,21 @@ def cluster_of(settings: Mapping, rows) -> dict[str, str]:
     return backend_class(settings["backend"]).cluster_labels(settings, rows)
 
 
-def load(config: Mapping, design_path: str | None = None) -> Study:
-    """Validate the config, load the design, resolve and check every row on the backend."""
+def load(config: Mapping, design_path: str | None = None, budget: bool = False) -> Study:
+    """Validate the config, load the design, resolve and check every row on the backend; with
+    `budget`, every replicate measurement.budget allows (`rounds.most_replicates`: the rows
+    later rounds may measure, which the workflow knows of from the start)."""
     settings = load_settings(config)
-    design = load_design(design_path or settings["design"])
+    written = load_design(design_path or settings["design"])
+    most = rounds.most_replicates(settings, written) if budget else written.replications
+    design = rounds.with_replicates(written, most)
     rows = resolve_rows(design, settings)
+    if most > written.replications and rounds.shares_clusters(cluster_of(settings, rows)):
+        design, rows = written, resolve_rows(written, settings)  # no rounds (rounds docstring)
     errors = get_backend(settings).check_rows(rows)
     if errors:
         raise RowError("\n".join(errors))
-    return Study(settings, design, rows)
+    return Study(settings, design, rows, written.replications)
 
 
 # ---------------------------------------------------------------------------- prices

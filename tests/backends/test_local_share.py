@@ -50,8 +50,9 @@ def test_rows_of_a_combination_share_a_cluster_per_replicate_and_the_seed_is_a_s
     strata = column_strata(shared.design, clusters)
     assert {t for t, s in strata.items() if s == WHOLE} == SEED_WHOLE
     assert {t for t, s in strata.items() if s == SUB} == set(shared.design.terms) - SEED_WHOLE
-    assert "local: 16 runs on 8 clusters; the whole-plot columns A, B, F, C, AC, E, AE" in (
-        format_strata(shared.design, clusters, "local")
+    assert (
+        "Error strata (local: 16 runs on 8 clusters):\n  whole-plot (against the cluster-to-"
+        "cluster noise): A, B, F, C, AC, E, AE\n" in format_strata(shared.design, clusters, "local")
     )
     # replicates: a cluster of their own (the replicate error holds cluster-to-cluster noise)
     design = seed_study()

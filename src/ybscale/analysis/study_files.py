@@ -18,6 +18,7 @@ class StudyFiles:
     outliers: Path
     runs: dict[str, Path]  # run id -> folder with measurement.json, throughput.csv, ...
     anova: Path | None = None  # anova.csv (its strata), when the caller has one
+    rounds: Path | None = None  # the final round's decision (ybscale.analysis.rounds), if any
 
     @classmethod
     def from_paths(cls, effects, ceilings, outliers, runs: Iterable, anova=None) -> StudyFiles:

@@ -106,7 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     except DesignError as exc:
         print(exc, file=sys.stderr)
         return 1
-    built = build(design, args.backend, strata.parse_clusters(args.clusters), args.order, args.seed)
+    runs = set(design.all_run_ids)
+    given = strata.parse_clusters(args.clusters)
+    clusters = {r: c for r, c in given.items() if r in runs}
+    built = build(design, args.backend, clusters, args.order, args.seed)
+    # the clusters of the rows later rounds may add (measurement.budget, ybscale.design.rounds)
+    built["later_clusters"] = {r: c for r, c in given.items() if r not in runs}
     write_design_outputs(
         design, None, built, sign_table=args.sign_table, aliases=args.aliases, summary=args.record
     )

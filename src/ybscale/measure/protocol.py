@@ -1,7 +1,10 @@
-"""What measures a row, by content: a digest of the measuring code and of each workload script.
+"""What measures a row, by content: a digest of the measuring code and of each workload script;
+and what analyses a study: the package's version and a digest of the analysing code.
 
 The measuring rule takes these as params, so a row re-runs when what measures it really changed
 (an edited module, an edited script), not when a checkout or a fresh clone touched the files.
+The analysis, findings and report rules take `analysis_code()` as a param: a changed ybscale
+re-analyses the study (no `-R analyze` after an upgrade) and re-measures nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +45,42 @@ def code_digest(backend: str) -> str:
 
     names = COMMON_MODULES + backend_class(backend).modules
     return _digest((name, package.joinpath(name).read_bytes()) for name in names)
+
+
+# what the analysis, findings and report rules run (`python -m ybscale.analysis...`,
+# `ybscale.report...`, `ybscale.files publish`): these packages whole (data files included),
+# and the modules they read a design, a config or a table through
+ANALYSIS_PACKAGES = ("analysis", "report", "design")
+ANALYSIS_MODULES = (
+    "__init__.py",  # the version
+    "files.py",
+    "errors.py",
+    "config_sources.py",
+    "validation.py",
+)
+
+
+def _files_under(folder, prefix: str):
+    """(name, content) of every file under a package folder, sorted, compiled files aside."""
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        name = f"{prefix}/{entry.name}"
+        if entry.is_dir():
+            if entry.name != "__pycache__":
+                yield from _files_under(entry, name)
+        elif not entry.name.endswith((".pyc", ".pyo")):
+            yield name, entry.read_bytes()
+
+
+def analysis_code() -> str:
+    """``ybscale VERSION DIGEST``: the package's version and a digest of the code that
+    analyses a study and writes its findings, charts and report (ANALYSIS_PACKAGES,
+    ANALYSIS_MODULES); never the measuring code's (`code_digest`)."""
+    import ybscale
+
+    package = resources.files("ybscale")
+    chunks = [chunk for name in ANALYSIS_PACKAGES for chunk in _files_under(package / name, name)]
+    chunks += [(name, package.joinpath(name).read_bytes()) for name in ANALYSIS_MODULES]
+    return f"ybscale {ybscale.__version__} {_digest(chunks)}"
 
 
 def file_digest(path: str | Path) -> str:
