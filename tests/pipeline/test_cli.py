@@ -115,3 +115,18 @@ def test_a_fault_of_ybscale_is_one_line_too_and_says_how_to_see_it(monkeypatch, 
     monkeypatch.setenv(cli.TRACEBACK_ENV, "1")
     with pytest.raises(TypeError):
         cli.main(["broken"])
+
+
+@pytest.mark.parametrize("verb", sorted(cli.COMMANDS))
+def test_every_verbs_help_describes_it_in_whole_sentences(verb, capsys):
+    """`ybscale VERB --help` says what the verb does in whole sentences: its description (the
+    paragraph after the usage) ends a sentence, never cut at the end of a docstring's first
+    line (`ybscale plan --help` stopped at "(the gcp plan: clusters, slots,")."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main([verb, "--help"])
+    assert exc.value.code == 0
+    paragraphs = capsys.readouterr().out.split("\n\n")
+    assert paragraphs[0].startswith("usage: ")
+    text = " ".join(paragraphs[1].split())
+    assert not text.startswith(("positional arguments", "options")), paragraphs
+    assert text.endswith((".", "?", "!")), text

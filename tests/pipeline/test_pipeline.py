@@ -126,19 +126,29 @@ def test_params_go_through_pandas_exactly_when_pandas_is_imported(monkeypatch):
     assert chooser(record) == "builtin"
 
 
-def test_touching_every_file_remeasures_nothing_and_editing_the_measuring_code_every_row(
+def test_a_touch_reruns_nothing_an_analysis_edit_reanalyses_a_measuring_edit_remeasures(
     tiny_study_copy,
 ):
-    """What a checkout or a fresh clone does to the files (new times, same content) re-measures
-    nothing; then an edit of the code that measures re-measures every row. Both on the copy's
-    own package (PYTHONPATH), one copy: the edit's dry run comes after the touch's."""
+    """What a checkout or a fresh clone does to the files (new times, same content) re-runs
+    nothing; an edit of the analysing code (a new ybscale: issue 58) re-runs the analysis,
+    findings and report rules and measures nothing; then an edit of the code that measures
+    re-measures every row. All on the copy's own package (PYTHONPATH), one copy: each dry run
+    comes after the one before (nothing runs)."""
     work = tiny_study_copy
     env = {**os.environ, "PYTHONPATH": str(work / "src")}
     for path in [*(work / "src").rglob("*.py"), *(work / "workloads").glob("*.sql")]:
         path.touch()
     for path in (work / "rules").glob("*"):
         path.touch()
-    assert "measure" not in planned(work, "results/effects.csv", env=env)
+    assert planned(work, "results/effects.csv", env=env) == {}
+    findings = work / "src" / "ybscale" / "report" / "findings.py"
+    findings.write_text(findings.read_text() + "# an edit\n")
+    jobs = planned(work, "results/effects.csv", env=env)
+    analysis = {"ceilings", "analyze", "effect_charts", "response_chart", "findings",
+                "design_page", "throughput_chart", "effects"}  # fmt: skip
+    assert analysis <= set(jobs), jobs
+    assert jobs["ceiling"] == {f"run{i:02d}" for i in range(1, 17)}  # each row's fit
+    assert not {"measure", "publish", "cluster_up", "cluster_down", "design"} & set(jobs), jobs
     bench = work / "src" / "ybscale" / "measure" / "bench.py"
     bench.write_text(bench.read_text() + "# an edit\n")
     assert planned(work, "results/effects.csv", env=env)["measure"] == {

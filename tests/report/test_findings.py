@@ -200,11 +200,15 @@ def test_design_page_is_written_from_the_design(tmp_path):
 
 
 def test_findings_lead_with_a_table_of_the_active_effects(study):
-    """The page opens on a table: one row per active effect, in level words, with the numbers of
-    effects.csv (estimate, 95 % interval, share of variation) and the alias string."""
+    """The page opens on the verdicts (issue 57), then a table: one row per active effect, in
+    level words, with the numbers of effects.csv (estimate, 95 % interval, share of variation)
+    and the alias string."""
     _, results, text, rst = study
     body = text.split("\n", 2)[2].lstrip()  # after the title
-    lead, table = body.split("\n\n")[:2]
+    paragraphs = body.split("\n\n")
+    assert paragraphs[0].startswith("**Verdicts.** Each column matters")
+    at = next(i for i, p in enumerate(paragraphs) if p.startswith("The effects that stand out"))
+    lead, table = paragraphs[at : at + 2]
     assert lead.startswith("The effects that stand out from the noise")
     lines = table.splitlines()
     assert lines[0] == "| effect | estimate [95 % interval] | share of variation | aliases |"
@@ -228,7 +232,8 @@ def test_findings_lead_with_a_table_of_the_active_effects(study):
     # the table comes before the prose, in the report's copy too
     html = publish_parts(rst, writer="html", settings_overrides={"halt_level": 2})["body"]
     assert html.index("<table") < html.index("Response.")
-    assert html.count("<tr>") == len(active) + 1
+    matters = int((effects["verdict"] == "matters").sum())
+    assert html.count("<tr>") == len(active) + 1 + (matters + 1 if matters else 0)
 
 
 def test_findings_without_an_active_effect_say_so_first(study):
@@ -238,8 +243,11 @@ def test_findings_without_an_active_effect_say_so_first(study):
     text = write_findings(
         design, StudyFiles.under(results, design.run_ids), results / "quiet.md", None
     )
-    first = text.split("\n", 2)[2].lstrip().split("\n\n")[0]
+    paragraphs = text.split("\n", 2)[2].lstrip().split("\n\n")
+    assert paragraphs[0].startswith("**Verdicts.**")
+    first = next(p for p in paragraphs if p.startswith("**No effect"))
     assert first.startswith("**No effect stands out from the noise**: none of the 15 columns")
+    assert text.index("**No effect") < text.index("**Active effects**")
     assert "| effect |" not in text
 
 

@@ -53,11 +53,12 @@ def test_report_builds_right_after_the_study(tiny_study):
 def test_findings_page_first_with_the_numbers_of_effects_csv(tiny_study):
     work = tiny_study.work
     page = _workflow_description((work / "report.html").read_text(encoding="utf-8"))
-    heads = ("Findings\nThe effects", "Design\nThe design file", "Measurement\n", "Analysis\n")
+    heads = ("Findings\nVerdicts.", "Design\nThe design file", "Measurement\n", "Analysis\n")
     sections = [page.find(s) for s in heads]
     assert -1 not in sections and sections == sorted(sections), sections
     findings = page[sections[0] : sections[1]]
-    assert findings.split()[:2] == ["Findings", "The"]  # the summary table leads
+    assert findings.split()[:2] == ["Findings", "Verdicts."]  # the verdicts lead (issue 57)
+    assert findings.index("Verdicts.") < findings.index("The effects that stand out")
     # a column per response (analysis.responses' default: the ceiling, throughput per dollar)
     assert findings.index("the ceiling [95 % interval]") < findings.index("Response.")
     assert findings.index("throughput per dollar [95 % interval]") < findings.index("Response.")
@@ -168,7 +169,7 @@ def test_report_renders_offline_in_headless_chromium(tiny_study, tmp_path):
     assert not re.search(r"<script[^>]+src=[\"']https?://", html)
     dom = _dump_dom(report, tmp_path / "profile1")
     text = " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
-    first = [text.find(s) for s in ("Findings The effects", "Design The design file", "Backend:")]
+    first = [text.find(s) for s in ("Findings Verdicts.", "Design The design file", "Backend:")]
     assert -1 not in first and first == sorted(first), first  # the landing page: findings first
     assert "instead of" in text and "of the variation" in text
     charts = ["pareto.svg", "throughput.svg", "per_second.svg"]

@@ -19,7 +19,10 @@ active with the same sign. A study measured beside a neighbour (rows that kept a
 carries how far it may have moved each estimate (effects.csv ``disturbance_down``/``_up``,
 ybscale.analysis.disturbance): the difference is tested from the nearest value it could have
 had on quiet machines, and signs conflict only between columns that stay active there
-(``established``).
+(``established``). Each study's verdicts against analysis.relevant (ybscale.analysis.verdicts)
+are set side by side: a column that matters in one and is negligible in the other, or matters
+in both with opposite signs, **contradicts**, and the studies then DISAGREE; a column undecided
+in one of them contradicts nothing.
 
 Several responses (effects.csv's ``response`` column, analysis.responses): each response both
 studies analysed is compared on its own (its table, its verdict); they AGREE when every one does.
@@ -47,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ybscale.analysis import verdicts
 from ybscale.analysis.terms import of_response, response_names
 from ybscale.files import TableError, read_table
 
@@ -72,6 +76,9 @@ COLUMNS = [
     "difference",
     "p_adjusted",
     "differ",
+    "verdict_a",
+    "verdict_b",
+    "contradict",
     "agree",
 ]
 
@@ -163,7 +170,7 @@ def on_one_scale(
     words = {"additive": "additive", "multiplicative": "log"}
     said = f"{a} is on the {models[0]} scale, {b} on the {models[1]}"
     folders = (Path(a), Path(b))
-    records = [f / "design" / "design.json" for f in folders]
+    records = [study_record(f) for f in folders]
     files = [responses_file(f) for f in folders]
     lacking = [str(r) for r in records if not r.is_file()]
     either = " or ".join(RESPONSES_FILES)
@@ -175,14 +182,14 @@ def on_one_scale(
             "(ybscale analyze --model ...)"
         )
     try:
-        design = load_design(records[0])
-        tables = [read_responses(p, design, response) for p in files]
+        designs = [load_design(r) for r in records]
+        tables = [read_responses(p, d, response) for p, d in zip(files, designs, strict=True)]
     except (DesignError, ResponsesError, ValueError) as exc:
         raise CompareError(f"{said}; analysing them again: {exc}") from None
     column = tables[0].attrs["response"]
-    model, reason = common_scale(design, *(t[column] for t in tables))
+    model, reason = common_scale(designs, [t[column] for t in tables])
     out = []
-    for folder, record, table in zip(folders, records, tables, strict=True):
+    for folder, record, table, design in zip(folders, records, tables, designs, strict=True):
         run_order = folder / "run_order.csv"
         with tempfile.TemporaryDirectory(prefix="ybscale-compare-") as tmp:
             analyze(
@@ -205,16 +212,32 @@ def on_one_scale(
     return out[0], out[1], note
 
 
-def common_scale(design, y_a: pd.Series, y_b: pd.Series) -> tuple[str, str]:
+def study_record(folder: Path) -> Path:
+    """The design record a study's analysis read: its final round's (results/rounds/round<n>/
+    design.json, the first round that decided no more, ybscale.analysis.rounds) when it ran
+    rounds, else design/design.json."""
+    folder = Path(folder)
+    decided = sorted((folder / "rounds").glob("round*.json"), key=lambda p: int(p.stem[5:]))
+    for path in decided:
+        record = path.with_suffix("") / "design.json"
+        if not json.loads(path.read_text()).get("more") and record.is_file():
+            return record
+    return folder / "design" / "design.json"
+
+
+def common_scale(designs, ys) -> tuple[str, str]:
     """(model, reason): the scale rule on both studies' responses, study B's runs as the
-    replicates after study A's (every term fitted, the residual pure error)."""
+    replicates after study A's (every term fitted, the residual pure error); each study with
+    its own replicates (studies that ran other rounds: ybscale.analysis.rounds)."""
     from dataclasses import replace
 
     from ybscale.analysis.scale import choose
 
-    both = replace(design, replications=2 * design.replications, blocks=1, block_generators=(),
-                   center_points=0)  # fmt: skip
-    values = np.concatenate([y.loc[design.run_ids].to_numpy(float) for y in (y_a, y_b)])
+    reps = sum(d.replications for d in designs)
+    both = replace(designs[0], replications=reps, blocks=1, block_generators=(), center_points=0)
+    values = np.concatenate(
+        [y.loc[d.run_ids].to_numpy(float) for d, y in zip(designs, ys, strict=True)]
+    )
     choice = choose(both, pd.Series(values, index=both.run_ids), checks=False)
     return choice.model, choice.reason
 
@@ -358,6 +381,18 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
         out[f"established_{name}"] = _flag(firm).to_numpy()
     opposite = (out["effect_a"] > 0) != (out["effect_b"] > 0)
     conflict = out["established_a"] & out["established_b"] & opposite
+    for name, t in (("a", a), ("b", b)):  # ybscale.analysis.verdicts (tables before it: "")
+        column = t["verdict"] if "verdict" in t.columns else pd.Series("", index=t.index)
+        out[f"verdict_{name}"] = column.fillna("").astype(str).to_numpy()
+    out["contradict"] = [
+        verdicts.contradict(
+            pd.Series({"verdict": va, "effect": ea}), pd.Series({"verdict": vb, "effect": eb})
+        )
+        for va, vb, ea, eb in zip(
+            out["verdict_a"], out["verdict_b"], out["effect_a"], out["effect_b"], strict=True
+        )
+    ]
+    conflict = conflict | out["contradict"]
     out.attrs["disturbed"] = [
         n for n, t in (("A", a), ("B", b)) if moved(t)[0].any() or moved(t)[1].any()
     ]
@@ -393,6 +428,22 @@ def _established(table: pd.DataFrame) -> str:
     )
 
 
+def _verdicts(table: pd.DataFrame) -> str:
+    """The summary's clause on the verdicts (ybscale.analysis.verdicts): what matters in each,
+    and the columns that contradict (matters in one, negligible in the other, or matters with
+    opposite signs); '' for tables without verdicts."""
+    if not (table["verdict_a"].astype(bool).any() and table["verdict_b"].astype(bool).any()):
+        return ""
+    matters = [
+        _signed(table.assign(m=table[f"verdict_{n}"] == verdicts.MATTERS), "m", f"effect_{n}")
+        for n in ("a", "b")
+    ]
+    bad = table.loc[table["contradict"], "term"].tolist()
+    return f"; verdicts: matters A {{{matters[0]}}}, B {{{matters[1]}}}, " + (
+        f"contradicting in {', '.join(bad)}" if bad else "no contradiction"
+    )
+
+
 def summary(table: pd.DataFrame) -> str:
     """One line: the verdict, the active sets with signs, how many intervals cover."""
     covered = int((table["a_covers_b"] & table["b_covers_a"]).sum())
@@ -408,13 +459,16 @@ def summary(table: pd.DataFrame) -> str:
         f"{n} columns agree; each interval covers the other's estimate in {covered} of {n}; "
         f"{int(table['differ'].sum())} differ beyond their uncertainty (Holm, α = {ALPHA:g}) "
         f"({table.attrs.get('model', '?')} scale)"
+        + _verdicts(table)
         + _established(table)
         + (f"; {table.attrs['rescaled']}" if table.attrs.get("rescaled") else "")
     )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ybscale compare", description=__doc__.splitlines()[0])
+    from ybscale.help import description as cli_description
+
+    parser = argparse.ArgumentParser(prog="ybscale compare", description=cli_description(__doc__))
     parser.add_argument("study_a", type=Path, help="results folder of study A")
     parser.add_argument("study_b", type=Path, help="results folder of study B")
     parser.add_argument("--out", type=Path, help="also write the table as CSV")

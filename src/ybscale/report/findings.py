@@ -15,6 +15,7 @@ report includes the .rst copy).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -42,6 +43,7 @@ from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.report import bottlenecks, strata_text
 from ybscale.report.anova_text import split_plot_text
 from ybscale.report.dataset_text import dataset_text
+from ybscale.report.verdicts_text import ended_text, verdict_blocks, verdict_cell
 
 DETECT = "10%"
 
@@ -171,6 +173,11 @@ def _term_words(design: Design, term: str) -> str:
     return f"{word_name(design, term)} ({term}): product of the signs +1 instead of -1"
 
 
+def _short_name(design: Design, term: str) -> str:
+    """``F (node_size)``, ``AB (operation_size × workload)``: a column in the verdicts."""
+    return f"{term} ({word_name(design, term)})"
+
+
 def _aliases(row: pd.Series) -> str:
     return " = ".join(m.lstrip("-") for m in str(row["alias"]).split(" = "))
 
@@ -256,11 +263,12 @@ class Responses:
                 bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
                 text = _size(*bounds, str(row["model"]), what, unit).replace(f" {what}", "", 1)
                 text += f" ({MAYBE_NEIGHBOUR})" if term in doubtful[name] else ""
-                cells.append(text if row["active"] else "—")
+                cells.append(text if row["active"] else verdict_cell(row, unit))
             rows.append((_term_words(design, term), *cells, _aliases(main.loc[term])))
         lead = (
             "The effects that stand out from the noise on any response, largest first on "
-            f"{self.words(self.names[0])[0]} (— : within the noise on that response):"
+            f"{self.words(self.names[0])[0]} (where a column is not active on a response, its "
+            "verdict there: negligible, or undecided with its interval):"
         )
         return [lead, ("table", [header, *rows])]
 
@@ -824,7 +832,9 @@ def findings_blocks(
     """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists, ("table", rows)
     the summary table; `clusters`: run -> the cluster it ran on (the rules' --clusters)."""
     describe = partial(effect_sentence, study.design, share=False)
+    every = study.responses.effects if study.responses else study.effects
     return [
+        *verdict_blocks(every, partial(_short_name, study.design), ended_text(files)),
         *summary_table(study.design, _terms(study), study.responses),
         *(study.responses.opposite(study.design) if study.responses else []),
         *response_section(study),
@@ -923,8 +933,10 @@ def write_findings(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ybscale.help import description as cli_description
+
     parser = argparse.ArgumentParser(
-        prog="ybscale.report.findings", description=__doc__.splitlines()[0]
+        prog="ybscale.report.findings", description=cli_description(__doc__)
     )
     parser.add_argument("runs", nargs="+", type=Path, help="the rows' folders (results/runs/<run>)")
     parser.add_argument("--design", required=True, type=Path)
@@ -941,11 +953,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--ceiling", default="empirical")
     parser.add_argument(
+        "--rounds", nargs="?", type=Path, help="the final round's decision: what ended the study"
+    )
+    parser.add_argument(
         "--latency-slo-ms", type=float, default=None, help="the best buy's latency target"
     )
     args = parser.parse_args(argv)
     design = load_design(args.design)
     files = StudyFiles.from_paths(args.effects, args.ceilings, args.outliers, args.runs, args.anova)
+    files = dataclasses.replace(files, rounds=args.rounds)
     clusters = clusters_of(args.design, args.clusters)  # given, else the design record's
     text = write_findings(
         design, files, args.out, args.rst, args.alpha, args.ceiling, clusters, args.latency_slo_ms
