@@ -208,7 +208,8 @@ def test_a_busy_neighbour_is_measured_as_outside_cpu_and_its_run_measured_again(
     `util_outside`, at least most of its half of the machine (the row's nodes, pgbench and job
     are not counted in it), is set aside (outside_max 0.1), and is measured again only after
     the row waited (one-second looks, `quiet_wait`) for the neighbour to stop (issue 49): the
-    kept run is undisturbed, on the first try again."""
+    kept run is undisturbed, on the first try again (where other work outlasts the spinner,
+    each try is set aside until `remeasure` is spent and the last is kept, flagged disturbed)."""
     import os
     import subprocess
     import sys
@@ -232,11 +233,20 @@ def test_a_busy_neighbour_is_measured_as_outside_cpu_and_its_run_measured_again(
     share = 1 / (os.cpu_count() or 1)  # one spinning CPU of the machine's
     assert rep["util_outside"] >= 0.6 * share, rep  # 2.5 of its 3 s at least
     assert rep["set_aside"].startswith("others took") and rep["disturbed"]
-    kept = reps[-1]
-    assert len(reps) == 2 and kept["set_aside"] == "" and not kept["disturbed"]
-    assert rep["waited_for_quiet_s"] == 0 and kept["waited_for_quiet_s"] >= 1, kept
-    assert kept["util_outside"] < 0.1 and line["util_outside"] == kept["util_outside"]
+    # and says what it was (ybscale.measure.outside): the spinner, a python process
+    spinner = os.path.basename(sys.executable)[:15]  # its comm
+    assert f": {spinner} " in rep["set_aside"] or f", {spinner} " in rep["set_aside"], rep
+    assert spinner in rep["outside_by"], rep
+    # measured again only after waiting out the spinner (its 7 s outlast the 3-s run)
+    assert rep["waited_for_quiet_s"] == 0 and reps[1]["waited_for_quiet_s"] >= 1, reps[1]
     assert (tmp_path / "logs" / "set-aside-c001-r1-1").is_dir()
+    kept = reps[-1]
+    assert kept["set_aside"] == "" and line["util_outside"] == kept["util_outside"], kept
+    if kept["disturbed"]:  # other work beside this test outlasted the spinner (CI on a shared
+        # machine once): measured again at most remeasure times, the last kept and flagged
+        assert len(reps) == 3 and all(r["set_aside"] for r in reps[:-1]), reps
+    else:  # the machine was quiet again: the first measurement after the wait is kept
+        assert len(reps) == 2 and kept["util_outside"] < 0.1, reps
     assert rep["util_job"] >= 0 and line["bottleneck"] not in ("outside", "job", "host")
 
 

@@ -23,7 +23,7 @@ from ybscale.design import workload
 from ybscale.design.row import Row
 from ybscale.errors import BackendError
 from ybscale.files import write_csv
-from ybscale.measure import buffers, generators, latency, pgbench, precision, utilisation
+from ybscale.measure import buffers, generators, latency, outside, pgbench, precision, utilisation
 from ybscale.measure.generators import split
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.measure.per_second import COLUMNS as PER_SECOND_COLUMNS
@@ -270,13 +270,17 @@ def steady_throughput(
 QUIET_LOOK = 1.0  # seconds of one look at the machine while waiting for it to be quiet
 
 
-def disturbed(util: Mapping[str, float], outside_max: float | None) -> str:
+def disturbed(
+    util: Mapping[str, float], outside_max: float | None, by: Mapping[str, float] | None = None
+) -> str:
     """Why a run is set aside: others took more than `outside_max` of the machine during its
-    counted seconds (`utilisation.with_outside`); '' when not, or not measured."""
-    outside = util.get("outside", math.nan)
-    if outside_max is None or not outside > outside_max:
+    counted seconds (`utilisation.with_outside`, less the study's own work outside its groups,
+    `own`), naming what took it (`by`: `outside.shares`); '' when not, or not measured."""
+    others = util.get("outside", math.nan) - util.get("own", 0.0)
+    if outside_max is None or not others > outside_max:
         return ""
-    share = f"{100 * outside:.0f} % of the machine"
+    named = outside.words({k: v for k, v in (by or {}).items() if not k.startswith(outside.STUDY)})
+    share = f"{100 * others:.0f} % of the machine" + (f": {named}" if named else "")
     return f"others took {share} (measurement.outside_max {outside_max:g})"
 
 
@@ -301,7 +305,18 @@ def window_utilisation(cluster: Cluster, kind: str, clients: int, readings) -> d
         return {}
     seconds, first, last = readings
     cap = capacity(cluster, kind, clients)
-    return utilisation.with_outside(utilisation.utilisation(first, last, seconds, cap), cap)
+    util = utilisation.with_outside(utilisation.utilisation(first, last, seconds, cap), cap)
+    if "outside" in util and "host" in cap:  # of it, the study's own work (its other jobs)
+        util["own"] = outside.own(outside.shares(first, last, seconds, cap["host"]))
+    return util
+
+
+def outside_by(cluster: Cluster, readings) -> dict[str, float]:
+    """What others took over the counted seconds, by name (`ybscale.measure.outside`)."""
+    if readings is None:
+        return {}
+    seconds, first, last = readings
+    return outside.shares(first, last, seconds, cluster.cpu_capacity().get("host", math.nan))
 
 
 def mean_utilisation(per_repetition: list[dict[str, float]]) -> dict[str, float]:
@@ -359,6 +374,7 @@ class RowSweep:
         self.superseded: list[dict] = []
         self.quiet_budget = float(self.protocol.quiet_wait)  # seconds left to wait for quiet
         self.last_reset = {"reset": "", "reset_s": math.nan}  # the last start_repetition's
+        self.last_outside: dict[str, float] = {}  # what others took in the last run, by name
 
     def wait_for_quiet(self, clients: int) -> float:
         """Before a disturbed run is measured again: one-second looks at the machine, the
@@ -369,8 +385,9 @@ class RowSweep:
             window = utilisation.Window(self.cluster.cpu_seconds, 0.0)
             window.start()
             time.sleep(QUIET_LOOK)
-            util = window_utilisation(self.cluster, self.row.kind, clients, window.stop(False))
-            if not disturbed(util, self.protocol.outside_max):
+            readings = window.stop(False)
+            util = window_utilisation(self.cluster, self.row.kind, clients, readings)
+            if not disturbed(util, self.protocol.outside_max, outside_by(self.cluster, readings)):
                 break
         waited = time.monotonic() - started
         self.quiet_budget = max(0.0, self.quiet_budget - waited)
@@ -429,7 +446,7 @@ class RowSweep:
         again, waited = 0, 0.0
         while True:
             done = self.run_once(clients, rep, seconds, probe)
-            why = disturbed(done[2], self.protocol.outside_max)
+            why = disturbed(done[2], self.protocol.outside_max, self.last_outside)
             self.rep_rows[-1] |= {"measured_again": again, "disturbed": bool(why),
                                   "waited_for_quiet_s": round(waited, 1)}  # fmt: skip
             if not why or again == self.protocol.remeasure:
@@ -495,6 +512,7 @@ class RowSweep:
         except BackendError as exc:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         util = window_utilisation(cluster, kind, clients, readings)
+        self.last_outside = outside_by(cluster, readings)
         blocks = buffers.delta(blocks, cluster.block_counters() if blocks else {})
         se, df = batches[0] if batches else (math.nan, 0)
         self.rep_rows.append(
@@ -514,6 +532,7 @@ class RowSweep:
                 "steady_seconds": span,
                 "cpu_window_s": readings[0] if readings else math.nan,
                 "start_skew_ms": 1000 * generators.skew(starts),
+                "outside_by": outside.words(self.last_outside),
                 **blocks,
                 **latency.percentiles(lat),
                 **{f"util_{name}": u for name, u in util.items()},

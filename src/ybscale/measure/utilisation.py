@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 
 # recorded beside the others, never a bottleneck candidate: the whole machine, the measuring
 # job's own process, and what neither the study's resources nor its job used (`with_outside`)
-CONTEXT = ("host", "job", "outside")
+# and of that the study's own work outside its groups (`own`: ybscale.measure.outside)
+CONTEXT = ("host", "job", "outside", "own")
 USER_HZ = 100  # /proc/stat ticks per second (sysconf(_SC_CLK_TCK) on Linux)
 
 

@@ -209,7 +209,8 @@ def set_aside_text(
             f"{aside.sum()} runs were set aside and measured again because "
             "processes other than the study's took more of the machine than "
             f"measurement.outside_max during them ({each}; repetitions.csv `set_aside` says "
-            "why, their logs are kept under pgbench-logs/set-aside-*); the ceilings read only "
+            "how much and what took it, `outside_by` for every run; their logs are kept under "
+            "pgbench-logs/set-aside-*); the ceilings read only "
             "the runs kept."
         )
     if kept.sum():

@@ -53,7 +53,7 @@ from ybscale.backends.local import catalogue
 from ybscale.backends.local.cpu import CpuLimits, reap_orphan_groups
 from ybscale.design import workload
 from ybscale.design.row import ClusterShape, Row
-from ybscale.measure import pgbench, utilisation
+from ybscale.measure import outside, pgbench, utilisation
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
 DATASET = "dataset.json"  # in a cluster's home: the dataset its nodes hold (`prepare`)
@@ -410,13 +410,18 @@ class LocalCluster(Cluster):
 
     def cpu_seconds(self) -> dict[str, float]:
         """Each node's and pgbench's CPU group counter, the measuring job's own CPU time (this
-        process, every thread), and the machine's busy time."""
+        process, every thread), the machine's busy time, and what every other process, kernel
+        thread, the interrupts and the hypervisor took (`ybscale.measure.outside`)."""
         counted = self.limits.cpu_seconds()
         if not counted:
             return {}
         own = resource.getrusage(resource.RUSAGE_SELF)
-        return {**counted, "job": own.ru_utime + own.ru_stime,
-                "host": utilisation.host_cpu_seconds()}  # fmt: skip
+        return {
+            **counted,
+            "job": own.ru_utime + own.ru_stime,
+            "host": utilisation.host_cpu_seconds(),
+            **outside.readings(self.limits.group),
+        }  # fmt: skip (what others used, by name)
 
     def cpu_capacity(self) -> dict[str, float]:
         """A node's CPU quota, the CPUs pgbench may use (its quota or every core), the
