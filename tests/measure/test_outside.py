@@ -15,19 +15,23 @@ from ybscale.measure.bench import disturbed
 HZ = outside.USER_HZ
 
 
-def stat_line(pid: int, comm: str, ticks: int, session: int, flags: int = 4194304) -> str:
+def stat_line(
+    pid: int, comm: str, ticks: int, session: int, flags: int = 4194304, state: str = "S"
+) -> str:
     """A /proc/[pid]/stat line as this machine's kernel writes it (a `cat` process's, with
-    pid, comm, session, flags and utime/stime changed; utime + stime = `ticks`)."""
+    pid, comm, state, session, flags and utime/stime changed; utime + stime = `ticks`)."""
     return (
-        f"{pid} ({comm}) S 1 {pid} {session} 0 -1 {flags} 97 0 0 0 {ticks - ticks // 2} "
+        f"{pid} ({comm}) {state} 1 {pid} {session} 0 -1 {flags} 97 0 0 0 {ticks - ticks // 2} "
         f"{ticks // 2} 0 0 20 0 1 0 984018 3133440 394 18446744073709551615 0 0 0 0 0 0 0 0 0"
     )
 
 
 def proc_tree(root, ticks: dict[str, int], steal: int, softirq: int):
-    """/proc with /proc/stat and five processes: a kernel thread, a node of the study's group,
+    """/proc with /proc/stat and six processes: a kernel thread, a node of the study's group,
     a Snakemake job of this session, a neighbour whose comm holds a space and a parenthesis,
-    and this process itself (never counted: it is the measuring job)."""
+    a node's backend that has exited (a zombie: the kernel shows it in the root cgroup, with
+    the flags a zombie had here, 0x40810C, PF_EXITING among them), and this process itself
+    (never counted: it is the measuring job)."""
     root.mkdir(exist_ok=True)
     (root / "stat").write_text(
         f"cpu  152749 0 38537 1735691 1410 7 {softirq} {steal} 0 0\ncpu0 1 0 1 1 0 0 0 0 0 0\n"
@@ -38,12 +42,14 @@ def proc_tree(root, ticks: dict[str, int], steal: int, softirq: int):
         "12": ("postgres", ticks["node"], me, 4194304, "1:cpu:/ybscale/grp/node0\n", b"pg\0"),
         "13": ("python3", ticks["job"], me, 4194304, "0::/\n", b"python\0-m\0snakemake\0"),
         "14": ("my (odd) tool", ticks["neighbour"], me + 1, 4194304, "0::/\n", b"tool\0"),
+        "15": ("postgres", ticks["ended"], me, 0x40810C, "1:cpu:/\n0::/\n", b""),
         str(os.getpid()): ("pytest", 10_000, me, 4194304, "0::/\n", b"pytest\0"),
     }
     for pid, (comm, used, session, flags, cgroup, cmdline) in procs.items():
         d = root / pid
         d.mkdir(exist_ok=True)
-        (d / "stat").write_text(stat_line(int(pid), comm, used, session, flags) + "\n")
+        state = "Z" if pid == "15" else "S"
+        (d / "stat").write_text(stat_line(int(pid), comm, used, session, flags, state) + "\n")
         (d / "cgroup").write_text(cgroup)
         (d / "cmdline").write_bytes(cmdline)
     return root
@@ -51,18 +57,21 @@ def proc_tree(root, ticks: dict[str, int], steal: int, softirq: int):
 
 def test_each_label_is_what_took_the_machine_and_the_study_groups_are_left_out(tmp_path):
     before = outside.readings("grp", proc_tree(
-        tmp_path / "proc", {"kworker": 100, "node": 500, "job": 50, "neighbour": 0}, 10, 20
+        tmp_path / "proc",
+        {"kworker": 100, "node": 500, "job": 50, "neighbour": 0, "ended": 0}, 10, 20
     ))  # fmt: skip
     after = outside.readings("grp", proc_tree(
-        tmp_path / "proc", {"kworker": 160, "node": 900, "job": 70, "neighbour": 200}, 30, 60
+        tmp_path / "proc",
+        {"kworker": 160, "node": 900, "job": 70, "neighbour": 200, "ended": 300}, 30, 60
     ))  # fmt: skip
     # 2 s on 2 CPUs: 4 CPU-seconds; the neighbour's 200 ticks are 2 s, half the machine
     by = outside.shares(before, after, 2.0, 2.0)
     assert by == pytest.approx({"my (odd) tool": 0.5, "kernel kworker": 0.15, "interrupts": 0.1,
                                 "steal": 0.05, "study python3": 0.05})  # fmt: skip
     assert list(by)[0] == "my (odd) tool"  # largest first
-    assert not any("postgres" in label or "pytest" in label for label in by)  # the study's
-    assert outside.own(by) == pytest.approx(0.05)
+    # the study's: its node, this job, and the backend that ended (its CPU was its group's)
+    assert not any("postgres" in label or "pytest" in label for label in by)
+    assert outside.own(by) == pytest.approx(0.15)  # its jobs' 5 % and the interrupts' 10 %
     assert outside.words(by, most=2) == "my (odd) tool 50 %, kernel kworker 15 %"
 
 
@@ -77,6 +86,13 @@ def test_the_study_own_work_does_not_set_a_run_aside_and_a_neighbour_is_named():
         "(measurement.outside_max 0.1)"
     )
     assert disturbed({"outside": math.nan}, 0.1, by) == ""  # not measured: not disturbed
+    # what no label accounts for (processes begun and ended within the run) is said, not hidden
+    by = {"interrupts": 0.04, "bash": 0.02}
+    why = disturbed({"outside": 0.19, "own": 0.04}, 0.1, by)
+    assert why == (
+        "others took 15 % of the machine: unnamed (processes begun and ended within the run) "
+        "13 %, bash 2 % (measurement.outside_max 0.1)"
+    )
 
 
 def test_this_machine_is_read(tmp_path):

@@ -279,7 +279,11 @@ def disturbed(
     others = util.get("outside", math.nan) - util.get("own", 0.0)
     if outside_max is None or not others > outside_max:
         return ""
-    named = outside.words({k: v for k, v in (by or {}).items() if not k.startswith(outside.STUDY)})
+    theirs = {k: v for k, v in (by or {}).items() if not outside.is_own(k)}
+    unnamed = others - sum(theirs.values())
+    if unnamed >= 0.01:  # processes that began and ended within the window are not seen
+        theirs["unnamed (processes begun and ended within the run)"] = unnamed
+    named = outside.words(dict(sorted(theirs.items(), key=lambda item: -item[1])))
     share = f"{100 * others:.0f} % of the machine" + (f": {named}" if named else "")
     return f"others took {share} (measurement.outside_max {outside_max:g})"
 

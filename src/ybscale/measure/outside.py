@@ -13,8 +13,14 @@ This module says *what* it was. A reading (`readings`) is CPU seconds since boot
 - ``<name>``: any other process (a neighbour), by its command name.
 
 Processes in the study's CPU groups (`group`, the cluster's cgroup) and the measuring job itself
-are left out: they are the study's resources. A process that starts and ends inside a window is
-not seen; what the labels do not account for stays in the outside share, unnamed. The share of
+are left out: they are the study's resources. So are processes exiting or exited (zombies): the
+kernel moves an exiting task to the root cgroup (seen here: a zombie's /proc/[pid]/cgroup reads
+`cpu:/` whatever group it ran in), so a node's backend ending with its connection would carry
+its whole CPU time out of the study's group; it was counted in its group while it ran.
+Interrupt time (``interrupts``) is counted as the study's own (`own`): on one machine it is
+mostly the softirq of the study's loopback traffic, which the kernel charges to no group. A
+process that starts and ends inside a window is not seen; what the labels do not account for
+stays in the outside share, and a set-aside run calls it unnamed. The share of
 a label is its CPU seconds over the window divided by window x the machine's CPUs, as `outside`.
 """
 
@@ -28,8 +34,10 @@ from pathlib import Path
 PREFIX = "other:"  # a reading's keys: `other:<label>`, beside the resources' CPU seconds
 USER_HZ = 100  # /proc/[pid]/stat and /proc/stat ticks per second
 PF_KTHREAD = 0x00200000  # /proc/[pid]/stat flags: a kernel thread
+PF_EXITING = 0x00000004  # /proc/[pid]/stat flags: the task is exiting
 OWN = ("snakemake", "ybscale")  # the study's own jobs: their command lines name one of these
 STUDY = "study "  # the label of the study's own work outside its groups
+INTERRUPTS = "interrupts"  # irq and softirq time: on one machine, the study's loopback traffic
 
 
 def _name(comm: str, kernel: bool) -> str:
@@ -55,7 +63,7 @@ def readings(group: str | None, proc: Path = Path("/proc")) -> dict[str, float]:
     except (OSError, ValueError, IndexError):
         return {}
     out = {f"{PREFIX}steal": (ticks[7] if len(ticks) > 7 else 0) / USER_HZ,
-           f"{PREFIX}interrupts": sum(ticks[5:7]) / USER_HZ}  # fmt: skip
+           f"{PREFIX}{INTERRUPTS}": sum(ticks[5:7]) / USER_HZ}  # fmt: skip
     me = os.getpid()
     session = os.getsid(0)
     marker = f"/{group}/" if group else None
@@ -67,6 +75,8 @@ def readings(group: str | None, proc: Path = Path("/proc")) -> dict[str, float]:
             if marker and marker in (entry / "cgroup").read_text():
                 continue  # the study's node or load generator
             flags, sid = int(fields[6]), int(fields[3])
+            if fields[0] in ("Z", "X") or flags & PF_EXITING:
+                continue  # exiting: in the root cgroup now, whatever group it ran in
             seconds = (int(fields[11]) + int(fields[12])) / USER_HZ  # utime + stime
             kernel = bool(flags & PF_KTHREAD)
             label = ("kernel " if kernel else "") + _name(comm, kernel)
@@ -99,9 +109,14 @@ def shares(
     return dict(sorted(out.items(), key=lambda item: -item[1]))
 
 
+def is_own(label: str) -> bool:
+    """The study's own work outside its groups: its jobs (`study ...`) and the interrupts."""
+    return label.startswith(STUDY) or label == INTERRUPTS
+
+
 def own(by: Mapping[str, float]) -> float:
-    """The share the study's own work took outside its groups (`study ...` labels)."""
-    return sum(share for label, share in by.items() if label.startswith(STUDY))
+    """The share the study's own work took outside its groups (`is_own`)."""
+    return sum(share for label, share in by.items() if is_own(label))
 
 
 def words(by: Mapping[str, float], least: float = 0.01, most: int = 4) -> str:
