@@ -281,7 +281,7 @@ def disturbed(
         return ""
     theirs = {k: v for k, v in (by or {}).items() if not outside.is_own(k)}
     unnamed = others - sum(theirs.values())
-    if unnamed >= 0.01:  # processes that began and ended within the window are not seen
+    if by is not None and unnamed >= 0.01:  # begun and ended within the window: not seen
         theirs["unnamed (processes begun and ended within the run)"] = unnamed
     named = outside.words(dict(sorted(theirs.items(), key=lambda item: -item[1])))
     share = f"{100 * others:.0f} % of the machine" + (f": {named}" if named else "")
@@ -315,10 +315,11 @@ def window_utilisation(cluster: Cluster, kind: str, clients: int, readings) -> d
     return util
 
 
-def outside_by(cluster: Cluster, readings) -> dict[str, float]:
-    """What others took over the counted seconds, by name (`ybscale.measure.outside`)."""
-    if readings is None:
-        return {}
+def outside_by(cluster: Cluster, readings) -> dict[str, float] | None:
+    """What others took over the counted seconds, by name (`ybscale.measure.outside`); None
+    when the run was not read or its readings do not say who (no `outside.PREFIX` counter)."""
+    if readings is None or not any(k.startswith(outside.PREFIX) for k in readings[2]):
+        return None
     seconds, first, last = readings
     return outside.shares(first, last, seconds, cluster.cpu_capacity().get("host", math.nan))
 
@@ -378,7 +379,7 @@ class RowSweep:
         self.superseded: list[dict] = []
         self.quiet_budget = float(self.protocol.quiet_wait)  # seconds left to wait for quiet
         self.last_reset = {"reset": "", "reset_s": math.nan}  # the last start_repetition's
-        self.last_outside: dict[str, float] = {}  # what others took in the last run, by name
+        self.last_outside: dict[str, float] | None = None  # what others took in the last run
 
     def wait_for_quiet(self, clients: int) -> float:
         """Before a disturbed run is measured again: one-second looks at the machine, the
@@ -536,7 +537,7 @@ class RowSweep:
                 "steady_seconds": span,
                 "cpu_window_s": readings[0] if readings else math.nan,
                 "start_skew_ms": 1000 * generators.skew(starts),
-                "outside_by": outside.words(self.last_outside),
+                "outside_by": outside.words(self.last_outside or {}),
                 **blocks,
                 **latency.percentiles(lat),
                 **{f"util_{name}": u for name, u in util.items()},
