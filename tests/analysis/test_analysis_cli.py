@@ -362,10 +362,127 @@ def test_centre_points_split_the_residual_into_lack_of_fit_and_pure_error(tmp_pa
 
 
 def test_a_centre_point_must_centre_every_factor(tmp_path):
+    """A factor that has a middle is at its middle on a centre row; one without (categorical
+    levels) is held at a level, and then the centre rows must leave a pure error."""
     factors = {"A": {"name": "time", "levels": [30, 40]},
-               "B": {"name": "catalyst", "levels": ["x", "y"]}}  # fmt: skip
-    lines = ["time,catalyst,yield", "30,x,1", "40,x,2", "30,y,3", "40,y,4", "35,x,2.5"]
+               "B": {"name": "temperature", "levels": [150, 160]}}  # fmt: skip
+    lines = ["time,temperature,yield", "30,150,1", "40,150,2", "30,160,3", "40,160,4",
+             "35,150,2.5"]  # fmt: skip
     design, responses = _centred(tmp_path, factors, lines)
-    with pytest.raises(SystemExit, match="row 5: A at the centre but not every factor"):
+    with pytest.raises(SystemExit, match="row 5: A at the centre but not B"):
         main(["--design", str(design), "--responses", str(responses), "--no-charts",
               "--out", str(tmp_path / "o")])  # fmt: skip
+    factors["B"] = {"name": "catalyst", "levels": ["x", "y"]}
+    lines = ["time,catalyst,yield", "30,x,1", "40,x,2", "30,y,3", "40,y,4", "35,x,2.5"]
+    design, responses = _centred(tmp_path, factors, lines)
+    with pytest.raises(SystemExit, match=r"no pure error: every centre row is alone at its "
+                       r"levels \(row 5\)"):  # fmt: skip
+        main(["--design", str(design), "--responses", str(responses), "--no-charts",
+              "--out", str(tmp_path / "o")])  # fmt: skip
+    lines = ["time,catalyst,yield", "30,x,1", "40,x,2", "30,y,3", "40,y,4", "35,35,2.5"]
+    design, responses = _centred(tmp_path, factors, lines)
+    with pytest.raises(SystemExit, match="row 5: a centre row must give the level of catalyst"):
+        main(["--design", str(design), "--responses", str(responses), "--no-charts",
+              "--out", str(tmp_path / "o")])  # fmt: skip
+
+
+# R rsm's worked example of a blocked first-order design (the package's vignette "Response-
+# surface illustration", rsm 2.10.6, inst/doc/illus.rmd: `expt3` and its fold-over `expt4`,
+# joined by `djoin` into two blocks): a 2^3 in two blocks, each block a half fraction
+# (x3 = x1 x2 in block 1, x3 = -x1 x2 in block 2: the blocks are confounded with x1 x2 x3)
+# with four centre runs; flour 1.15/1.35 cups, sugar 0.35/0.55, butter 0.15/0.35, the centre
+# 1.25, 0.45, 0.25; the rating of each cake as printed there, in its run order.
+RSM_FACTORS = {"A": {"name": "flour", "levels": [1.15, 1.35]},
+               "B": {"name": "sugar", "levels": [0.35, 0.55]},
+               "C": {"name": "butter", "levels": [0.15, 0.35]}}  # fmt: skip
+RSM_RUNS = [  # block, flour, sugar, butter, rating
+    (1, 1.25, 0.45, 0.25, 26.6), (1, 1.35, 0.35, 0.15, 25.3), (1, 1.35, 0.55, 0.35, 23.7),
+    (1, 1.15, 0.55, 0.15, 26.0), (1, 1.25, 0.45, 0.25, 27.8), (1, 1.25, 0.45, 0.25, 26.2),
+    (1, 1.15, 0.35, 0.35, 27.3), (1, 1.25, 0.45, 0.25, 27.2),
+    (2, 1.15, 0.35, 0.15, 34.0), (2, 1.25, 0.45, 0.25, 35.1), (2, 1.35, 0.55, 0.15, 31.0),
+    (2, 1.15, 0.55, 0.35, 34.6), (2, 1.25, 0.45, 0.25, 35.5), (2, 1.25, 0.45, 0.25, 34.9),
+    (2, 1.25, 0.45, 0.25, 35.1), (2, 1.35, 0.35, 0.35, 33.3),
+]  # fmt: skip
+
+
+def _rsm_table(tmp_path, runs=RSM_RUNS) -> tuple[Path, Path]:
+    lines = ["block,flour,sugar,butter,rating"] + [",".join(map(str, r)) for r in runs]
+    return _centred(tmp_path, RSM_FACTORS, lines)
+
+
+def test_blocks_with_centre_points_reproduce_rsm(tmp_path, capsys):
+    """Issue 60: a `block` column with centre rows was analysed as if the centre runs were in
+    one block: no curvature, the block sum of squares from the corners alone, and the t tests on
+    the centre runs' spread about one mean (the block difference counted as noise).
+
+    rsm's `anal4 = rsm(rating ~ Block + FO(x1, x2, x3), data = djoin(expt3, expt4))` prints:
+    x1 -1.07500, x2 -0.57500, x3 0.32500 (coded coefficients, effects twice them), Block2
+    7.92500; Block 1 df 251.223; FO(x1, x2, x3) 3 df 12.735; Residuals 11 df 14.313 (MS 1.301),
+    Lack of fit 5 df 12.653 (F 9.1464, p 0.008934), Pure error 6 df 1.660 (MS 0.277); x1's
+    t -2.6656 (p 0.02197, on the residual's 11 df). ybscale fits every column and the
+    curvature after the block and tests each on the pure error within the blocks: rsm's
+    residual is ybscale's interactions, curvature, lack of fit and pure error together, and
+    its lack of fit the same less the pure error — most of it the curvature the vignette's
+    text reads into it ("we have one big first-order effect, but evidence of curvature")."""
+    design, responses = _rsm_table(tmp_path)
+    out = tmp_path / "out"
+    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "active on rating (t, holm over 6 columns): A" in printed
+    assert "blocks: yes, confounded with ABC: taken out of the effect tests" in printed
+    assert "the response bends between the levels" in printed
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    for term, coefficient in {"A": -1.075, "B": -0.575, "C": 0.325}.items():
+        assert effects.loc[term, "effect"] == pytest.approx(2 * coefficient), term
+    assert round(anova.loc["block", "sum_sq"], 3) == 251.223 and anova.loc["block", "df"] == 1
+    assert anova.loc["block", "alias"] == "ABC" and "ABC" not in effects.index
+    assert effects.loc["block", "sum_sq"] == pytest.approx(anova.loc["block", "sum_sq"])
+    # Block2 7.925: the blocks' means differ by it, over all sixteen runs
+    assert anova.loc["block", "sum_sq"] == pytest.approx(16 * (7.925 / 2) ** 2)
+    assert round(anova.loc[["A", "B", "C"], "sum_sq"].sum(), 3) == 12.735
+    pe = anova.loc["pure error"]
+    assert (pe["df"], round(pe["sum_sq"], 3), round(pe["mean_sq"], 3)) == (6, 1.660, 0.277)
+    residual = ["AB", "AC", "BC", "curvature", "lack of fit", "pure error"]
+    assert anova.loc[residual, "df"].sum() == 11
+    assert round(anova.loc[residual, "sum_sq"].sum(), 3) == 14.313
+    lack = anova.loc[residual[:-1], "sum_sq"].sum()
+    assert round(lack, 3) == 12.653
+    assert round(lack / 5 / pe["mean_sq"], 4) == 9.1464
+    from scipy import stats
+
+    assert round(float(stats.f.sf(lack / 5 / pe["mean_sq"], 5, 6)), 6) == 0.008934
+    ms_residual = anova.loc[residual, "sum_sq"].sum() / 11
+    t_x1 = effects.loc["A", "effect"] / 2 / (ms_residual / 8) ** 0.5
+    assert round(t_x1, 4) == -2.6656 and round(2 * stats.t.sf(-t_x1, 11), 5) == 0.02197
+    # the curvature within the blocks: each block's centre mean against its own corners
+    assert anova.loc["curvature", "sum_sq"] == pytest.approx(10.89)
+    assert anova.loc["curvature", "p_value"] < 0.001
+    # one error for both tables: the pure error within the blocks, on 6 df
+    assert set(anova["error"].dropna()) == {"pure error"}
+    assert effects.loc["error", "sum_sq"] == pytest.approx(pe["sum_sq"])
+    tested = effects.drop(index=["block", "error"])
+    assert (tested["df"] == 6).all()
+    for term in tested.index:
+        assert tested.loc[term, "p_value"] == pytest.approx(anova.loc[term, "p_value"]), term
+    assert list(tested.index[tested["active"].astype(bool)]) == ["A"]
+
+
+def test_a_block_column_with_centre_rows_that_cannot_be_analysed_is_refused(tmp_path):
+    """Centre rows in blocks: refused, naming the rows, when a block has none, when a centre
+    row's block holds no corner, or when no two centre runs of one block give a pure error."""
+    cases = [
+        ([r for r in RSM_RUNS if not (r[0] == 2 and r[1:4] == (1.25, 0.45, 0.25))],
+         r"block '2' holds no centre row \(centre rows: row 1 in block 1, row 5 in block 1"),
+        ([*RSM_RUNS, (3, 1.25, 0.45, 0.25, 30.0)],
+         "row 17: a centre row in block '3', which holds no factorial row"),
+        ([r for r in RSM_RUNS if r[1:4] != (1.25, 0.45, 0.25) or r[4] in (26.6, 35.5)],
+         r"no pure error: every centre row is alone at its levels in its block \(row 1 in "
+         r"block 1, row 9 in block 2\)"),
+    ]  # fmt: skip
+    for i, (runs, message) in enumerate(cases):
+        design, responses = _rsm_table(tmp_path, runs)
+        with pytest.raises(SystemExit, match=message):
+            main(["--design", str(design), "--responses", str(responses), "--no-charts",
+                  "--out", str(tmp_path / f"o{i}")])  # fmt: skip

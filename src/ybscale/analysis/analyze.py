@@ -18,6 +18,7 @@ import pandas as pd
 
 from ybscale.analysis import disturbance, verdicts
 from ybscale.analysis.anova import fit_anova, outliers
+from ybscale.analysis.centre import Centre
 from ybscale.analysis.effects import (
     ERROR_TERM,
     MODELS,
@@ -185,8 +186,7 @@ def _analyze_one(
     """One response's tables: its own scale choice, multiplicity family and strata."""
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
-    centers = responses.attrs.get("center")  # centre points (read_responses), apart
-    center = centers[response].astype(float) if centers is not None else None
+    center = Centre.of(responses, response)  # centre points (read_responses), apart
     scale = choose(design, y, model, alpha=alpha)
     model = scale.model
 

@@ -186,7 +186,7 @@ class Design:
         arithmetic middle, rounded when both levels are integers."""
         if not self.center_points:
             return {}
-        return {f.letter: _middle(f)[0] for f in self.factors}
+        return {f.letter: middle(f)[0] for f in self.factors}
 
     def factor(self, letter: str) -> Factor:
         """The factor with this letter."""
@@ -499,7 +499,7 @@ def _number(value: object) -> int | float | None:
     return number if math.isfinite(number) else None
 
 
-def _middle(factor: Factor) -> tuple[object, str]:
+def middle(factor: Factor) -> tuple[object, str]:
     """(the middle of a factor's two levels, '') or (None, why it has none): the arithmetic
     middle of two numbers, rounded (half up) when both are integers, and then strictly between
     them."""
@@ -535,8 +535,8 @@ def _check_center(design: Design) -> None:
         if f.fold:
             raise _fail(src, "center_points", f"factors.{f.letter} ({f.name}) is a fold-over "
                         "column, which has no middle")  # fmt: skip
-        middle, why = _middle(f)
-        if middle is None:
+        mid, why = middle(f)
+        if mid is None:
             raise _fail(src, "center_points", f"factors.{f.letter} ({f.name}): {why}")
 
 
