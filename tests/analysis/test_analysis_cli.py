@@ -11,6 +11,7 @@ from designs import seed_design
 
 from ybscale.analysis.analyze import AnalysisPaths, ResponsesError, analyze, main, read_responses
 from ybscale.design.factorial import design_from_dict
+from ybscale.report.analyze import main as verb  # `ybscale analyze`: the findings too
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "stats"
@@ -39,6 +40,16 @@ def _write(tmp_path, text: str, name: str = "responses.csv") -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
+
+
+def findings_of(out: Path) -> str:
+    """`ybscale analyze --out` wrote the findings in the words of what the table holds:
+    nothing of a measurement, a throughput or its clusters (issue 60)."""
+    text = " ".join((out / "findings.md").read_text().split())
+    assert text.startswith("Findings ===")
+    for measured in ("tps", "pgbench", "client count", "Measuring time", "throughput", "cluster"):
+        assert measured not in text, measured
+    return text
 
 
 def _by_run(rates=RATES) -> str:
@@ -202,6 +213,25 @@ def test_module_entry_point_has_no_traceback(tmp_path, design_file):
     assert "run99" in proc.stderr and str(path) in proc.stderr
 
 
+def test_a_response_that_is_not_positive_leaves_stderr_to_errors(tmp_path, design_file):
+    """Issue 60: `ybscale analyze` printed numpy's RuntimeWarnings (a log of zero or less,
+    taken to weigh the log scale) when a response column held values that are not positive.
+    Example 8.1's rates less 60, some of them negative: the findings, and nothing on stderr;
+    forced onto the log scale, one line naming the run, and no warning before it."""
+    path = _write(tmp_path, _by_run([y - 60 for y in RATES]))
+    base = [sys.executable, "-m", "ybscale.cli", "analyze", "--design", str(design_file)]
+    proc = subprocess.run([*base, "--responses", str(path), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert "some responses are not positive: no log scale" in findings_of(tmp_path / "out")
+    proc = subprocess.run([*base, "--responses", str(path), "--out", str(tmp_path / "log"),
+                           "--model", "multiplicative", "--no-charts"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr == (f"ybscale analyze: {path}: multiplicative model needs positive "
+                           "responses; run01 is -15.0\n")  # fmt: skip
+
+
 # Montgomery (8th ed.), §7.4, Example 7.2: Example 6.2's sixteen runs measured in two blocks
 # with ABCD confounded (block 1, the principal block: (1), ab, ac, bc, ad, bd, cd, abcd), and,
 # as the book does to show the blocks' effect, every observation of one block 20 lower. The
@@ -234,10 +264,13 @@ def test_an_unreplicated_fraction_in_blocks_takes_the_block_columns_out_of_the_t
     rates = [y - 20 if b == 1 else y for y, b in zip(FILTRATION, blocks, strict=True)]
     design, responses = _blocked(tmp_path, rates, blocks)
     out = tmp_path / "out"
-    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+    assert verb(["--design", str(design), "--responses", str(responses), "--out", str(out),
                  "--no-charts", "--model", "additive"]) == 0  # fmt: skip
     printed = capsys.readouterr().out
     assert "blocks: yes, confounded with ABCD: taken out of the effect tests" in printed
+    said = findings_of(out)
+    assert "The rows were measured in blocks confounded with ABCD" in said
+    assert "**fA** + instead of - (A) raises rate by 21.6" in said
     effects = pd.read_csv(out / "effects.csv").set_index("term")
     assert "ABCD" not in effects.index and effects.loc["block", "alias"] == "ABCD"
     published = {"A": 21.625, "B": 3.125, "C": 9.875, "D": 14.625, "AB": 0.125,
@@ -299,11 +332,17 @@ def test_centre_points_give_pure_error_and_the_curvature_test(tmp_path, capsys):
              "40,160,41.5", *(f"35,155,{y}" for y in (40.3, 40.5, 40.7, 40.2, 40.6))]  # fmt: skip
     design, responses = _centred(tmp_path, factors, lines)
     out = tmp_path / "out"
-    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+    assert verb(["--design", str(design), "--responses", str(responses), "--out", str(out),
                  "--no-charts", "--model", "additive"]) == 0  # fmt: skip
     assert "curvature (centre points): F = 0.0633, p = 0.814: no evidence it bends" in (
         capsys.readouterr().out
     )
+    said = findings_of(out)
+    assert (
+        "**Curvature.** 5 centre run(s) set every factor to the middle of its levels (time "
+        "35, temperature 155): their mean yield is 40.5 against 40.4" in said
+    )
+    assert "No evidence that the response bends between the levels" in said
     anova = pd.read_csv(out / "anova.csv").set_index("term")
     published = {"A": (2.4025, 55.87), "B": (0.4225, 9.83), "AB": (0.0025, 0.058),
                  "curvature": (0.0027, 0.063)}  # fmt: skip
@@ -339,7 +378,7 @@ def test_centre_points_split_the_residual_into_lack_of_fit_and_pure_error(tmp_pa
     ] + [f"0,0,0,0,{y}" for y in (73, 75, 66, 69)]  # fmt: skip
     design, responses = _centred(tmp_path, factors, lines)
     out = tmp_path / "out"
-    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+    assert verb(["--design", str(design), "--responses", str(responses), "--out", str(out),
                  "--no-charts", "--model", "additive"]) == 0  # fmt: skip
     anova = pd.read_csv(out / "anova.csv").set_index("term")
     kept = anova[~anova["pooled"].astype(bool) & anova["F"].notna()].index
@@ -359,6 +398,7 @@ def test_centre_points_split_the_residual_into_lack_of_fit_and_pure_error(tmp_pa
     assert (anova.loc["pure error", "df"], anova.loc["pure error", "sum_sq"]) == (3, 48.75)
     total = anova.loc[["A", "C", "D", "AC", "AD", "curvature", "residual"], "sum_sq"].sum()
     assert total == pytest.approx(5781.20, abs=0.01)
+    assert "No evidence that the response bends between the levels" in findings_of(out)
 
 
 def test_a_centre_point_must_centre_every_factor(tmp_path):
@@ -426,7 +466,7 @@ def test_blocks_with_centre_points_reproduce_rsm(tmp_path, capsys):
     text reads into it ("we have one big first-order effect, but evidence of curvature")."""
     design, responses = _rsm_table(tmp_path)
     out = tmp_path / "out"
-    assert main(["--design", str(design), "--responses", str(responses), "--out", str(out),
+    assert verb(["--design", str(design), "--responses", str(responses), "--out", str(out),
                  "--no-charts", "--model", "additive"]) == 0  # fmt: skip
     printed = capsys.readouterr().out
     assert "active on rating (t, holm over 6 columns): A" in printed
@@ -467,6 +507,15 @@ def test_blocks_with_centre_points_reproduce_rsm(tmp_path, capsys):
     for term in tested.index:
         assert tested.loc[term, "p_value"] == pytest.approx(anova.loc[term, "p_value"]), term
     assert list(tested.index[tested["active"].astype(bool)]) == ["A"]
+    said = findings_of(out)
+    assert "**flour** 1.35 instead of 1.15 (A) lowers rating by 2.15" in said
+    assert "The blocks are confounded with ABC" in said
+    assert (
+        "8 centre runs set every factor with a middle to it (flour 1.25, sugar 0.45, "
+        "butter 0.25), in every block. Against the corners of their own block, the centre "
+        "runs' rating differs by 1.65" in said
+    )
+    assert "**The response bends between the levels**" in said
 
 
 def test_a_block_column_with_centre_rows_that_cannot_be_analysed_is_refused(tmp_path):

@@ -218,8 +218,8 @@ def _analyze_one(
     }
 
 
-def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
-    """A few lines for the terminal."""
+def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths, more=()) -> str:
+    """A few lines for the terminal (`more`: further files written)."""
     effects = tables["effects"]
     lines = []
     for name in response_names(effects):
@@ -239,7 +239,7 @@ def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
     runs = tables["outliers"]["run"].drop_duplicates().tolist()
     return "\n".join(
         [
-            "wrote " + ", ".join(str(getattr(paths, n)) for n in OUTPUTS),
+            "wrote " + ", ".join([*(str(getattr(paths, n)) for n in OUTPUTS), *more]),
             *lines,
             "blocks: " + _blocks_words(tables["anova"]),
             *_curvature_words(tables["anova"]),
@@ -275,11 +275,12 @@ def _one_line(exc: Exception) -> str:
     return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
-def main(argv: list[str] | None = None, charts=None) -> int:
+def main(argv: list[str] | None = None, charts=None, findings=None) -> int:
     """`ybscale analyze --design DESIGN.yaml --responses FILE.csv --out DIR`, or each output
     path given (`--effects ... --residual-charts DIR`); the charts only with `charts` (the
     chart-paths class `ybscale.report.analyze` passes: the `ybscale analyze` verb), else as
-    with `--no-charts` (the analyze rule)."""
+    with `--no-charts` (the analyze rule); with `findings` (the verb's
+    `ybscale.report.findings.write_table_findings`) and `--out DIR`, DIR/findings.md."""
     from ybscale.help import description as cli_description
 
     parser = argparse.ArgumentParser(prog="ybscale analyze", description=cli_description(__doc__))
@@ -372,10 +373,15 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         named = str(args.run_order) if args.run_order is not None else None
         where = "" if named and text.startswith(f"{named}:") else f"{args.responses}: "
         raise SystemExit(f"ybscale analyze: {where}{text}") from None
+    written = []
     if args.out is not None:
         write_design_record(design, args.out)
         keep_responses(args.responses, args.out)
-    print(_summary(tables, paths))
+        if findings is not None:
+            path = findings(design, tables, responses, column, str(args.responses), args.out,
+                            args.alpha, clusters)  # fmt: skip
+            written.append(str(path))
+    print(_summary(tables, paths, written))
     return 0
 
 
