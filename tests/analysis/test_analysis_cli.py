@@ -535,3 +535,121 @@ def test_a_block_column_with_centre_rows_that_cannot_be_analysed_is_refused(tmp_
         with pytest.raises(SystemExit, match=message):
             main(["--design", str(design), "--responses", str(responses), "--no-charts",
                   "--out", str(tmp_path / f"o{i}")])  # fmt: skip
+
+
+# NIST/SEMATECH e-Handbook of Statistical Methods, 5.4.7.2 "Fractional factorial example": the
+# catapult, a 2^(5-1) of resolution V (I = hsble) with four centre runs, in its run order:
+# distance (inches); band height 3.25/4.75 in, start angle 0/20°, rubber bands 1/2, arm length
+# 0/4 in, stop angle 45/80°. Rubber bands has no middle: runs 7 and 19 are centre runs with one
+# band, runs 2 and 13 with two (height 4, start 10, length 2, stop 62). Coded as the handbook
+# analyses them ("orthogonally coded columns"): -1/+1, 0 at the centre, bands -1/+1 throughout.
+CATAPULT = {
+    "factors": {"A": {"name": "height", "levels": [3.25, 4.75]},
+                "B": {"name": "start", "levels": [0, 20]},
+                "C": {"name": "bands", "levels": [1, 2]},
+                "D": {"name": "length", "levels": [0, 4]},
+                "E": {"name": "stop", "levels": [45, 80]}},
+    "generators": {"E": "ABCD"},
+}  # fmt: skip
+CATAPULT_RUNS = [  # distance, height, start, bands, length, stop: the handbook's table
+    (28.00, 3.25, 0, 1, 0, 80), (99.00, 4, 10, 2, 2, 62), (126.50, 4.75, 20, 2, 4, 80),
+    (126.50, 4.75, 0, 2, 4, 45), (45.00, 3.25, 20, 2, 4, 45), (35.00, 4.75, 0, 1, 0, 45),
+    (45.00, 4, 10, 1, 2, 62), (28.25, 4.75, 20, 1, 0, 80), (85.00, 4.75, 0, 1, 4, 80),
+    (8.00, 3.25, 20, 1, 0, 45), (36.50, 4.75, 20, 1, 4, 45), (33.00, 3.25, 0, 1, 4, 45),
+    (84.50, 4, 10, 2, 2, 62), (28.50, 4.75, 20, 2, 0, 45), (33.50, 3.25, 0, 2, 0, 45),
+    (36.00, 3.25, 20, 2, 0, 80), (84.00, 4.75, 0, 2, 0, 80), (45.00, 3.25, 20, 1, 4, 80),
+    (37.50, 4, 10, 1, 2, 62), (106.00, 3.25, 0, 2, 4, 80),
+]  # fmt: skip
+
+
+def _catapult(tmp_path) -> tuple[Path, Path]:
+    design = tmp_path / "design.yaml"
+    design.write_text(yaml.safe_dump(CATAPULT))
+    lows = [f["levels"][0] for f in CATAPULT["factors"].values()]
+    highs = [f["levels"][1] for f in CATAPULT["factors"].values()]
+    lines = ["A,B,C,D,E,distance"]
+    for distance, *levels in CATAPULT_RUNS:
+        coded = [-1 if v == lo else 1 if v == hi else 0
+                 for v, lo, hi in zip(levels, lows, highs, strict=True)]  # fmt: skip
+        lines.append(",".join(map(str, coded)) + f",{distance}")
+    return design, _write(tmp_path, "\n".join(lines) + "\n")
+
+
+def test_centre_runs_beside_a_factor_without_a_middle_reproduce_nist_catapult(tmp_path, capsys):
+    """Issue 60, item 2: centre runs at each level of a factor that has no middle (Minitab's
+    and JMP's pseudo-centre points) were refused. The handbook fits every main effect and
+    two-factor interaction to the twenty runs, the bands column set at the centre runs too:
+    coefficients h 13.4844, s -11.0781, b 19.4125, l 20.1406, e 12.0469, h*s -2.7656,
+    h*b 4.6406, h*l 4.7031, h*e 0.1094, s*b -3.1719, s*l -1.1094, s*e 2.6719, b*l 7.6094,
+    b*e 2.8281, l*e 3.1406; residual standard error 13.28 on 4 df (standard errors 3.3196, and
+    2.9691 for b and the intercept; h t 4.062, p 0.01532). Its reduced model (h, s, b, l, e,
+    b*l): model 22148.55 on 6 df, total error 2106.99 on 13 df, lack of fit 1973.74 on 11,
+    pure error 133.25 on 2 (MS 66.6), lack of fit F 2.69, p 0.3018. On ln(distance), main
+    effects only: h 0.25735, s -0.24174, b 0.34880, l 0.39437, e 0.26273; total error 0.61896
+    on 14 df, lack of fit 0.58980 on 12, pure error 0.02916 on 2, F 3.371, p 0.2514.
+
+    ybscale fits the same columns and the curvature (the centre runs against the corners at
+    their own number of bands) and tests each on the pure error of the centre pairs: the
+    handbook's residual is ybscale's curvature, lack of fit and pure error together. Each
+    column on its own (--multiplicity none) finds the handbook's five main effects, b*l near."""
+    design, responses = _catapult(tmp_path)
+    out = tmp_path / "out"
+    assert verb(["--design", str(design), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive", "--multiplicity", "none"]) == 0  # fmt: skip
+    assert "no evidence it bends" in capsys.readouterr().out
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    published = {"A": 13.4844, "B": -11.0781, "C": 19.4125, "D": 20.1406, "E": 12.0469,
+                 "AB": -2.7656, "AC": 4.6406, "AD": 4.7031, "AE": 0.1094, "BC": -3.1719,
+                 "BD": -1.1094, "BE": 2.6719, "CD": 7.6094, "CE": 2.8281, "DE": 3.1406}  # fmt: skip
+    for term, coefficient in published.items():
+        assert round(effects.loc[term, "effect"] / 2, 4) == coefficient, term
+    rest = ["curvature", "lack of fit", "pure error"]
+    assert anova.loc[rest, "df"].sum() == 4
+    s_e = (anova.loc[rest, "sum_sq"].sum() / 4) ** 0.5
+    assert round(s_e, 2) == 13.28
+    assert (round(s_e / 4, 4), round(s_e / 20**0.5, 4)) == (3.3196, 2.9691)
+    from scipy import stats
+
+    t_h = effects.loc["A", "effect"] / 2 / (s_e / 4)
+    assert round(t_h, 3) == 4.062 and round(2 * stats.t.sf(t_h, 4), 5) == 0.01532
+    model = ["A", "B", "C", "D", "E", "CD"]
+    assert round(anova.loc[model, "sum_sq"].sum(), 2) == 22148.55
+    error = anova.drop(index=model)
+    assert error["df"].sum() == 13 and round(error["sum_sq"].sum(), 2) == 2106.99
+    pe = anova.loc["pure error"]
+    assert (pe["df"], pe["sum_sq"], round(pe["mean_sq"], 1)) == (2, 133.25, 66.6)
+    lack = error["sum_sq"].sum() - pe["sum_sq"]
+    assert round(lack, 2) == 1973.74
+    assert round(lack / 11 / pe["mean_sq"], 2) == 2.69
+    assert round(float(stats.f.sf(lack / 11 / pe["mean_sq"], 11, 2)), 4) == 0.3018
+    # the bands column is estimated from all twenty runs, the others from the sixteen corners
+    assert effects.loc["C", "std_error"] == pytest.approx(2 * (pe["mean_sq"] / 20) ** 0.5)
+    assert effects.loc["A", "std_error"] == pytest.approx(2 * (pe["mean_sq"] / 16) ** 0.5)
+    assert set(anova["error"].dropna()) == {"pure error"} and (effects["df"].dropna() == 2).all()
+    tested = effects.drop(index=["error"])
+    assert set(tested.index[tested["active"].astype(bool)]) == {"A", "B", "C", "D", "E"}
+    assert 0.05 < tested.loc["CD", "p_value"] < 0.10  # the handbook's b*l: p 0.0836 there
+    said = findings_of(out)
+    assert "at each level of bands, which has no middle" in said
+    assert "at bands 1: the 2 centre runs' mean 41.2 against 37.3 over its 8 corners" in said
+    assert "at bands 2: the 2 centre runs' mean 91.8 against 73.2 over its 8 corners" in said
+    assert "no evidence it bends between the numeric levels" in said
+    # ln(distance): ybscale's log scale is log10, its effects twice the coefficients
+    assert verb(["--design", str(design), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "multiplicative"]) == 0  # fmt: skip
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    ln10 = 2.302585092994046
+    for term, coefficient in {"A": 0.25735, "B": -0.24174, "C": 0.34880, "D": 0.39437,
+                              "E": 0.26273}.items():  # fmt: skip
+        assert round(effects.loc[term, "effect"] / 2 * ln10, 5) == coefficient, term
+    error = anova.drop(index=["A", "B", "C", "D", "E"])
+    assert error["df"].sum() == 14
+    assert round(error["sum_sq"].sum() * ln10**2, 5) == 0.61896
+    pe = anova.loc["pure error"]
+    assert round(pe["sum_sq"] * ln10**2, 5) == 0.02916
+    lack = error["sum_sq"].sum() - pe["sum_sq"]
+    assert round(lack * ln10**2, 5) == 0.58980
+    assert round(lack / 12 / pe["mean_sq"], 3) == 3.371
+    assert round(float(stats.f.sf(lack / 12 / pe["mean_sq"], 12, 2)), 4) == 0.2514

@@ -39,7 +39,7 @@ from ybscale.analysis.terms import (
     response_words,
 )
 from ybscale.design import followup, strata
-from ybscale.design.factorial import Design, load_design, middle
+from ybscale.design.factorial import Design, load_design
 from ybscale.design.record import clusters_of
 from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.report import bottlenecks, strata_text
@@ -643,13 +643,12 @@ def curvature_section(study: Study) -> list[str]:
         return crossed_curvature(study, centre)
     from scipy import stats
 
-    d = study.design
     what, unit = study.what, study.unit_words
     yc = study.centre["response"].astype(float)
     yf = study.ceilings["response"].astype(float)
     n_c, n_f = len(yc), len(yf)
     diff = float(yc.mean() - yf.mean())
-    middles = ", ".join(f"{f.name} {middle(f)[0]}" for f in d.factors)
+    middles = _middles(study)
     text = (
         f"**Curvature.** {n_c} centre run(s) set every factor to the middle of its levels "
         f"({middles}): their mean {_bare(what)} is {number(float(yc.mean()))}{unit} against "
@@ -684,6 +683,21 @@ def curvature_section(study: Study) -> list[str]:
     return [text]
 
 
+def _middles(study: Study, held=()) -> str:
+    """``nodes 4, operation_size 51``: each factor's middle as the study measured it (the
+    design's `center_levels`), or, for a table, the arithmetic middle of its levels."""
+    out = []
+    for f in study.design.factors:
+        if f.letter in held:
+            continue
+        if study.measured and f.letter in study.design.center_levels:
+            out.append(f"{f.name} {study.design.center_levels[f.letter]}")
+        else:
+            low, high = (float(v) for v in f.levels)
+            out.append(f"{f.name} {number((low + high) / 2)}")
+    return ", ".join(out)
+
+
 def _bare(what: str) -> str:
     """``the ceiling`` -> ``ceiling``: after a possessive."""
     return what[4:] if what.startswith("the ") else what
@@ -704,7 +718,7 @@ def crossed_curvature(study: Study, centre: Centre) -> list[str]:
         blocks = study.ceilings.set_index("run")["block"].astype(str)
     fit = fit_centre(d, y, centre, blocks, _confounded(d, y.index, blocks))
     held = set(centre.held)
-    middles = ", ".join(f"{f.name} {middle(f)[0]}" for f in d.factors if f.letter not in held)
+    middles = _middles(study, held)
     where = []
     if held:
         names = ", ".join(d.factor(x).name for x in centre.held)
