@@ -486,9 +486,9 @@ def test_blocks_with_centre_points_reproduce_rsm(tmp_path, capsys):
     assert (pe["df"], round(pe["sum_sq"], 3), round(pe["mean_sq"], 3)) == (6, 1.660, 0.277)
     residual = ["AB", "AC", "BC", "curvature", "lack of fit", "pure error"]
     assert anova.loc[residual, "df"].sum() == 11
-    assert round(anova.loc[residual, "sum_sq"].sum(), 3) == 14.313
+    assert anova.loc[residual, "sum_sq"].sum() == pytest.approx(14.3125)  # rsm: 14.313
     lack = anova.loc[residual[:-1], "sum_sq"].sum()
-    assert round(lack, 3) == 12.653
+    assert lack == pytest.approx(12.6525)  # rsm: 12.653
     assert round(lack / 5 / pe["mean_sq"], 4) == 9.1464
     from scipy import stats
 
@@ -653,3 +653,95 @@ def test_centre_runs_beside_a_factor_without_a_middle_reproduce_nist_catapult(tm
     assert round(lack * ln10**2, 5) == 0.58980
     assert round(lack / 12 / pe["mean_sq"], 3) == 3.371
     assert round(float(stats.f.sf(lack / 12 / pe["mean_sq"], 12, 2)), 4) == 0.2514
+
+
+def _by_design_runs(tmp_path, spec: dict, runs: dict[str, float], response: str) -> tuple:
+    """`spec` written as design.yaml and a table of its runs by run id (as a study's
+    ceilings.csv names them)."""
+    design = tmp_path / "design.yaml"
+    design.write_text(yaml.safe_dump(spec))
+    lines = [f"run,{response}"] + [f"{run},{y}" for run, y in runs.items()]
+    return design, _write(tmp_path, "\n".join(lines) + "\n")
+
+
+def test_rsm_from_a_design_with_blocks_and_centre_points(tmp_path):
+    """Issue 60: `blocks: 2` with `center_points: 4` in design.yaml was refused. Now four
+    centre runs in each block (run09 .. run12 in block 1, the principal block, where
+    x1 x2 x3 = -1: rsm's `expt4`; run13 .. run16 in block 2: `expt3`), and the analysis of
+    the runs by their ids is the table's (`test_blocks_with_centre_points_reproduce_rsm`)."""
+    from ybscale.design.factorial import design_from_dict
+
+    spec = {"factors": RSM_FACTORS, "blocks": 2, "center_points": 4}
+    design = design_from_dict(spec)
+    assert design.block_generators == ("ABC",)
+    lows = [f["levels"][0] for f in RSM_FACTORS.values()]
+    runs, centres = {}, {1: [], 2: []}
+    for block, *levels, rating in RSM_RUNS:
+        if levels == [1.25, 0.45, 0.25]:
+            centres[block].append(rating)
+            continue
+        row = sum(1 << i for i, (v, lo) in enumerate(zip(levels, lows, strict=True)) if v != lo)
+        runs[design.run_ids[row]] = rating
+    # rsm's block 1 (x3 = x1 x2) is ybscale's block 2, which does not hold row 1
+    assert {design.block_labels()[run] for run in runs if runs[run] < 28} == {2}
+    runs |= dict(zip(design.center_run_ids, centres[2] + centres[1], strict=True))
+    path, responses = _by_design_runs(tmp_path, spec, runs, "rating")
+    out = tmp_path / "out"
+    assert verb(["--design", str(path), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive"]) == 0  # fmt: skip
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    assert round(anova.loc["block", "sum_sq"], 3) == 251.223
+    assert round(anova.loc[["A", "B", "C"], "sum_sq"].sum(), 3) == 12.735
+    pe = anova.loc["pure error"]
+    assert (pe["df"], round(pe["sum_sq"], 3)) == (6, 1.660)
+    residual = ["AB", "AC", "BC", "curvature", "lack of fit", "pure error"]
+    assert anova.loc[residual, "sum_sq"].sum() == pytest.approx(14.3125)  # rsm: 14.313
+    assert anova.loc[residual[:-1], "sum_sq"].sum() == pytest.approx(12.6525)  # 12.653
+    assert round(effects.loc["A", "effect"] / 2, 3) == -1.075
+    assert list(effects.index[effects["active"].astype(bool)]) == ["A"]
+    said = findings_of(out)
+    assert "in every block. Against the corners of their own block" in said
+
+
+def test_nist_catapult_from_a_design_with_centre_points_beside_a_factor_without_a_middle(
+    tmp_path,
+):
+    """Issue 60: `center_points: 2` on a design whose rubber bands (1 or 2) has no middle was
+    refused; now two centre runs at each number of bands (run17, run18 with one band: the
+    handbook's runs 7 and 19; run19, run20 with two: its runs 2 and 13), and the analysis of
+    the runs by their ids is the table's (`test_centre_runs_beside_a_factor_without_a_middle_
+    reproduce_nist_catapult`)."""
+    from ybscale.design.factorial import design_from_dict
+
+    spec = {**CATAPULT, "center_points": 2}
+    design = design_from_dict(spec)
+    assert design.center_held == ["C"] and design.n_center == 4
+    lows = [f["levels"][0] for f in CATAPULT["factors"].values()]
+    runs, centres = {}, {1: [], 2: []}
+    for distance, *levels in CATAPULT_RUNS:
+        if levels[0] == 4:  # height at its middle: a centre run
+            centres[levels[2]].append(distance)
+            continue
+        base = levels[:4]  # A .. D; E = ABCD
+        row = sum(1 << i for i, (v, lo) in enumerate(zip(base, lows[:4], strict=True)) if v != lo)
+        runs[design.run_ids[row]] = distance
+    runs |= dict(zip(design.center_run_ids, centres[1] + centres[2], strict=True))
+    path, responses = _by_design_runs(tmp_path, spec, runs, "distance")
+    out = tmp_path / "out"
+    assert verb(["--design", str(path), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive", "--multiplicity", "none"]) == 0  # fmt: skip
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    for term, coefficient in {"A": 13.4844, "B": -11.0781, "C": 19.4125, "D": 20.1406,
+                              "E": 12.0469, "CD": 7.6094}.items():  # fmt: skip
+        assert round(effects.loc[term, "effect"] / 2, 4) == coefficient, term
+    pe = anova.loc["pure error"]
+    assert (pe["df"], pe["sum_sq"]) == (2, 133.25)
+    s_e = (anova.loc[["curvature", "lack of fit", "pure error"], "sum_sq"].sum() / 4) ** 0.5
+    assert round(s_e, 2) == 13.28
+    model = ["A", "B", "C", "D", "E", "CD"]
+    assert round(anova.drop(index=model)["sum_sq"].sum(), 2) == 2106.99
+    assert set(effects.index[effects["active"].astype(bool)]) == {"A", "B", "C", "D", "E"}
+    said = findings_of(out)
+    assert "at bands 1: the 2 centre runs' mean 41.2" in said

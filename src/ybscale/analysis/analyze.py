@@ -187,6 +187,11 @@ def _analyze_one(
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
     center = Centre.of(responses, response)  # centre points (read_responses), apart
+    if center is not None and center.blocks is None and isinstance(blocks, pd.Series):
+        # the design's blocks (`blocks:`): its centre runs' too, by their run ids
+        found = blocks.reindex(center.values.index)
+        if found.notna().all():
+            center = Centre(center.values, center.signs, found.astype(str))
     scale = choose(design, y, model, alpha=alpha)
     model = scale.model
 

@@ -312,6 +312,12 @@ def _center_lines(frame: pd.DataFrame, design, path: Path) -> list[dict[str, int
     out: list[dict[str, int] | None] = []
     for i, (_, line) in enumerate(frame.iterrows(), start=1):
         at = {f.letter: _centre_cell(line, f, frame.columns, path, i) for f in design.factors}
+        named = _run_number(line["run"]) if "run" in frame.columns else None
+        if all(v is None for v in at.values()) and named is not None and design.center_points:
+            ids = design.all_run_ids  # a line named by its run id alone: the design's levels
+            if 1 <= named <= len(ids) and design.is_center(ids[named - 1]):
+                out.append(design.signs(ids[named - 1]))
+                continue
         if not any(v == 0 for v in at.values()):
             out.append(None)  # a factorial line (read and checked as one)
             continue
@@ -392,6 +398,35 @@ def _check_pure_error(
     )
 
 
+def _center_ids(centers: pd.DataFrame, held: list, design, path: Path) -> list[str]:
+    """The centre lines' ids: the design's centre runs a ``run`` column names (run17 ..: a
+    study's ceilings.csv, their blocks and levels the design's), else center1, center2 ..."""
+    numbers = [_run_number(v) for v in centers["run"]] if "run" in centers.columns else []
+    if not design.center_points or not numbers:
+        return [f"center{i}" for i in range(1, len(centers) + 1)]
+    ids = design.all_run_ids
+    out = []
+    for i, number in zip(centers.index, numbers, strict=True):
+        run = ids[number - 1] if number is not None and 1 <= number <= len(ids) else None
+        if run is None or not design.is_center(run):
+            raise ResponsesError(
+                f"{path}: row {int(i) + 1}, column 'run': a centre line names "
+                f"{centers.loc[i, 'run']!r}, which is not a centre run of the design "
+                f"({', '.join(design.center_run_ids[:1] + design.center_run_ids[-1:])})"
+            )
+        given = {k: v for k, v in held[len(out)].items() if k in design.center_held}
+        want = {k: v for k, v in design.signs(run).items() if k in design.center_held}
+        if given != want:
+            levels = ", ".join(f"{design.factor(k).name} {design.factor(k).level(v)}"
+                               for k, v in want.items())  # fmt: skip
+            raise ResponsesError(f"{path}: row {int(i) + 1}: {run} is the design's centre run "
+                                 f"at {levels}; the line holds other levels")  # fmt: skip
+        out.append(run)
+    if len(set(out)) < len(out):
+        raise ResponsesError(f"{path}: a centre run appears twice in the 'run' column")
+    return out
+
+
 def read_responses(
     path, design, response: str | None = None, block: str | None = None
 ) -> pd.DataFrame:
@@ -434,7 +469,7 @@ def read_responses(
         for c in kept.columns:
             kept[c] = pd.to_numeric(kept[c], errors="coerce")
         kept[column] = _numeric(centers, column, path).to_numpy()
-        kept.index = pd.Index([f"center{i}" for i in range(1, len(kept) + 1)], name="run")
+        kept.index = pd.Index(_center_ids(centers, held, design, path), name="run")
         if block is not None:
             kept.insert(0, "block", centers[block].to_numpy())
         out.attrs["center"] = kept

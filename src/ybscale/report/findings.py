@@ -468,6 +468,8 @@ def load_study(
     effects = pd.read_csv(files.effects)
     ceilings = _read_csv(files.ceilings)
     centre = pd.DataFrame()
+    if design.blocks > 1 and "run" in ceilings and "block" not in ceilings:
+        ceilings = ceilings.assign(block=ceilings["run"].astype(str).map(design.block_labels()))
     if design.center_points and "run" in ceilings:
         at_centre = ceilings["run"].astype(str).isin(design.center_run_ids)
         centre, ceilings = ceilings[at_centre], ceilings[~at_centre].reset_index(drop=True)
@@ -548,7 +550,7 @@ def response_section(study: Study) -> list[str]:
         else f"**Response.** The throughput ceiling of each row ({how}), backend {backend}. "
     )
     y = study.ceilings["response"] if "response" in study.ceilings else pd.Series(dtype=float)
-    runs = f"{d.n_runs} runs" + (f" and {d.center_points} centre runs" if d.center_points else "")
+    runs = f"{d.n_runs} runs" + (f" and {d.n_center} centre runs" if d.center_points else "")
     text += (
         f"Design: 2^({k}-{p}), {res}, {runs}; mean ceiling {number(float(y.mean()))} tps "
         f"(from {number(float(y.min()))} to {number(float(y.max()))})."
@@ -1176,6 +1178,11 @@ def table_study(
             centre = centre.join(signs)
         centre["response"] = centre[main_name].astype(float)
         centre = centre.reset_index()
+    labels = design.block_labels()  # a design in blocks (`blocks:`): its centre runs' too
+    if labels and "block" not in rows:
+        rows["block"] = rows["run"].astype(str).map(labels)
+        if not centre.empty and centre["run"].astype(str).isin(labels).all():
+            centre["block"] = centre["run"].astype(str).map(labels)
     what, unit = response_words(main_name)[:2]
     return Study(
         design=design,
