@@ -273,10 +273,11 @@ def test_unreplicated_split_plot_tests_no_stratum_and_says_why():
 
 
 def _analyze_cli(tmp_path, spec: dict, data: Path, *extra: str):
-    """`ybscale analyze --out` on a published table: (anova, effects) by term."""
+    """`ybscale analyze --out` on a published table: (anova, effects) by term; the findings
+    written too, in the table's words."""
     import yaml
 
-    from ybscale.analysis.analyze import main
+    from ybscale.report.analyze import main
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     design = tmp_path / "design.yaml"
@@ -284,6 +285,8 @@ def _analyze_cli(tmp_path, spec: dict, data: Path, *extra: str):
     out = tmp_path / "out"
     args = ["--design", str(design), "--responses", str(data), "--out", str(out), "--no-charts"]
     assert main([*args, *extra]) == 0
+    said = " ".join((out / "findings.md").read_text().split())
+    assert "**Active effects**" in said and "tps" not in said and "pgbench" not in said
     read = (pd.read_csv(out / f"{name}.csv").set_index("term") for name in ("anova", "effects"))
     return tuple(read)
 

@@ -552,15 +552,17 @@ def test_centre_points_that_cannot_be_are_refused_naming_the_field():
     from ybscale.design.factorial import DesignError, design_from_dict
 
     two = {"A": {"name": "operation_size", "levels": [1, 100]}}
+    flat = {"B": {"name": "nodes", "levels": [5, 4]}, "C": {"name": "size", "levels": ["s", "l"]}}
     cases = [
         ({"factors": {**two, "B": {"name": "nodes", "levels": [5, 4]}}, "center_points": 1},
-         r"center_points: factors.B \(nodes\): no integer strictly between its levels 5 and 4"),
+         r"center_points: 1 in each level of nodes leaves no pure error"),
         ({"factors": {**two, "B": {"name": "node_size", "levels": ["small", "large"]}},
-          "center_points": 1}, r"center_points: factors.B \(node_size\): levels .* not both"),
-        ({"factors": {**two, "B": {"name": "replication", "levels": ["off", "on"]}},
-          "center_points": 1}, r"center_points: factors.B \(replication\)"),
+          "center_points": 1}, r"center_points: 1 in each level of node_size leaves no pure"),
         ({"factors": {x: {"name": f"f{x}", "levels": [-1, 1]} for x in "ABC"}, "blocks": 2,
-          "center_points": 2}, "center_points: with blocks is not supported"),
+          "center_points": 1}, "center_points: 1 in each block leaves no pure error"),
+        ({"factors": flat, "center_points": 2}, r"center_points: no factor has a middle, so "
+         r"there is no centre: factors.B \(nodes\): no integer strictly between its levels 5 "
+         r"and 4; factors.C \(size\): levels \['s', 'l'\] are not both numbers"),
         ({"factors": two, "center_points": 2, "replications": 2},
          "center_points: with replications > 1 is not supported yet"),
         ({"factors": two, "center_points": -1}, "center_points"),
@@ -569,6 +571,47 @@ def test_centre_points_that_cannot_be_are_refused_naming_the_field():
         with pytest.raises(DesignError, match=message) as info:
             design_from_dict(data, "config/design.yaml")
         assert "config/design.yaml" in str(info.value)
+
+
+def test_centre_runs_in_every_block_and_at_each_level_of_a_factor_without_a_middle():
+    """Issue 60: `blocks:` with `center_points:` (refused before) puts that many centre runs
+    in each block, numbered block by block, measured with their block (the run order draws
+    each block's runs together); a factor without a middle (read/write, 1 or 2 bands) gets
+    that many at each of its levels, every other factor at its middle (Minitab's pseudo-centre
+    points); the design record says where each one is."""
+    from ybscale.design import record
+    from ybscale.design.factorial import design_dict, design_from_dict, design_from_record
+
+    blocked = {"factors": {x: {"name": f"f{x}", "levels": [-1, 1]} for x in "ABC"},
+               "blocks": 2, "center_points": 4}  # fmt: skip
+    design = design_from_dict(blocked, "config/design.yaml")
+    assert design.n_center == 8 and design.center_run_ids[0] == "run09"
+    assert design.center_blocks == [1, 1, 1, 1, 2, 2, 2, 2]
+    labels = design.block_labels()
+    assert [labels[run] for run in design.center_run_ids] == design.center_blocks
+    assert design.headline.startswith("2^(3-0) design, 8 runs and 8 centre runs")
+    built = record.build(design, "local", order="random", seed=7)
+    planned = {line["run"]: line for line in built["run_order"]["planned"]}
+    assert {planned[run]["block"] for run in design.center_run_ids[:4]} == {1}
+    first = [planned[run]["position"] for run, b in labels.items() if b == 1]
+    assert max(first) == 8  # block 1 (four corners, four centre runs) before block 2
+    assert built["center_placement"]["run13"] == {"block": 2}
+    assert design_from_record(built).center_blocks == design.center_blocks
+
+    catapult = {"factors": {"A": {"name": "height", "levels": [3.25, 4.75]},
+                            "B": {"name": "bands", "levels": [1, 2]},
+                            "C": {"name": "workload", "levels": ["read", "write"]}},
+                "center_points": 2}  # fmt: skip
+    design = design_from_dict(catapult, "config/design.yaml")
+    assert design.center_held == ["B", "C"] and design.n_center == 8
+    assert design.signs("run09") == {"A": 0, "B": -1, "C": -1}
+    assert design.levels("run16") == {"bands": 2, "height": 4.0, "workload": "write"}
+    table = design.measured_table().loc[design.center_run_ids]
+    pairs = set(zip(table["B"], table["C"], strict=True))
+    assert (table["A"] == 0).all() and pairs == {(-1, -1), (1, -1), (-1, 1), (1, 1)}
+    made = design_dict(design)
+    assert made["center_levels"] == {"height": 4.0} and made["center_held"] == ["bands", "workload"]
+    assert made["center_placement"]["run11"] == {"bands": 2, "workload": "read"}
 
 
 def test_centre_rows_resolve_to_the_middle_knob_values():
@@ -589,3 +632,11 @@ def test_centre_rows_resolve_to_the_middle_knob_values():
     assert centre.levels == {"nodes": 4, "operation_size": 51}
     assert "center_points" in centre.sources["cluster.nodes"]
     assert len({r.combination for r in rows}) == 3  # nodes 3, 4 and 5
+    # beside the workload, which has no middle: a centre row reads and one writes
+    factors = {**CENTRE["factors"], "C": {"name": "workload", "sets": "workload.script",
+                                          "levels": ["read", "write"]}}  # fmt: skip
+    design = design_from_dict({"factors": factors, "center_points": 2})
+    rows = {r.run: r for r in resolve_rows(design, config)}
+    scripts = [rows[run].levels["workload"] for run in design.center_run_ids]
+    assert scripts == ["read", "read", "write", "write"]
+    assert {rows[run].levels["nodes"] for run in design.center_run_ids} == {4}

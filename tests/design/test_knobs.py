@@ -173,21 +173,22 @@ INVALID = {
         {},
         "workloads/needs_foo.sql: uses :foo",
     ),
-    "centre points on a categorical factor": (
-        {**factors(), "center_points": 2},
+    "one centre point beside a categorical factor": (
+        {**factors(), "center_points": 1},
         {},
-        "center_points: factors.B (workload): levels ['read', 'write'] are not both numbers",
+        "center_points: 1 in each combination of the levels of workload and isolation leaves "
+        "no pure error",
     ),
-    "centre points without an integer middle": (
+    "centre points without a middle anywhere": (
         {
             "factors": {
-                "A": {"name": "operation_size", "levels": [1, 100]},
+                "A": {"name": "workload", "levels": ["read", "write"]},
                 "B": {"name": "nodes", "levels": [3, 4]},
             },
             "center_points": 2,
         },
         {},
-        "center_points: factors.B (nodes): no integer strictly between its levels 3 and 4",
+        "center_points: no factor has a middle, so there is no centre: factors.A (workload)",
     ),
 }
 
@@ -204,7 +205,7 @@ DRY_RUN = [
     "negative rows per transaction",
     "unknown distribution",
     "script variable nobody sets",
-    "centre points without an integer middle",
+    "one centre point beside a categorical factor",
 ]
 
 

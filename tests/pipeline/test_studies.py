@@ -49,10 +49,11 @@ BLOCKED = {  # issue 47: an unreplicated 2^3 in two blocks (ABC confounded, chos
     },
     "blocks": 2,
 }
-CENTRED = {  # issue 47: a 2^2 on numeric factors with two centre runs (nodes 4, 51 rows)
-    "factors": {
+CENTRED = {  # issues 47 and 60: a 2^3, two numeric factors (their middle: nodes 4, 51 rows)
+    "factors": {  # and the isolation level, which has none: two centre runs at each
         "A": {"name": "operation_size", "levels": [1, 100]},
         "B": {"name": "nodes", "levels": [3, 5]},
+        "C": {"name": "isolation", "levels": ["read committed", "repeatable read"]},
     },
     "center_points": 2,
 }
@@ -268,33 +269,48 @@ def test_one_block_per_invocation(tmp_path):
 
 @pytest.mark.slow
 def test_a_design_with_centre_points_measures_them_and_tests_curvature(tmp_path):
-    """Issue 47: `center_points: 2` on a 2^2 of nodes (3, 5) and rows per transaction (1,
-    100): run05 and run06 are measured like any row, on clusters of four nodes with 51 rows
-    per transaction, in the random run order; ceilings.csv carries them coded 0; the effects
-    use the four corners, the ANOVA has the curvature and pure-error lines, the findings say
-    whether the throughput bends between the levels. Its own study (not the module's
-    fixture): one at a time on a small machine."""
+    """Issues 47 and 60: `center_points: 2` on a 2^3 of nodes (3, 5), rows per transaction
+    (1, 100) and the isolation level, which has no middle: run09 .. run12 are measured like
+    any row, on clusters of four nodes with 51 rows per transaction, two at each isolation
+    level, in the random run order; ceilings.csv carries them coded 0 but the isolation's
+    -1/+1; the ANOVA has the curvature and pure-error lines; the findings say, at each
+    isolation level, whether the throughput bends between the numeric levels; the report is
+    written and a centre row re-measured by its path, as the mission's commands do. Its own
+    study (not the module's fixture): one at a time on a small machine."""
     with ram_root() as root:
         folder = study_dir(tmp_path, root, "centred", CENTRED)
         snakemake(folder, "--cores", "2", "results/effects.csv", timeout=1200)
         results = folder / "results"
         record = json.loads((results / "design" / "design.json").read_text())
-        assert record["center_runs"] == ["run05", "run06"]
+        centre = ["run09", "run10", "run11", "run12"]
+        assert record["center_runs"] == centre
         assert record["center_levels"] == {"nodes": 4, "operation_size": 51}
+        assert record["center_held"] == ["isolation"]
+        held = {run: record["center_placement"][run]["isolation"] for run in centre}
+        assert list(held.values()) == ["read committed"] * 2 + ["repeatable read"] * 2
         order = pd.read_csv(results / "run_order.csv")
-        assert sorted(order["run"]) == [f"run0{i}" for i in range(1, 7)]
-        for run in ("run05", "run06"):
+        assert sorted(order["run"]) == [f"run{i:02d}" for i in range(1, 13)]
+        for run in centre:
             meta = json.loads((results / "runs" / run / "measurement.json").read_text())
             assert meta["row"]["cluster"]["nodes"] == 4
             assert meta["row"]["variables"] == {"rows": "51", "distribution": "0"}
+            assert meta["row"]["levels"]["isolation"] == held[run]
         ceilings = pd.read_csv(results / "ceilings.csv").set_index("run")
-        assert (ceilings.loc[["run05", "run06"], ["A", "B"]] == 0).all().all()
+        assert (ceilings.loc[centre, ["A", "B"]] == 0).all().all()
+        assert list(ceilings.loc[centre, "C"]) == [-1, -1, 1, 1]
         effects = pd.read_csv(results / "effects.csv")
         effects = effects[effects["response"] == "ceiling"].set_index("term")
-        assert {"A", "B", "AB"} <= set(effects.index)
+        assert {"A", "B", "AB", "C"} <= set(effects.index)
         anova = pd.read_csv(results / "anova.csv")
         terms = set(anova.loc[anova["response"] == "ceiling", "term"])
         assert {"curvature", "pure error"} <= terms
         findings = " ".join((results / "findings.md").read_text().split())
-        assert "**Curvature.** 2 centre run(s) set every factor to the middle" in findings
+        assert "**Curvature.** 4 centre runs set every factor with a middle to it" in findings
+        for level in ("read committed", "repeatable read"):
+            assert f"at isolation {level}: the 2 centre runs' mean" in findings
+        assert findings.count("bends between the numeric levels") >= 2
+        snakemake(folder, "--report", "report.html", timeout=600)
+        assert (folder / "report.html").is_file()
+        again = snakemake(folder, "-f", "results/runs/run10/throughput.csv", timeout=600)
+        assert "run10" in again.stdout + again.stderr
         assert servers_under(root) == []

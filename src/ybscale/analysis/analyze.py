@@ -18,6 +18,7 @@ import pandas as pd
 
 from ybscale.analysis import disturbance, verdicts
 from ybscale.analysis.anova import fit_anova, outliers
+from ybscale.analysis.centre import Centre
 from ybscale.analysis.effects import (
     ERROR_TERM,
     MODELS,
@@ -185,8 +186,12 @@ def _analyze_one(
     """One response's tables: its own scale choice, multiplicity family and strata."""
     y = _response_series(responses, response)
     noise = _noise_se(responses, response)
-    centers = responses.attrs.get("center")  # centre points (read_responses), apart
-    center = centers[response].astype(float) if centers is not None else None
+    center = Centre.of(responses, response)  # centre points (read_responses), apart
+    if center is not None and center.blocks is None and isinstance(blocks, pd.Series):
+        # the design's blocks (`blocks:`): its centre runs' too, by their run ids
+        found = blocks.reindex(center.values.index)
+        if found.notna().all():
+            center = Centre(center.values, center.signs, found.astype(str))
     scale = choose(design, y, model, alpha=alpha)
     model = scale.model
 
@@ -218,8 +223,8 @@ def _analyze_one(
     }
 
 
-def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
-    """A few lines for the terminal."""
+def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths, more=()) -> str:
+    """A few lines for the terminal (`more`: further files written)."""
     effects = tables["effects"]
     lines = []
     for name in response_names(effects):
@@ -239,7 +244,7 @@ def _summary(tables: dict[str, pd.DataFrame], paths: AnalysisPaths) -> str:
     runs = tables["outliers"]["run"].drop_duplicates().tolist()
     return "\n".join(
         [
-            "wrote " + ", ".join(str(getattr(paths, n)) for n in OUTPUTS),
+            "wrote " + ", ".join([*(str(getattr(paths, n)) for n in OUTPUTS), *more]),
             *lines,
             "blocks: " + _blocks_words(tables["anova"]),
             *_curvature_words(tables["anova"]),
@@ -275,11 +280,12 @@ def _one_line(exc: Exception) -> str:
     return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
-def main(argv: list[str] | None = None, charts=None) -> int:
+def main(argv: list[str] | None = None, charts=None, findings=None) -> int:
     """`ybscale analyze --design DESIGN.yaml --responses FILE.csv --out DIR`, or each output
     path given (`--effects ... --residual-charts DIR`); the charts only with `charts` (the
     chart-paths class `ybscale.report.analyze` passes: the `ybscale analyze` verb), else as
-    with `--no-charts` (the analyze rule)."""
+    with `--no-charts` (the analyze rule); with `findings` (the verb's
+    `ybscale.report.findings.write_table_findings`) and `--out DIR`, DIR/findings.md."""
     from ybscale.help import description as cli_description
 
     parser = argparse.ArgumentParser(prog="ybscale analyze", description=cli_description(__doc__))
@@ -372,10 +378,15 @@ def main(argv: list[str] | None = None, charts=None) -> int:
         named = str(args.run_order) if args.run_order is not None else None
         where = "" if named and text.startswith(f"{named}:") else f"{args.responses}: "
         raise SystemExit(f"ybscale analyze: {where}{text}") from None
+    written = []
     if args.out is not None:
         write_design_record(design, args.out)
         keep_responses(args.responses, args.out)
-    print(_summary(tables, paths))
+        if findings is not None:
+            path = findings(design, tables, responses, column, str(args.responses), args.out,
+                            args.alpha, clusters)  # fmt: skip
+            written.append(str(path))
+    print(_summary(tables, paths, written))
     return 0
 
 

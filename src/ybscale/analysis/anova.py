@@ -24,6 +24,10 @@ or run -> block labels; r >= 2): the block enters the OLS model as a categorical
 error on 2^(k-p)(r−1) df (§6.3). `order` (run → executed position, from results/run_order.csv) puts
 the residuals in the order the runs were really measured (residuals-vs-order).
 
+Centre points in blocks, or beside a factor without a middle (`ybscale.analysis.centre`): one
+fit of every run (block, every column, the curvature), each line tested against the pure error
+within the blocks, nothing pooled (`crossed_table`); the effects table tests on the same error.
+
 Split plot (`clusters` where rows shared a cluster and some columns are constant within every
 cluster, ybscale.design.strata): each stratum gets its own error, as the expected mean squares
 of a split-plot design ask (Montgomery, Design and Analysis of Experiments, ch. 14). With m runs
@@ -62,6 +66,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.outliers_influence import OLSInfluence
 
 from ybscale.analysis import multiplicity as mult
+from ybscale.analysis.centre import Centre, CentreFit, fit_centre
 from ybscale.analysis.effects import (
     aligned_responses,
     block_columns,
@@ -245,6 +250,35 @@ def center_table(
     return pd.DataFrame(rows, columns=ANOVA_COLUMNS[:-1])
 
 
+def crossed_table(design, fit: CentreFit) -> pd.DataFrame:
+    """The ANOVA of `ybscale.analysis.centre`'s fit (centre runs in blocks, or beside a
+    factor without a middle): each column (the columns the blocks are confounded with in the
+    block line), the blocks, the curvature and the lack of fit, every one against the **pure
+    error**, as the effects table tests them."""
+    nan = math.nan
+    rows = []
+    for term in fit.terms:
+        ss = float(fit.sum_sq[term])
+        f_val, p_val = fit.p(ss, 1)
+        rows.append((term, design.alias_string(term), 1, ss, ss, f_val, p_val, nan, False,
+                     SINGLE, PURE_ERROR))  # fmt: skip
+    if fit.df_block > 0:
+        alias = "; ".join(design.alias_string(t) for t in fit.confounded)
+        f_val, p_val = fit.p(fit.ss_block, fit.df_block)
+        rows.append((BLOCK, alias, fit.df_block, fit.ss_block, fit.ss_block / fit.df_block,
+                     f_val, p_val, nan, False, SINGLE, PURE_ERROR))  # fmt: skip
+    f_val, p_val = fit.p(fit.ss_curvature, 1)
+    rows.append((CURVATURE, "", 1, fit.ss_curvature, fit.ss_curvature, f_val, p_val, nan,
+                 False, SINGLE, PURE_ERROR))  # fmt: skip
+    if fit.df_lof > 0:
+        f_val, p_val = fit.p(fit.ss_lof, fit.df_lof)
+        rows.append((LACK_OF_FIT, "", fit.df_lof, fit.ss_lof, fit.ss_lof / fit.df_lof, f_val,
+                     p_val, nan, False, SINGLE, PURE_ERROR))  # fmt: skip
+    rows.append((PURE_ERROR, "", fit.df_pe, fit.ss_pe, fit.ms_pe, nan, nan, nan, False, SINGLE,
+                 ""))  # fmt: skip
+    return pd.DataFrame(rows, columns=ANOVA_COLUMNS[:-1])
+
+
 def split_plot_table(design, y: pd.Series, clusters: Mapping[str, str], strata) -> pd.DataFrame:
     """The split-plot ANOVA (module docstring): whole-plot columns against the whole-plot error,
     sub-plot columns against the residual within clusters; statsmodels OLS fits (their df from
@@ -301,20 +335,23 @@ def externally_studentized(fit, infl) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _residuals(design, y: pd.Series, fit, alpha: float, order=None) -> pd.DataFrame:
-    """Residual diagnostics per run; `order` = executed position per run (else design order)."""
+    """Residual diagnostics per run; `order` = executed position per run (else design order).
+    A fit of more runs than `y` (the centre runs after the factorial ones,
+    `ybscale.analysis.centre`) is diagnosed over all of them, the factorial runs reported."""
     signs = design.sign_table().loc[y.index]
+    n = len(y)
     out = pd.DataFrame(
         {
             "run": y.index,
             "row": signs["row"].to_numpy(),
             "replicate": signs["replicate"].to_numpy(),
             "observed": y.to_numpy(),
-            "fitted": np.asarray(fit.fittedvalues),
-            "residual": np.asarray(fit.resid),
+            "fitted": np.asarray(fit.fittedvalues)[:n],
+            "residual": np.asarray(fit.resid)[:n],
         }
     )
     df_resid = int(round(fit.df_resid))
-    nan = np.full(len(y), np.nan)
+    nan = np.full(len(np.asarray(fit.resid)), np.nan)
     internal, external, bonf, leverage = nan, nan.copy(), nan.copy(), nan.copy()
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -324,10 +361,10 @@ def _residuals(design, y: pd.Series, fit, alpha: float, order=None) -> pd.DataFr
             internal = np.asarray(infl.resid_studentized_internal)
         if df_resid > 1 and fit.ssr > 0:
             external, bonf = externally_studentized(fit, infl)
-    out["standardized"] = internal
-    out["studentized_external"] = external
-    out["bonferroni_p"] = bonf
-    out["leverage"] = leverage
+    out["standardized"] = internal[:n]
+    out["studentized_external"] = external[:n]
+    out["bonferroni_p"] = bonf[:n]
+    out["leverage"] = leverage[:n]
     if order is None:
         out["order"] = np.arange(1, len(y) + 1)
     else:
@@ -336,7 +373,7 @@ def _residuals(design, y: pd.Series, fit, alpha: float, order=None) -> pd.DataFr
             missing = ", ".join(executed.index[executed.isna()])
             raise ValueError(f"run order has no position for runs: {missing}")
         out["order"] = executed.astype(int).to_numpy()
-    out["outlier"] = (np.abs(internal) > OUTLIER_Z) | (bonf < alpha)
+    out["outlier"] = (np.abs(internal[:n]) > OUTLIER_Z) | (bonf[:n] < alpha)
     return out[RESIDUAL_COLUMNS]
 
 
@@ -376,14 +413,21 @@ def fit_anova(
     fit = _fit(design, y, kept, blocks)
     strata = column_strata(design, clusters or {})
     split = WHOLE in strata.values()
+    crossed = center if isinstance(center, Centre) and center.needs_fit() else None
+    if isinstance(center, Centre):
+        center = center.values
     centre = transform(center.astype(float), model) if center is not None else None
     if split:
         table = split_plot_table(design, y, clusters, strata)
+    elif crossed is not None:  # in blocks, or beside a factor without a middle: one fit
+        crossed = fit_centre(design, y, crossed.transformed(lambda v: transform(v, model)),
+                             blocks, blocked)  # fmt: skip
+        table, fit, pooled, kept = crossed_table(design, crossed), crossed.fit, [], []
     elif centre is not None and len(centre) > 1 and blocks is None:
         table = center_table(design, y, centre, kept, pooled)
     else:
         table = _table(design, y, fit, kept, pooled, blocks is not None, blocked)
-    rule = multiplicity if design.replications > 1 else None
+    rule = multiplicity if design.replications > 1 or crossed is not None else None
     if rule:
         terms = ~table["term"].isin([RESIDUAL, BLOCK, WHOLE_ERROR, CURVATURE, LACK_OF_FIT,
                                      PURE_ERROR])  # fmt: skip

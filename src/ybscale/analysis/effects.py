@@ -265,12 +265,22 @@ def _t_columns(
     df_error = n_rows * (r - 1) - df_block + df_center
     s_e = math.sqrt(sse / df_error)
     s_q = s_e / math.sqrt(n_rows * r)
+    out, info = _t_tests(effect, 2.0 * s_q, df_error, alpha, rule)
+    return out, {"s_e": s_e, "s_q": s_q, **info}
+
+
+def _t_tests(
+    effect: pd.Series, se, df_error: int, alpha: float, rule: str
+) -> tuple[pd.DataFrame, dict]:
+    """Each column's t test on `df_error` df: `se` the standard error of an effect, one for
+    every column or one per column (a Series on the effects' index)."""
+    se = pd.Series(se, index=effect.index, dtype=float)
     t = float(stdtrit(df_error, 1.0 - alpha / 2.0))
-    half = 2.0 * t * s_q
+    half = t * se
     out = pd.DataFrame(index=effect.index)
-    out["std_error"] = 2.0 * s_q
+    out["std_error"] = se
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["standardized"] = effect / (2.0 * s_q)
+        out["standardized"] = effect / se
         p = 2.0 * stdtr(df_error, -np.abs(out["standardized"].to_numpy()))
     out["me"] = half
     out["sme"] = math.nan
@@ -279,14 +289,13 @@ def _t_columns(
     out["p_value"] = p
     out["p_adjusted"] = mult.adjust(p, rule)
     cut = mult.cut_p(out["p_adjusted"], rule, alpha)
-    out["me_adjusted"] = 2.0 * -float(stdtrit(df_error, cut / 2.0)) * s_q
+    out["me_adjusted"] = -float(stdtrit(df_error, cut / 2.0)) * se
     out["active"] = out["p_adjusted"] < alpha
     out["active_sme"] = False
     out["method"] = "t"
     out["multiplicity"] = rule
     out["df"] = float(df_error)
-    info = {"s_e": s_e, "s_q": s_q, "df_error": df_error, "t": t, "cut_p": cut}
-    return out, info
+    return out, {"df_error": df_error, "t": t, "cut_p": cut}
 
 
 def estimate_effects(
@@ -297,10 +306,13 @@ def estimate_effects(
     noise_se: pd.Series | None = None,
     blocks: bool | pd.Series | None = None,
     multiplicity: str = mult.DEFAULT,
-    center: pd.Series | None = None,
+    center=None,
 ) -> pd.DataFrame:
     """Effects table (see COLUMNS), sorted by |effect| descending; r >= 2 (or centre points)
-    adds an 'error' line.
+    adds an 'error' line. ``center``: the centre runs' responses (a Series), or a
+    `ybscale.analysis.centre.Centre` (their blocks and the levels of the factors without a
+    middle: in blocks or beside such a factor, every column is t-tested on the pure error of
+    `ybscale.analysis.centre`'s fit).
 
     ``responses`` holds one value per run id (replicates included); ``noise_se`` each run's
     standard error of measurement; ``blocks`` (True: the replicates; or run -> block labels)
@@ -323,6 +335,14 @@ def estimate_effects(
     sse = max(sse - ss_block, 0.0)
     confounded = block_columns(design, y.index, labels)  # unreplicated: the block's columns
     effect, sum_sq = effect.drop(confounded), sum_sq.drop(confounded)
+    from ybscale.analysis.centre import Centre
+
+    if isinstance(center, Centre) and center.needs_fit():
+        crossed = center.transformed(lambda v: transform(v, model))
+        options = (alpha, model, noise_se, multiplicity)
+        return _centre_effects(design, raw, y, crossed, labels, confounded, *options)
+    if isinstance(center, Centre):
+        center = center.values
     curvature = center_points(y, center, model)
     if curvature:  # the centre points' pure error joins the replicates' (Montgomery §6.8)
         sse += curvature["ss_pure_error"]
@@ -370,6 +390,61 @@ def estimate_effects(
             "curvature": curvature,
             "columns": len(effect),
             "block_columns": confounded,
+            **info,
+        }
+    )
+    return table
+
+
+def _centre_effects(
+    design, raw, y, centre, labels, confounded, alpha, model, noise_se, multiplicity
+) -> pd.DataFrame:
+    """The effects table of centre runs in blocks or beside a factor without a middle: every
+    column's effect, standard error and t test from `ybscale.analysis.centre.fit_centre`, on
+    its pure error (the ANOVA's error too); the block line's sum of squares from every run."""
+    from ybscale.analysis.centre import fit_centre
+
+    fit = fit_centre(design, y, centre, labels, confounded)
+    effect, sum_sq = fit.effect, fit.sum_sq
+    sig, info = _t_tests(effect, fit.std_error, fit.df_pe, alpha, multiplicity)
+    table = pd.DataFrame(
+        {
+            "term": effect.index,
+            "alias": [design.alias_string(t) for t in effect.index],
+            "effect": effect.to_numpy(),
+            "coefficient": effect.to_numpy() / 2.0,
+            "sum_sq": sum_sq.to_numpy(),
+            "variation_pct": _pct(sum_sq.to_numpy(), fit.sst),
+        }
+    )
+    table = pd.concat([table, sig.reset_index(drop=True)], axis=1)
+    table["model"] = model
+    band = noise_band(design, raw, noise_se, model, alpha) if noise_se is not None else math.nan
+    table["noise"] = band
+    table["below_noise"] = table["effect"].abs() < band if math.isfinite(band) else False
+    table = table.sort_values("effect", key=np.abs, ascending=False, kind="stable")
+    lines = [table]
+    if labels is not None:
+        alias = "; ".join(design.alias_string(t) for t in confounded)
+        lines.append(_error_line(fit.ss_block, fit.sst, model, BLOCK_TERM, alias))
+    lines.append(_error_line(fit.ss_pe, fit.sst, model))
+    table = pd.concat(lines, ignore_index=True)[COLUMNS]
+    s_e = math.sqrt(fit.ms_pe) if fit.ms_pe >= 0 else math.nan
+    table.attrs.update(
+        {
+            "mean": float(y.mean()),
+            "sst": fit.sst,
+            "sse": fit.ss_pe,
+            "ss_block": fit.ss_block,
+            "df_block": fit.df_block,
+            "noise": band,
+            "alpha": alpha,
+            "model": model,
+            "multiplicity": multiplicity,
+            "curvature": fit.curvature_info(),
+            "columns": len(effect),
+            "block_columns": list(confounded),
+            "s_e": s_e,
             **info,
         }
     )

@@ -137,8 +137,9 @@ def family_rule(terms) -> tuple[str, int] | None:
     return (str(family["multiplicity"].iloc[0]), len(family)) if len(family) else None
 
 
-def rule_text(terms, alpha: float) -> str | None:
-    """How a replicated study's columns were judged, for the findings (None: no t family)."""
+def rule_text(terms, alpha: float, error: str = "the replicate error") -> str | None:
+    """How a replicated study's columns were judged, for the findings (None: no t family);
+    `error` names what they were tested on (the centre runs' pure error)."""
     found = family_rule(terms)
     if found is None:
         return None
@@ -147,7 +148,7 @@ def rule_text(terms, alpha: float) -> str | None:
     error = (
         "its error stratum (MixedLM, the cluster a random effect)"
         if "stratum" in family and family["stratum"].eq("whole-plot").any()
-        else "the replicate error"
+        else error
     )
     if rule == "none":
         return (

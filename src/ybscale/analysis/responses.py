@@ -249,8 +249,9 @@ def _pick_response(frame: pd.DataFrame, ids: list[str], response: str | None, pa
 
 def _block_column(frame: pd.DataFrame, block: str | None, path: Path) -> str | None:
     """The column holding each run's block: `block` when named, else ``block`` if present."""
-    if block is None:
-        return "block" if "block" in frame.columns else None
+    if block is None and "block" not in frame.columns:
+        return None
+    block = "block" if block is None else block
     if block not in frame.columns:
         hint = ""
         if block == "replicate":
@@ -265,48 +266,164 @@ def _block_column(frame: pd.DataFrame, block: str | None, path: Path) -> str | N
     return block
 
 
-def _midpoint(factor) -> float | None:
-    """The centre of a factor whose two levels are numbers (None otherwise)."""
+def _at_middle(cell: str, factor) -> bool:
+    """Whether a factor-name cell holds the factor's middle: the arithmetic middle of its two
+    numeric levels, or the design's (`ybscale.design.factorial.middle`: rounded for integer
+    levels, as a study measures it)."""
+    from ybscale.design.factorial import middle
+
+    mid, _ = middle(factor)
     try:
+        value = float(cell)
         low, high = (float(v) for v in factor.levels)
     except (TypeError, ValueError):
-        return None
-    return (low + high) / 2
+        return False
+    return mid is not None and (value == (low + high) / 2 or value == float(mid))
 
 
-def _center_lines(frame: pd.DataFrame, design, path: Path) -> list[bool]:
-    """Per line: whether it is a centre point: every factor column at its centre (a letter
-    column coded 0; a factor-name column at the midpoint of the two numeric levels). A line
-    with some factors at their centre and others not, or a centre on a factor whose levels are
-    not numbers, is refused naming the row (categorical factors crossed with centre points are
-    not supported)."""
-    out = []
+def _centre_cell(line, f, columns, path: Path, i: int) -> int | None:
+    """A factor's cell on a line: 0 at its middle, -1/+1 at a level, None when the line does
+    not give the factor (a generated factor left out)."""
+    if f.letter in columns:
+        cell = str(line[f.letter]).strip()
+        if cell in ("0", "0.0", "+0", "-0"):
+            return 0
+        return _sign(cell, f.letter, path, i) if cell in _PLUS | _MINUS else None
+    if f.name in columns:
+        cell = str(line[f.name]).strip()
+        if _at_middle(cell, f):
+            return 0
+        for sign, label in ((-1, f.levels[0]), (1, f.levels[1])):
+            if _same_label(cell, label):
+                return sign
+    return None
+
+
+def _center_lines(frame: pd.DataFrame, design, path: Path) -> list[dict[str, int] | None]:
+    """Per line: None for a factorial line, or a centre line's signs (letter -> 0 at the
+    middle; -1/+1 for a factor with no middle, `ybscale.design.factorial.middle`, which a
+    centre run holds at one of its levels, as Minitab and JMP cross centre points with a
+    categorical factor). A line is a centre line when some factor sits at its middle; then
+    every factor with a middle must, and every factor without one must be at a level. Anything
+    else is refused naming the row."""
+    from ybscale.design.factorial import middle
+
+    flat = {f.letter for f in design.factors if middle(f)[0] is None}
+    out: list[dict[str, int] | None] = []
     for i, (_, line) in enumerate(frame.iterrows(), start=1):
-        at = {}
-        for f in design.factors:
-            if f.letter in frame.columns:
-                at[f.letter] = str(line[f.letter]).strip() in ("0", "0.0", "+0", "-0")
-            elif f.name in frame.columns:
-                mid = _midpoint(f)
-                cell = str(line[f.name]).strip()
-                try:
-                    at[f.letter] = mid is not None and float(cell) == mid
-                except ValueError:
-                    at[f.letter] = False
-        if any(at.values()) and not all(at.values()):
-            centred = ", ".join(k for k, v in at.items() if v)
+        at = {f.letter: _centre_cell(line, f, frame.columns, path, i) for f in design.factors}
+        named = _run_number(line["run"]) if "run" in frame.columns else None
+        if all(v is None for v in at.values()) and named is not None and design.center_points:
+            ids = design.all_run_ids  # a line named by its run id alone: the design's levels
+            if 1 <= named <= len(ids) and design.is_center(ids[named - 1]):
+                out.append(design.signs(ids[named - 1]))
+                continue
+        if not any(v == 0 for v in at.values()):
+            out.append(None)  # a factorial line (read and checked as one)
+            continue
+        off = [k for k, v in at.items() if v != 0 and k not in flat and v is not None]
+        if off:
+            centred = ", ".join(k for k, v in at.items() if v == 0)
             raise ResponsesError(
-                f"{path}: row {i}: {centred} at the centre but not every factor: a centre "
-                "point sets every factor to the midpoint of its numeric levels (categorical "
-                "factors crossed with centre points are not supported)"
+                f"{path}: row {i}: {centred} at the centre but not {', '.join(off)}: a centre "
+                "point sets every factor that has a middle to the middle of its numeric levels "
+                "(only a factor without one, such as read/write or 1/2 bands, is held at one of "
+                "its levels)"
             )
-        if at and all(at.values()):
-            flat = [f.name for f in design.factors if f.name in frame.columns
-                    and _midpoint(f) is None]  # fmt: skip
-            if flat:
-                raise ResponsesError(f"{path}: row {i}: {', '.join(flat)} has no centre "
-                                     "(its levels are not numbers)")  # fmt: skip
-        out.append(bool(at) and all(at.values()))
+        middled = [design.factor(k).name for k, v in at.items() if v == 0 and k in flat]
+        if middled:
+            raise ResponsesError(f"{path}: row {i}: {', '.join(middled)} has no middle (its "
+                                 "levels are not numbers with one between them): a centre "
+                                 "run holds it at one of its levels")  # fmt: skip
+        missing = [design.factor(k).name for k, v in at.items() if v is None and k in flat]
+        if missing:
+            raise ResponsesError(f"{path}: row {i}: a centre row must give the level of "
+                                 f"{', '.join(missing)} (it has no middle)")  # fmt: skip
+        out.append({k: (0 if v is None else v) for k, v in at.items()})
+    return out
+
+
+def _check_center_blocks(lines: list, blocks: pd.Series | None, path: Path) -> None:
+    """Centre rows with a block column: every block holds centre rows and no centre row is in
+    a block without factorial rows. Refused naming the rows otherwise."""
+    centre = [i for i, x in enumerate(lines) if x is not None]
+    if blocks is None or not centre:
+        return
+    factorial = {str(b) for i, b in enumerate(blocks) if lines[i] is None}
+    where: dict[str, list[int]] = {}
+    for i in centre:
+        where.setdefault(str(blocks.iloc[i]), []).append(i + 1)
+    for label, rows in where.items():
+        if label not in factorial:
+            raise ResponsesError(
+                f"{path}: row {rows[0]}: a centre row in block {label!r}, which holds no "
+                "factorial row: its curvature cannot be told from the block"
+            )
+    bare = sorted(factorial - set(where))
+    if bare:
+        shown = ", ".join(f"row {i + 1} in block {blocks.iloc[i]}" for i in centre)
+        raise ResponsesError(
+            f"{path}: block {', '.join(repr(b) for b in bare)} holds no centre row (centre "
+            f"rows: {shown}): with blocks, every block needs its own centre runs (the "
+            "curvature and the pure error are measured within the blocks)"
+        )
+
+
+def _check_pure_error(
+    lines: list, runs: list[str], blocks: pd.Series | None, design, path: Path
+) -> None:
+    """Centre runs in blocks or beside a factor without a middle are tested on the pure error
+    (`ybscale.analysis.centre`): runs at one point of one block, two or more (centre runs at
+    the same levels, or replicated corners). Refused naming the centre rows when there is
+    none."""
+    centre = [i for i, x in enumerate(lines) if x is not None]
+    held = any(v != 0 for i in centre for v in lines[i].values())
+    if not centre or (blocks is None and not held):
+        return  # plain centre points: Montgomery §6.8 (one centre run: no curvature test)
+    label = (lambda i: str(blocks.iloc[i])) if blocks is not None else (lambda i: "")
+    rows = dict(zip(design.run_ids, design.sign_table()["row"], strict=True))
+    factorial = [i for i, x in enumerate(lines) if x is None]
+    keys = [(label(i), "row", rows[run]) for i, run in zip(factorial, runs, strict=True)]
+    keys += [(label(i), "centre", tuple(sorted(lines[i].items()))) for i in centre]
+    if len(keys) > len(set(keys)):
+        return
+    where = " in block {}" if blocks is not None else ""
+    alone = ", ".join(f"row {i + 1}" + where.format(label(i)) for i in centre)
+    raise ResponsesError(
+        f"{path}: no pure error: every centre row is alone at its levels"
+        + (" in its block" if blocks is not None else "")
+        + f" ({alone}) and no corner is repeated; two or more centre runs at the same levels"
+        + (" of one block" if blocks is not None else "")
+        + " measure the noise the effects and the curvature are tested against"
+    )
+
+
+def _center_ids(centers: pd.DataFrame, held: list, design, path: Path) -> list[str]:
+    """The centre lines' ids: the design's centre runs a ``run`` column names (run17 ..: a
+    study's ceilings.csv, their blocks and levels the design's), else center1, center2 ..."""
+    numbers = [_run_number(v) for v in centers["run"]] if "run" in centers.columns else []
+    if not design.center_points or not numbers:
+        return [f"center{i}" for i in range(1, len(centers) + 1)]
+    ids = design.all_run_ids
+    out = []
+    for i, number in zip(centers.index, numbers, strict=True):
+        run = ids[number - 1] if number is not None and 1 <= number <= len(ids) else None
+        if run is None or not design.is_center(run):
+            raise ResponsesError(
+                f"{path}: row {int(i) + 1}, column 'run': a centre line names "
+                f"{centers.loc[i, 'run']!r}, which is not a centre run of the design "
+                f"({', '.join(design.center_run_ids[:1] + design.center_run_ids[-1:])})"
+            )
+        given = {k: v for k, v in held[len(out)].items() if k in design.center_held}
+        want = {k: v for k, v in design.signs(run).items() if k in design.center_held}
+        if given != want:
+            levels = ", ".join(f"{design.factor(k).name} {design.factor(k).level(v)}"
+                               for k, v in want.items())  # fmt: skip
+            raise ResponsesError(f"{path}: row {int(i) + 1}: {run} is the design's centre run "
+                                 f"at {levels}; the line holds other levels")  # fmt: skip
+        out.append(run)
+    if len(set(out)) < len(out):
+        raise ResponsesError(f"{path}: a centre run appears twice in the 'run' column")
     return out
 
 
@@ -321,8 +438,12 @@ def read_responses(
     block = _block_column(frame, block, path)
     ids = _id_columns(frame, design) + ([block] if block and block != "replicate" else [])
     column = _pick_response(frame, ids, response, path)
-    centre = pd.Series(_center_lines(frame, design, path), index=frame.index)
+    lines = _center_lines(frame, design, path)
+    _check_center_blocks(lines, frame[block] if block else None, path)
+    centre = pd.Series([x is not None for x in lines], index=frame.index)
+    held = [x for x in lines if x is not None]
     centers = frame[centre.to_numpy()]
+    frame_blocks = frame[block].reset_index(drop=True) if block else None
     frame = frame[~centre.to_numpy()]
     if "run" in frame.columns:
         runs = _runs_by_id(frame, design, path)
@@ -330,6 +451,7 @@ def read_responses(
     else:
         runs = _runs_by_factors(frame, design, path)
     _check_coverage(runs, design, path)
+    _check_pure_error(lines, runs, frame_blocks, design, path)
     values = _numeric(frame, column, path)
     out = frame[[c for c in frame.columns if c not in ids]].copy()
     for c in out.columns:
@@ -347,6 +469,10 @@ def read_responses(
         for c in kept.columns:
             kept[c] = pd.to_numeric(kept[c], errors="coerce")
         kept[column] = _numeric(centers, column, path).to_numpy()
-        kept.index = pd.Index([f"center{i}" for i in range(1, len(kept) + 1)], name="run")
+        kept.index = pd.Index(_center_ids(centers, held, design, path), name="run")
+        if block is not None:
+            kept.insert(0, "block", centers[block].to_numpy())
         out.attrs["center"] = kept
+        # each centre run's letters: 0 at the middle, -1/+1 where a factor has none
+        out.attrs["center_signs"] = pd.DataFrame(held, index=kept.index)[design.letters]
     return out

@@ -143,8 +143,10 @@ def candidate_models(design, y: pd.Series, alpha: float = 0.05) -> list[tuple[st
     a model leaves fewer than MIN_DF residual df."""
     y = y.astype(float)
     out = []
-    scales = (("additive", 1.0, y), ("multiplicative", 0.0, np.log(y)))
-    for scale, lam, z in scales if bool((y > 0).all()) else scales[:1]:
+    scales = [("additive", 1.0, y)]
+    if bool((y > 0).all()):  # no log of a response that is not positive (nor its warnings)
+        scales.append(("multiplicative", 0.0, np.log(y)))
+    for scale, lam, z in scales:
         terms = model_on(design, z, alpha)
         if len(y) - 1 - len(terms) < MIN_DF:
             continue
@@ -164,7 +166,8 @@ def profile_loglik(lam: float, y: np.ndarray, resid: np.ndarray) -> float:
     e = resid @ boxcox(y, lam)
     ssr = float(e @ e)
     n = len(y)
-    return -n / 2.0 * math.log(ssr / n) + (lam - 1.0) * float(np.log(y).sum())
+    jacobian = (lam - 1.0) * float(np.log(y).sum()) if lam != 1.0 else 0.0  # λ = 1: none
+    return -n / 2.0 * math.log(ssr / n) + jacobian
 
 
 def box_cox(y, x, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
@@ -277,6 +280,9 @@ def choose(
     df_resid = len(y) - 1 - len(terms)
     lam = low = high = math.nan
     on = f"; λ profiled on {model_words(design, terms)}"
+    if model == "multiplicative" and not positive:  # refused before any log is taken
+        bad = y.index[(y <= 0).to_numpy()][0]
+        raise ValueError(f"multiplicative model needs positive responses; {bad} is {y[bad]}")
     if model != AUTO:
         chosen, how, reason = model, "forced", f"{model} set in analysis.model"
     elif not positive:

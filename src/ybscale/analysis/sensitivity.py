@@ -52,26 +52,33 @@ def with_other_scale(
     return out
 
 
-def scale_text(effects: pd.DataFrame, describe: Callable[[pd.Series], str]) -> list[str]:
+def scale_text(
+    effects: pd.DataFrame,
+    describe: Callable[[pd.Series], str],
+    what: str = "the ceiling",
+    unit: str = "tps",
+) -> list[str]:
     """The findings' paragraph on the scale: which, why, and how to read the effects;
-    `describe(row)` words one effect (the largest active one serves as the example)."""
+    `describe(row)` words one effect (the largest active one serves as the example); `what`
+    and `unit` name the response."""
     choice = scales.read_choice(effects)
     if choice is None:
         return []
     word = SCALE_WORDS.get(choice.model, choice.model)
     how = "chosen from the data" if choice.choice == scales.AUTO else "set in analysis.model"
-    text = f"**Scale.** The effects are on the **{word}** scale ({how}: {choice.reason})."
+    why = f"{how}: {choice.reason}" if choice.choice == scales.AUTO else choice.reason
+    text = f"**Scale.** The effects are on the **{word}** scale ({why})."
     if choice.model == "multiplicative":
         text += (
             " On the log scale an effect is a ratio: changing a factor multiplies or divides "
-            "the ceiling by a factor, whatever the other factors' levels"
+            f"{what} by a factor, whatever the other factors' levels"
         )
         active = effects[_flag(effects["active"]) & (effects["term"].astype(str).str.len() > 0)]
         text += f"; e.g. {describe(active.iloc[0]).rstrip('.')}." if len(active) else "."
     else:
         text += (
-            " On the additive scale an effect is a difference in tps, the same whatever the "
-            "other factors' levels."
+            f" On the additive scale an effect is a difference in {unit or _bare(what)}, the same "
+            "whatever the other factors' levels."
         )
     if choice.choice == scales.AUTO and scales.uncertain(choice.low, choice.high, choice.ratio):
         text += (
@@ -92,6 +99,10 @@ def scale_text(effects: pd.DataFrame, describe: Callable[[pd.Series], str]) -> l
     if checks:
         text += " On this scale, the model λ was profiled on: " + "; ".join(checks) + "."
     return [text]
+
+
+def _bare(what: str) -> str:
+    return what[4:] if what.startswith("the ") else what
 
 
 def on_scale(row: pd.Series, model: str) -> pd.Series | None:
@@ -117,7 +128,9 @@ def one_scale_only(
     chosen = str(effects["model"].iloc[0])
     out = []
     for _, row in effects.iterrows():
-        on = {m for m, c in ACTIVE_ON.items() if pd.notna(row[c]) and _flag([row[c]]).iloc[0]}
+        if any(pd.isna(row[c]) for c in ACTIVE_ON.values()):
+            continue  # one scale only (no log of a response that is not positive)
+        on = {m for m, c in ACTIVE_ON.items() if _flag([row[c]]).iloc[0]}
         if len(on) != 1:
             continue
         (model,) = on

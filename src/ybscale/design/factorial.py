@@ -119,7 +119,9 @@ class Design:
     source: str = "<memory>"
     blocks: int = 1  # an unreplicated design measured in 2, 4, 8 ... blocks
     block_generators: tuple[str, ...] = ()  # the blocks' defining words (chosen when empty)
-    center_points: int = 0  # runs at the middle of every factor's two levels, after the rest
+    # runs at the middle of every factor's two levels, after the rest: this many in each block,
+    # at each combination of the levels of the factors without a middle (`center_held`)
+    center_points: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "factors", tuple(sorted(self.factors, key=lambda f: f.letter)))
@@ -160,16 +162,46 @@ class Design:
     def run_ids(self) -> list[str]:
         """The factorial runs ``run01`` ... zero padded to at least two digits (as wide as
         the centre runs' ids need); the centre runs are `center_run_ids`."""
-        width = max(2, len(str(self.n_runs + self.center_points)))
+        width = max(2, len(str(self.n_runs + self.n_center)))
         return [f"run{i:0{width}d}" for i in range(1, self.n_runs + 1)]
+
+    @cached_property
+    def center_held(self) -> list[str]:
+        """The letters of the factors without a middle (`middle`: levels that are not numbers,
+        or integers with none between them), which the centre runs hold at each of their
+        levels, as Minitab and JMP cross centre points with a categorical factor; [] without
+        `center_points`."""
+        if not self.center_points:
+            return []
+        return [f.letter for f in self.factors if middle(f)[0] is None]
+
+    @property
+    def n_center(self) -> int:
+        """How many centre runs: `center_points` in each block, at each combination of the
+        levels of the `center_held` factors (Minitab: 2^Q times as many for Q of them)."""
+        return self.center_points * 2 ** len(self.center_held) * max(self.blocks, 1)
 
     @property
     def center_run_ids(self) -> list[str]:
         """The centre runs' ids, numbered after the factorial runs (run17 .. run20 for a
         2^4 with four centre points); [] without `center_points`."""
-        width = max(2, len(str(self.n_runs + self.center_points)))
-        total = self.n_runs + self.center_points
+        width = max(2, len(str(self.n_runs + self.n_center)))
+        total = self.n_runs + self.n_center
         return [f"run{i:0{width}d}" for i in range(self.n_runs + 1, total + 1)]
+
+    @cached_property
+    def _center_placement(self) -> list[tuple[int, dict[str, int]]]:
+        """(block, letter -> 0 or the held factor's sign) of each centre run, in run order:
+        block by block, in each every combination of the held factors' levels (Yates order)
+        `center_points` times."""
+        held = self.center_held
+        out = []
+        for block in range(1, max(self.blocks, 1) + 1):
+            for i in range(2 ** len(held)):
+                signs = dict.fromkeys(self.letters, 0)
+                signs.update({x: 1 if i >> j & 1 else -1 for j, x in enumerate(held)})
+                out += [(block, signs)] * self.center_points
+        return out
 
     @property
     def all_run_ids(self) -> list[str]:
@@ -183,10 +215,11 @@ class Design:
     @cached_property
     def center_levels(self) -> dict[str, object]:
         """Letter -> the middle of its two levels (`center_points`; {} without): the
-        arithmetic middle, rounded when both levels are integers."""
+        arithmetic middle, rounded when both levels are integers; the `center_held` factors,
+        which have none, are left out."""
         if not self.center_points:
             return {}
-        return {f.letter: _middle(f)[0] for f in self.factors}
+        return {f.letter: middle(f)[0] for f in self.factors if f.letter not in self.center_held}
 
     def factor(self, letter: str) -> Factor:
         """The factor with this letter."""
@@ -232,9 +265,10 @@ class Design:
         return table.astype("int64")
 
     def signs(self, run: str) -> dict[str, int]:
-        """Letter -> +1/-1 for one run (0 for every letter of a centre run)."""
+        """Letter -> +1/-1 for one run (a centre run: 0 for every letter with a middle, the
+        level's sign for a `center_held` one)."""
         if self.is_center(run):
-            return dict.fromkeys(self.letters, 0)
+            return dict(self._center_placement[self.center_run_ids.index(run)][1])
         if run not in self.run_ids:
             raise KeyError(run)
         index = (self.run_ids.index(run)) % self.n_rows
@@ -253,29 +287,37 @@ class Design:
     def levels(self, run: str) -> dict[str, object]:
         """Factor name -> level label for one run, keys sorted (block columns left out); a
         centre run: every factor at its middle (`center_levels`)."""
-        if self.is_center(run):
-            named = {f.name: self.center_levels[f.letter] for f in self.factors if not f.fold}
-            return dict(sorted(named.items()))
         signs = self.signs(run)
+        if self.is_center(run):
+            named = {
+                f.name: self.center_levels[f.letter] if signs[f.letter] == 0
+                else f.level(signs[f.letter])
+                for f in self.factors if not f.fold
+            }  # fmt: skip
+            return dict(sorted(named.items()))
         named = {f.name: f.level(signs[f.letter]) for f in self.factors if not f.fold}
         return dict(sorted(named.items()))
 
     @property
     def center_blocks(self) -> list[int]:
-        """The replicate (block of the run order) each centre run is measured in: spread
-        round robin over the replicates, so each replicate holds its share."""
-        return [i % self.replications + 1 for i in range(self.center_points)]
+        """The block of the run order each centre run is measured in: its design block
+        (`blocks:`), else the replicates round robin, so each replicate holds its share."""
+        if self.blocks > 1:
+            return [block for block, _ in self._center_placement]
+        return [i % self.replications + 1 for i in range(self.n_center)]
 
     def measured_table(self) -> pd.DataFrame:
         """The sign table and, after it, one line per centre run: ``row`` 0, ``replicate``
-        its block (`center_blocks`), every letter 0 (what ceilings.csv carries)."""
+        its block (`center_blocks`), every letter 0 but a `center_held` one's sign (what
+        ceilings.csv carries)."""
         import pandas as pd
 
         table = self.sign_table()
         if not self.center_points:
             return table
+        signs = pd.DataFrame([s for _, s in self._center_placement], columns=self.letters)
         centre = pd.DataFrame(
-            {"row": 0, "replicate": self.center_blocks, **dict.fromkeys(self.letters, 0)},
+            {"row": 0, "replicate": self.center_blocks, **signs.to_dict("list")},
             index=pd.Index(self.center_run_ids, name="run"),
         )
         return pd.concat([table, centre]).astype("int64")
@@ -309,7 +351,7 @@ class Design:
     def headline(self) -> str:
         """``2^(6-2) design, 16 runs, I = ..., resolution 3``: what the design commands print."""
         k, p = len(self.factors), len(self.generators)
-        centre = f" and {self.center_points} centre runs" if self.center_points else ""
+        centre = f" and {self.n_center} centre runs" if self.center_points else ""
         return (
             f"2^({k}-{p}) design, {self.n_runs} runs{centre}, "
             f"{self.defining_relation_string()}, resolution {self.resolution}"
@@ -408,8 +450,11 @@ class Design:
         ]
 
     def block_labels(self) -> dict[str, int]:
-        """run -> its block ({} without blocks)."""
-        return {run: self.row_blocks[i % self.n_rows] for i, run in enumerate(self.run_ids)}
+        """run -> its block ({} without blocks), the centre runs' too (`center_blocks`)."""
+        if self.blocks <= 1:
+            return {}
+        labels = {run: self.row_blocks[i % self.n_rows] for i, run in enumerate(self.run_ids)}
+        return labels | dict(zip(self.center_run_ids, self.center_blocks, strict=True))
 
 
 def _products(words) -> list[str]:
@@ -499,7 +544,7 @@ def _number(value: object) -> int | float | None:
     return number if math.isfinite(number) else None
 
 
-def _middle(factor: Factor) -> tuple[object, str]:
+def middle(factor: Factor) -> tuple[object, str]:
     """(the middle of a factor's two levels, '') or (None, why it has none): the arithmetic
     middle of two numbers, rounded (half up) when both are integers, and then strictly between
     them."""
@@ -507,7 +552,7 @@ def _middle(factor: Factor) -> tuple[object, str]:
     if low is None or high is None:
         return None, (
             f"levels {list(factor.levels)!r} are not both numbers: a categorical factor has no "
-            "middle (centre points are for designs whose every factor is numeric)"
+            "middle"
         )
     if isinstance(low, int) and isinstance(high, int):
         middle = math.floor((low + high) / 2 + 0.5)
@@ -518,15 +563,25 @@ def _middle(factor: Factor) -> tuple[object, str]:
 
 
 def _check_center(design: Design) -> None:
-    """center_points: a count >= 0; every factor numeric with a middle; no blocks, no fold."""
+    """center_points: a count >= 0 (in each block, at each level of a factor without a
+    middle); some factor with a middle; one replicate; no fold-over column."""
     src, n = design.source, design.center_points
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise _fail(src, "center_points", f"must be an integer >= 0, got {n!r}")
     if not n:
         return
-    if design.blocks > 1:
-        raise _fail(src, "center_points", "with blocks is not supported yet (each block "
-                    "would need its own centre points)")  # fmt: skip
+    if len(design.center_held) == len(design.factors):
+        why = "; ".join(f"factors.{f.letter} ({f.name}): {middle(f)[1]}" for f in design.factors)
+        raise _fail(src, "center_points", f"no factor has a middle, so there is no centre: {why}")
+    if n < 2 and (design.blocks > 1 or design.center_held):
+        names = [design.factor(x).name for x in design.center_held]
+        where = "block" if design.blocks > 1 else (
+            f"level of {names[0]}" if len(names) == 1
+            else f"combination of the levels of {', '.join(names[:-1])} and {names[-1]}"
+        )  # fmt: skip
+        raise _fail(src, "center_points", f"{n} in each {where} leaves no pure error (the "
+                    "spread of centre runs at the same levels of one block, which tests the "
+                    "effects and the curvature): 2 or more")  # fmt: skip
     if design.replications > 1:
         raise _fail(src, "center_points", "with replications > 1 is not supported yet (each "
                     "replicate is a block, and the blocked analysis has no curvature test yet): "
@@ -535,9 +590,6 @@ def _check_center(design: Design) -> None:
         if f.fold:
             raise _fail(src, "center_points", f"factors.{f.letter} ({f.name}) is a fold-over "
                         "column, which has no middle")  # fmt: skip
-        middle, why = _middle(f)
-        if middle is None:
-            raise _fail(src, "center_points", f"factors.{f.letter} ({f.name}): {why}")
 
 
 def _check_block_shape(design: Design) -> None:
@@ -810,7 +862,26 @@ def design_dict(design: Design) -> dict:
             {
                 "center_points": design.center_points,
                 "center_runs": design.center_run_ids,
-                "center_levels": {f.name: design.center_levels[f.letter] for f in design.factors},
+                "center_levels": {
+                    f.name: design.center_levels[f.letter]
+                    for f in design.factors
+                    if f.letter in design.center_levels
+                },
+                # the factors without a middle, held at each of their levels, and where each
+                # centre run is: its block and those factors' levels
+                "center_held": [design.factor(x).name for x in design.center_held],
+                "center_placement": {
+                    run: {
+                        **({"block": block} if design.blocks > 1 else {}),
+                        **{
+                            design.factor(x).name: design.factor(x).level(signs[x])
+                            for x in design.center_held
+                        },
+                    }
+                    for run, (block, signs) in zip(
+                        design.center_run_ids, design._center_placement, strict=True
+                    )
+                },
             }
             if design.center_points
             else {}

@@ -91,8 +91,8 @@ def _positions(
             )
         return _by_cluster(units, order, seed, clusters)
 
-    def block_of(unit) -> int:
-        return row_blocks[unit[1] - 1] if row_blocks else unit[2]
+    def block_of(unit) -> int:  # a centre run (row 0): its block is its replicate column
+        return row_blocks[unit[1] - 1] if row_blocks and unit[1] > 0 else unit[2]
 
     blocks = sorted({block_of(u) for u in units})
     children = np.random.SeedSequence(int(seed)).spawn(len(blocks))
@@ -136,7 +136,7 @@ def planned_lines(design, order: str, seed: int, clusters=None) -> list[tuple]:
         for i, run in enumerate(design.run_ids)
     ]  # the centre runs: row 0, spread over the replicates (`Design.center_blocks`)
     units += list(
-        zip(design.center_run_ids, [0] * design.center_points, design.center_blocks, strict=True)
+        zip(design.center_run_ids, [0] * design.n_center, design.center_blocks, strict=True)
     )
     if design.center_points and _shared(clusters):
         from ybscale.design.factorial import DesignError

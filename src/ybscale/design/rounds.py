@@ -42,7 +42,7 @@ def most_replicates(settings: Mapping, design) -> int:
     if design.center_points or design.blocks > 1 or not given:
         return own
     most = int(given.get("replicates", SECONDS_ONLY_MOST))
-    width = len(str(design.n_runs + design.center_points))
+    width = len(str(design.n_runs + design.n_center))
     while most > own and len(str(design.n_rows * most)) > max(2, width):
         most -= 1  # the run ids keep their width (module docstring)
     return max(own, most)

@@ -99,15 +99,21 @@ def design_rst(
     ]
     if design.center_points:
         middles = ", ".join(
-            f"{f.name} {_cell(design.center_levels[f.letter])}" for f in design.factors
+            f"{f.name} {_cell(design.center_levels[f.letter])}"
+            for f in design.factors
+            if f.letter in design.center_levels
         )
         runs = design.center_run_ids
+        held = ", ".join(design.factor(x).name for x in design.center_held)
+        where = [f"at each level of {held}, which has no middle"] if held else []
+        where += ["in each block"] if design.blocks > 1 else []
+        each = f" ({design.center_points} {' and '.join(where)})" if where else ""
         lines.append(
-            f"* Centre points: {design.center_points} runs ({runs[0]} .. {runs[-1]}) with every "
-            f"factor at the middle of its two levels ({middles}), measured like the other rows "
-            "in the random run order; the effects use the factorial runs only, the centre runs "
-            "test whether the response bends between the levels (curvature) and give the pure "
-            "error."
+            f"* Centre points: {design.n_center} runs{each} ({runs[0]} .. {runs[-1]}) with "
+            f"every factor{' that has one' if held else ''} at the middle of its two levels "
+            f"({middles}), measured "
+            "like the other rows in the random run order; the centre runs test whether the "
+            "response bends between the levels (curvature) and give the pure error."
         )
     if design.blocks > 1:
         confounded = "; ".join(f"**{design.alias_string(w)}**" for w in design.block_words())

@@ -28,10 +28,12 @@ import pandas as pd
 
 from ybscale.analysis import multiplicity as mult
 from ybscale.analysis import power, recommend, sensitivity
+from ybscale.analysis.centre import Centre, fit_centre
 from ybscale.analysis.study_files import StudyFiles
 from ybscale.analysis.terms import (
     BLOCK_TERM,
     ERROR_TERM,
+    RESPONSE,
     of_response,
     response_names,
     response_words,
@@ -103,11 +105,14 @@ def _ratio(effect: float, low: float, high: float) -> str:
     return f"{number(10**effect, model)} [{number(10**low, model)}, {number(10**high, model)}]"
 
 
-def effect_sentence(design: Design, row: pd.Series, share: bool = True) -> str:
+def effect_sentence(
+    design: Design, row: pd.Series, share: bool = True, what="the ceiling", unit="tps"
+) -> str:
     """One active effect in plain words, with factor names and levels (and its share of the
-    variation unless `share` is False)."""
+    variation unless `share` is False); `what` and `unit` name the response."""
     term, model = str(row["term"]), str(row["model"])
-    size = _size(float(row["effect"]), float(row["ci_low"]), float(row["ci_high"]), model)
+    bounds = (float(row["effect"]), float(row["ci_low"]), float(row["ci_high"]))
+    size = _size(*bounds, model, what, unit)
     if share:
         size += f"; {float(row['variation_pct']):.1f} % of the variation"
     if len(term) == 1:
@@ -182,7 +187,13 @@ def _aliases(row: pd.Series) -> str:
     return " = ".join(m.lstrip("-") for m in str(row["alias"]).split(" = "))
 
 
-def summary_table(design: Design, terms: pd.DataFrame, responses: Responses | None = None) -> list:
+def summary_table(
+    design: Design,
+    terms: pd.DataFrame,
+    responses: Responses | None = None,
+    what: str = "the ceiling",
+    unit: str = "tps",
+) -> list:
     """The active effects as a short table, largest first, for the top of the findings page.
 
     One row per active column: the effect in level words, the estimate with its 95 % interval
@@ -203,7 +214,7 @@ def summary_table(design: Design, terms: pd.DataFrame, responses: Responses | No
     doubtful = unsettled(terms)
     for _, row in active.iterrows():
         bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
-        estimate = _size(*bounds, str(row["model"])).replace(" the ceiling", "", 1)
+        estimate = _size(*bounds, str(row["model"]), what, unit).replace(f" {what}", "", 1)
         if str(row["term"]) in doubtful:
             estimate += f" ({MAYBE_NEIGHBOUR})"
         share = f"{float(row['variation_pct']):.1f} %"
@@ -413,6 +424,21 @@ class Study:
     centre: pd.DataFrame = field(default_factory=pd.DataFrame)
     # run -> its repetitions' `reset` and `reset_s` (repetitions.csv), where it recorded them
     resets: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # the main response in words (`ybscale.analysis.terms.response_words`): a study's ceiling
+    what: str = "the ceiling"
+    unit: str = "tps"
+    # a table `ybscale analyze` read (its path), which nothing here measured; None: a study
+    table: str | None = None
+
+    @property
+    def measured(self) -> bool:
+        """Whether the rows were measured by the study (else a table analysed as given)."""
+        return self.table is None
+
+    @property
+    def unit_words(self) -> str:
+        """`` tps`` (with its space), '' for a response without a unit."""
+        return f" {self.unit}" if self.unit else ""
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -442,6 +468,8 @@ def load_study(
     effects = pd.read_csv(files.effects)
     ceilings = _read_csv(files.ceilings)
     centre = pd.DataFrame()
+    if design.blocks > 1 and "run" in ceilings and "block" not in ceilings:
+        ceilings = ceilings.assign(block=ceilings["run"].astype(str).map(design.block_labels()))
     if design.center_points and "run" in ceilings:
         at_centre = ceilings["run"].astype(str).isin(design.center_run_ids)
         centre, ceilings = ceilings[at_centre], ceilings[~at_centre].reset_index(drop=True)
@@ -491,6 +519,8 @@ def _protocol(m: dict) -> str:
 
 
 def response_section(study: Study) -> list[str]:
+    if not study.measured:
+        return table_response_section(study)
     d = study.design
     k, p = len(d.factors), len(d.generators)
     meta = next(iter(study.measurements.values()), {})
@@ -520,7 +550,7 @@ def response_section(study: Study) -> list[str]:
         else f"**Response.** The throughput ceiling of each row ({how}), backend {backend}. "
     )
     y = study.ceilings["response"] if "response" in study.ceilings else pd.Series(dtype=float)
-    runs = f"{d.n_runs} runs" + (f" and {d.center_points} centre runs" if d.center_points else "")
+    runs = f"{d.n_runs} runs" + (f" and {d.n_center} centre runs" if d.center_points else "")
     text += (
         f"Design: 2^({k}-{p}), {res}, {runs}; mean ceiling {number(float(y.mean()))} tps "
         f"(from {number(float(y.min()))} to {number(float(y.max()))})."
@@ -529,6 +559,28 @@ def response_section(study: Study) -> list[str]:
     )
     timing = measuring_text(pd.concat([study.ceilings, study.centre]), m)  # every row measured
     return [text, timing] if timing else [text]
+
+
+def table_response_section(study: Study) -> list[str]:
+    """The **Response** paragraph of a table `ybscale analyze` read: what it holds, the design,
+    the centre runs and blocks, the response's range; nothing of how it was measured."""
+    d = study.design
+    k, p = len(d.factors), len(d.generators)
+    what = study.what
+    y = study.ceilings["response"].astype(float)
+    runs = f"{len(y)} factorial runs"
+    if not study.centre.empty:
+        runs += f" and {len(study.centre)} centre runs"
+    blocks = study.ceilings["block"].astype(str).nunique() if "block" in study.ceilings else 1
+    if blocks > 1:
+        runs += f" in {blocks} blocks"
+    return [
+        f"**Response.** {what[0].upper()}{what[1:]}, as the table {study.table} gives it (measured "
+        f"elsewhere: nothing here says how). Design: 2^({k}-{p}), "
+        f"{followup.resolution_text(d)}, {runs}; mean {number(float(y.mean()))}"
+        f"{study.unit_words} over the factorial runs (from {number(float(y.min()))} to "
+        f"{number(float(y.max()))})."
+    ]
 
 
 def measuring_text(ceilings: pd.DataFrame, m: dict) -> str:
@@ -560,34 +612,56 @@ def measuring_text(ceilings: pd.DataFrame, m: dict) -> str:
     return text
 
 
-def curvature_section(study: Study) -> list[str]:
-    """Whether the response bends between the levels (design.yaml `center_points`,
-    Montgomery §6.8): the centre runs' mean against the factorial runs' with its 95 % interval
-    (the centre runs' own spread, n_C − 1 df) and the ANOVA's curvature test."""
-    if study.centre.empty or "response" not in study.centre or "response" not in study.ceilings:
-        return []
-    from scipy import stats
+def centre_of(study: Study) -> Centre | None:
+    """The study's centre runs as `ybscale.analysis.centre` takes them (their letters: 0 at
+    the middle, the level of a factor without one; their blocks), None without."""
+    c = study.centre
+    if c.empty or "response" not in c:
+        return None
+    letters = [x for x in study.design.letters if x in c.columns]
+    signs = c[letters].astype(int) if letters else pd.DataFrame(index=c.index)
+    blocks = c["block"].astype(str) if "block" in c and "block" in study.ceilings else None
+    return Centre(c["response"].astype(float), signs, blocks)
 
-    d = study.design
-    yc = study.centre["response"].astype(float)
-    yf = study.ceilings["response"].astype(float)
-    n_c, n_f = len(yc), len(yf)
-    diff = float(yc.mean() - yf.mean())
-    middles = ", ".join(f"{f.name} {d.center_levels[f.letter]}" for f in d.factors)
-    text = (
-        f"**Curvature.** {n_c} centre run(s) set every factor to the middle of its levels "
-        f"({middles}): their mean ceiling is {number(float(yc.mean()))} tps against "
-        f"{number(float(yf.mean()))} tps over the {n_f} factorial runs, a difference of "
-        f"{number(diff)} tps"
-    )
-    if n_c >= 2 and float(yc.std(ddof=1)) > 0:
-        half = float(stats.t.ppf(0.975, n_c - 1)) * float(yc.std(ddof=1))
-        half *= math.sqrt(1 / n_f + 1 / n_c)
-        text += f" (95 % interval {number(diff - half)} to {number(diff + half)} tps)"
+
+def _curvature_test(study: Study) -> tuple[float, float]:
+    """The ANOVA's curvature line: F and p on the analysed scale (NaN without)."""
     anova = study.anova
     curve = anova[anova["term"].astype(str) == "curvature"] if "term" in anova else anova
     f_val = float(curve["F"].iloc[0]) if len(curve) and "F" in curve else math.nan
     p_val = float(curve["p_value"].iloc[0]) if len(curve) and "p_value" in curve else math.nan
+    return f_val, p_val
+
+
+def curvature_section(study: Study) -> list[str]:
+    """Whether the response bends between the levels (design.yaml `center_points`,
+    Montgomery §6.8): the centre runs' mean against the factorial runs' with its 95 % interval
+    (the centre runs' own spread, n_C − 1 df) and the ANOVA's curvature test. Centre runs in
+    blocks or beside a factor without a middle: `crossed_curvature`."""
+    if study.centre.empty or "response" not in study.centre or "response" not in study.ceilings:
+        return []
+    centre = centre_of(study)
+    if centre is not None and centre.needs_fit():
+        return crossed_curvature(study, centre)
+    from scipy import stats
+
+    what, unit = study.what, study.unit_words
+    yc = study.centre["response"].astype(float)
+    yf = study.ceilings["response"].astype(float)
+    n_c, n_f = len(yc), len(yf)
+    diff = float(yc.mean() - yf.mean())
+    middles = _middles(study)
+    text = (
+        f"**Curvature.** {n_c} centre run(s) set every factor to the middle of its levels "
+        f"({middles}): their mean {_bare(what)} is {number(float(yc.mean()))}{unit} against "
+        f"{number(float(yf.mean()))}{unit} over the {n_f} factorial runs, a difference of "
+        f"{number(diff)}{unit}"
+    )
+    if n_c >= 2 and float(yc.std(ddof=1)) > 0:
+        half = float(stats.t.ppf(0.975, n_c - 1)) * float(yc.std(ddof=1))
+        half *= math.sqrt(1 / n_f + 1 / n_c)
+        text += f" (95 % interval {number(diff - half)} to {number(diff + half)}{unit})"
+    f_val, p_val = _curvature_test(study)
     if math.isfinite(p_val):
         test = f"; curvature F = {f_val:.2f}, p = {p_val:.3g} (on the analysed scale)"
         if p_val < study.alpha:
@@ -611,13 +685,104 @@ def curvature_section(study: Study) -> list[str]:
     return [text]
 
 
+def _middles(study: Study, held=()) -> str:
+    """``nodes 4, operation_size 51``: each factor's middle as the study measured it (the
+    design's `center_levels`), or, for a table, the arithmetic middle of its levels."""
+    out = []
+    for f in study.design.factors:
+        if f.letter in held:
+            continue
+        if study.measured and f.letter in study.design.center_levels:
+            out.append(f"{f.name} {study.design.center_levels[f.letter]}")
+        else:
+            low, high = (float(v) for v in f.levels)
+            out.append(f"{f.name} {number((low + high) / 2)}")
+    return ", ".join(out)
+
+
+def _bare(what: str) -> str:
+    """``the ceiling`` -> ``ceiling``: after a possessive."""
+    return what[4:] if what.startswith("the ") else what
+
+
+def crossed_curvature(study: Study, centre: Centre) -> list[str]:
+    """The curvature of centre runs in blocks (each block's centre runs against its own
+    corners) or beside a factor without a middle (the centre runs at each of its levels
+    against the corners at that level): the estimate with its 95 % interval on the pure error,
+    the ANOVA's test, and, at each level of such a factor, whether the response bends there."""
+    from scipy import stats
+
+    d = study.design
+    what, unit = study.what, study.unit_words
+    y = study.ceilings.set_index("run")["response"].astype(float)
+    blocks = None
+    if centre.blocks is not None:
+        blocks = study.ceilings.set_index("run")["block"].astype(str)
+    fit = fit_centre(d, y, centre, blocks, _confounded(d, y.index, blocks))
+    held = set(centre.held)
+    middles = _middles(study, held)
+    where = []
+    if held:
+        names = ", ".join(d.factor(x).name for x in centre.held)
+        where.append(f"at each level of {names}, which has no middle")
+    if centre.blocks is not None:
+        where.append("in every block")
+    text = (
+        f"**Curvature.** {len(centre)} centre runs set every factor with a middle to it "
+        f"({middles}), {' and '.join(where)}. Against the corners "
+        + ("of their own block" if centre.blocks is not None else "at the same level")
+        + f", the centre runs' {_bare(what)} differs by {number(fit.curvature)}{unit}"
+    )
+    if fit.df_pe > 0:
+        half = float(stats.t.ppf(0.975, fit.df_pe)) * fit.se_curvature
+        text += (
+            f" (95 % interval {number(fit.curvature - half)} to "
+            f"{number(fit.curvature + half)}{unit}, on the pure error's {fit.df_pe} df)"
+        )
+    f_val, p_val = _curvature_test(study)
+    between = "between the numeric levels" if held else "between the levels"
+    if math.isfinite(p_val):
+        text += f"; curvature F = {f_val:.2f}, p = {p_val:.3g} (on the analysed scale). "
+        text += (
+            f"**The response bends {between}**: at the centre it is not the average of the "
+            "corners, so a straight line between the two levels of a factor misleads."
+            if p_val < study.alpha
+            else f"No evidence that the response bends {between} (which is not proof that it "
+            "is straight)."
+        )
+    else:
+        text += ". No pure error to test the curvature against."
+    lines = [text]
+    if fit.levels:
+        items = []
+        for level in fit.levels:
+            at = ", ".join(f"{k} {v}" for k, v in level["levels"].items())
+            bends = level["p"] < study.alpha
+            items.append(
+                f"at {at}: the {level['n_center']} centre runs' mean {number(level['center_mean'])}"
+                f"{unit} against {number(level['factorial_mean'])}{unit} over its "
+                f"{level['n_factorial']} corners, a difference of {number(level['difference'])}"
+                f"{unit} (95 % interval {number(level['low'])} to {number(level['high'])}, "
+                f"p = {level['p']:.3g}): "
+                + (f"**it bends {between}**" if bends else f"no evidence it bends {between}")
+            )
+        lines += ["At each level of the factor without a middle (on the response as measured; "
+                  "the pure error of every centre run):", ("ul", items)]  # fmt: skip
+    return lines
+
+
+def _confounded(design, index, blocks) -> list[str]:
+    from ybscale.analysis.effects import block_columns
+
+    return block_columns(design, index, blocks) if blocks is not None else []
+
+
 def effects_section(study: Study) -> list[str]:
     terms = _terms(study)
     active = terms[terms["active"]]
     method = str(terms["method"].iloc[0]) if len(terms) else "?"
-    se = float(terms["std_error"].iloc[0]) if len(terms) else math.nan
     model = str(terms["model"].iloc[0]) if len(terms) else "additive"
-    unit = "" if model == "multiplicative" else " tps"
+    unit = "" if model == "multiplicative" else study.unit_words
     if method == "lenth" and strata.stratified(terms):
         rule = (
             f"Lenth's method at α = {study.alpha:g} within each error stratum (see **Error "
@@ -631,7 +796,12 @@ def effects_section(study: Study) -> list[str]:
             "effect ± ME"
         )
     else:
-        rule = mult.rule_text(terms, study.alpha) or (
+        error = "the replicate error"
+        if not study.centre.empty:
+            error = "the pure error (the centre runs' spread" + (
+                ", and the replicates')" if study.design.replications > 1 else ")"
+            )
+        rule = mult.rule_text(terms, study.alpha, error) or (
             f"t test on the replicate error at α = {study.alpha:g}: active when the 95 % "
             "interval excludes 0"
         )
@@ -640,13 +810,13 @@ def effects_section(study: Study) -> list[str]:
     if active.empty:
         lines.append(
             "None: no effect stands out from the noise (standard error of an effect "
-            f"{number(se, model)}{unit}). All {len(terms)} columns ({quiet}) are within the "
+            f"{_se_words(terms, model, unit)}). All {len(terms)} columns ({quiet}) are within the "
             "noise: the study cannot tell any factor's effect from zero."
         )
         return lines + mult.family_text(terms, study.alpha)
     doubtful = unsettled(terms)
     items = [
-        effect_sentence(study.design, row)
+        effect_sentence(study.design, row, True, study.what, study.unit)
         + (
             f" ({MAYBE_NEIGHBOUR[0].upper()}{MAYBE_NEIGHBOUR[1:]}.)"
             if row["term"] in doubtful
@@ -663,6 +833,15 @@ def effects_section(study: Study) -> list[str]:
             "study cannot tell their effects from zero (which is not evidence that they are zero)."
         )
     return lines + mult.family_text(terms, study.alpha)
+
+
+def _se_words(terms: pd.DataFrame, model: str, unit: str) -> str:
+    """The standard error of an effect: one number, or its range where the columns differ (a
+    column the centre runs set is estimated from more runs)."""
+    se = terms["std_error"].astype(float)
+    if se.max() - se.min() <= 1e-9 * max(abs(se.max()), 1.0):
+        return f"{number(float(se.iloc[0]), model)}{unit}"
+    return f"{number(float(se.min()), model)} to {number(float(se.max()), model)}{unit}"
 
 
 def block_words(anova: pd.DataFrame, alpha: float) -> str:
@@ -685,8 +864,9 @@ def block_words(anova: pd.DataFrame, alpha: float) -> str:
 def noise_section(study: Study) -> list[str]:
     terms = _terms(study)
     model = str(terms["model"].iloc[0]) if len(terms) else "additive"
-    unit = "" if model == "multiplicative" else " tps"
+    unit = "" if model == "multiplicative" else study.unit_words
     se = float(terms["std_error"].iloc[0]) if len(terms) else math.nan
+    centre = centre_of(study)
     if len(terms) and str(terms["method"].iloc[0]) == "lenth":
         noise = (
             f"**Noise.** Unreplicated design: the noise is estimated from the small effects "
@@ -702,6 +882,17 @@ def noise_section(study: Study) -> list[str]:
                 "are not tested as effects (the `block` line)."
             )
             noise += block_words(study.anova, study.alpha)
+    elif centre is not None and centre.needs_fit():
+        noise = f"**Noise.** {crossed_noise(study, centre)}: " + _se_words(terms, model, unit)
+        noise += "; every column, " + ("the blocks, " if centre.blocks is not None else "")
+        noise += "the curvature and the lack of fit are tested against it (nothing pooled)."
+        block = study.effects[study.effects["term"].astype(str) == BLOCK_TERM]
+        if len(block) and pd.notna(block["alias"].iloc[0]) and str(block["alias"].iloc[0]):
+            noise += (
+                f" The blocks are confounded with {block['alias'].iloc[0]}: that column "
+                "estimates the difference between the blocks, not an effect (the `block` line)."
+            )
+        noise += block_words(study.anova, study.alpha)
     elif not study.centre.empty and study.design.replications == 1:
         noise = (
             f"**Noise.** Standard error of an effect from the pure error of the "
@@ -729,10 +920,25 @@ def noise_section(study: Study) -> list[str]:
             f" Repetitions of one client count spread by {spreads.median():.1f} % (median "
             f"over rows and client counts; largest {spreads.max():.1f} %)."
         )
-    else:
+    elif study.measured:
         noise += " One repetition per client count: no within-row spread was measured."
     lines = [noise, _outlier_text(study), *_censored_text(study)]
     return lines
+
+
+def crossed_noise(study: Study, centre: Centre) -> str:
+    """Where the pure error of centre runs in blocks or beside a factor without a middle
+    comes from, in words."""
+    within = []
+    if centre.blocks is not None:
+        within.append("within its block")
+    if centre.held:
+        names = " × ".join(study.design.factor(x).name for x in centre.held)
+        within.append(f"at each level of {names}")
+    return (
+        f"Standard error of an effect from the pure error of the {len(centre)} centre runs "
+        f"(each one's spread about the mean of the centre runs {' and '.join(within)})"
+    )
 
 
 def _outlier_text(study: Study) -> str:
@@ -748,9 +954,14 @@ def _outlier_text(study: Study) -> str:
             f"{number(float(row['fitted']))}, standardized residual "
             f"{float(row['standardized']):.2f}"
         )
+    check = (
+        "check their throughput panels and measurement.json"
+        if study.measured
+        else f"check these lines of {study.table}"
+    )
     return (
-        "**Outliers.** Flagged by the residual analysis (check their throughput panels and "
-        "measurement.json before trusting the effects): " + "; ".join(items) + "."
+        f"**Outliers.** Flagged by the residual analysis ({check} before trusting the "
+        "effects): " + "; ".join(items) + "."
     )
 
 
@@ -803,6 +1014,8 @@ def next_section(study: Study, files: StudyFiles) -> list[str]:
             )
     found = mult.family_rule(_terms(study))  # the study's rule (replicated), else the default
     rule = found[0] if found else mult.DEFAULT
+    if not study.measured:  # a table: no study to plan the replicates of
+        return [lines[0], ("ul", items)] if items else []
     try:
         items.append(  # time, no cost
             "``ybscale plan --detect 10%``: "
@@ -831,18 +1044,22 @@ def findings_blocks(
 ) -> list:
     """The page as blocks: strings are paragraphs, ("ol"|"ul", items) are lists, ("table", rows)
     the summary table; `clusters`: run -> the cluster it ran on (the rules' --clusters)."""
-    describe = partial(effect_sentence, study.design, share=False)
+    words = {"what": study.what, "unit": study.unit}
+    describe = partial(effect_sentence, study.design, share=False, **words)
     every = study.responses.effects if study.responses else study.effects
+    strata_words = strata_text.findings_text(_terms(study), _backend(study), number, clusters)
+    if not study.measured and not strata.stratified(_terms(study)) and not clusters:
+        strata_words = []  # a table: no clusters to speak of
     return [
         *verdict_blocks(every, partial(_short_name, study.design), ended_text(files)),
-        *summary_table(study.design, _terms(study), study.responses),
+        *summary_table(study.design, _terms(study), study.responses, **words),
         *(study.responses.opposite(study.design) if study.responses else []),
         *response_section(study),
         *(study.responses.describe(study.ceilings) if study.responses else []),
-        *sensitivity.scale_text(study.effects, describe),
+        *sensitivity.scale_text(study.effects, describe, study.what, study.unit),
         *effects_section(study),
         *sensitivity.sensitivity_blocks(study.effects, describe),
-        *strata_text.findings_text(_terms(study), _backend(study), number, clusters),
+        *strata_words,
         *split_plot_text(study.anova, study.alpha),
         *noise_section(study),
         *curvature_section(study),
@@ -930,6 +1147,81 @@ def write_findings(
         Path(rst).parent.mkdir(parents=True, exist_ok=True)
         Path(rst).write_text(render(blocks, "rst"), encoding="utf-8")
     return text
+
+
+def table_study(
+    design: Design,
+    tables: Mapping[str, pd.DataFrame],
+    responses: pd.DataFrame,
+    names: list[str],
+    table: str,
+    alpha: float = 0.05,
+) -> Study:
+    """The Study of a responses table `ybscale analyze` read (`table`, its path) and the tables
+    it wrote (effects, anova, outliers): no measurement, the main response's own words."""
+    main_name = names[0]
+
+    def per_response(frame: pd.DataFrame) -> pd.DataFrame:
+        if response_names(frame) or len(names) > 1:
+            return frame
+        return frame.assign(**{RESPONSE: main_name})  # one response: its name, for the words
+
+    effects = per_response(tables["effects"])
+    rows = responses.reset_index()
+    rows["response"] = rows[main_name].astype(float)
+    centre = pd.DataFrame()
+    kept = responses.attrs.get("center")
+    if kept is not None and len(kept):
+        centre = kept.copy()
+        signs = responses.attrs.get("center_signs")
+        if signs is not None:
+            centre = centre.join(signs)
+        centre["response"] = centre[main_name].astype(float)
+        centre = centre.reset_index()
+    labels = design.block_labels()  # a design in blocks (`blocks:`): its centre runs' too
+    if labels and "block" not in rows:
+        rows["block"] = rows["run"].astype(str).map(labels)
+        if not centre.empty and centre["run"].astype(str).isin(labels).all():
+            centre["block"] = centre["run"].astype(str).map(labels)
+    what, unit = response_words(main_name)[:2]
+    return Study(
+        design=design,
+        effects=of_response(effects),
+        outliers=of_response(per_response(tables["outliers"])),
+        ceilings=rows,
+        measurements={},
+        curves={},
+        alpha=alpha,
+        ceiling="",
+        anova=of_response(per_response(tables["anova"])),
+        responses=Responses(effects),
+        centre=centre,
+        what=what,
+        unit=unit,
+        table=table,
+    )
+
+
+def write_table_findings(
+    design: Design,
+    tables: Mapping[str, pd.DataFrame],
+    responses: pd.DataFrame,
+    names: list[str],
+    table: str,
+    folder: Path | str,
+    alpha: float = 0.05,
+    clusters: Mapping[str, str] | None = None,
+) -> Path:
+    """``folder/findings.md`` of a table `ybscale analyze` read: the findings' words for what
+    the table holds (the hook `ybscale.report.analyze` hands the analysis)."""
+    study = table_study(design, tables, responses, names, table, alpha)
+    files = StudyFiles.under(folder, design.run_ids)
+    files = dataclasses.replace(files, ceilings=Path(folder) / "responses.csv")
+    text = render(findings_blocks(study, files, clusters), "md")
+    path = Path(folder) / "findings.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
