@@ -342,6 +342,8 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
             from ybscale_infra.startup import pg_conf_value
 
             conf = {name: pg_conf_value(value) for name, value in (ysql or {}).items()}
+            # planned as YugabyteDB 2024.2 plans: bitmap scans off (tests/scans.py)
+            conf = {"enable_bitmapscan": "off", **conf}
             node.configure("32MB", {"listen_addresses": "'" + ", ".join(ips) + "'", **conf})
             stack.callback(node.stop)
             prefix = []

@@ -172,20 +172,99 @@ def run_loaders(loaders: Sequence[Sequence[Callable[[], object]]]) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+# Maintenance statements (the restore, its count) are range statements on the key, one per range,
+# each under its own statement_timeout: YugabyteDB 2024.2 runs with bitmap scans off
+# (yb_enable_bitmapscan false before 2025.2), so one `WHERE <range> OR <range>` or a count with
+# no WHERE is a scan of the whole table; a range of an ordered key is an index range scan, pushed
+# down. The server cancels a statement past its timeout (a psql killed by its own timeout leaves
+# the statement running: PostgreSQL 11 has no client_connection_check_interval).
+COUNT_TIMEOUT = 600  # seconds one count of a bucket's inserted rows may take
+NEW_KEY_BATCH = 100_000  # new keys per DELETE of a restore by the new-key sequence (hash keys)
+
+
+def timed_sql(statements: Sequence[str], timeout: float) -> str:
+    """`statements` in one session, each cancelled by the server after `timeout` seconds."""
+    return f"SET statement_timeout = {int(timeout * 1000)};\n" + "".join(
+        f"{s};\n" for s in statements
+    )
+
+
+def psql_timeout(statements: int, timeout: float) -> float:
+    """psql's own limit for `statements` statements of at most `timeout` seconds each: past
+    the server's, so the server's cancel is what stops a slow one."""
+    return max(1, statements) * timeout + 30
+
+
+def ordered_keys(sharding: str, yugabyte: bool) -> bool:
+    """Whether a range of k is an index range: range sharding (`k ASC`), or `none` on
+    PostgreSQL (a btree); not hash sharding, nor `none` on YugabyteDB, whose default primary
+    key hashes its first column."""
+    return sharding == "range" or (sharding == "none" and not yugabyte)
+
+
+def _range(lo: int | None, hi: int | None) -> str:
+    return " AND ".join(
+        p for p in (f"k >= {lo}" if lo is not None else "", f"k < {hi}" if hi is not None else "")
+        if p
+    )  # fmt: skip
+
+
+def added_ranges(rows: int, sharding: str = "none", tablets: int = 1) -> list[str]:
+    """The ranges of k outside the loaded keys, as WHERE clauses, each an index range on an
+    ordered key: below 0, and above the loaded keys (`YsqlCluster.targets`: per range bucket
+    with range sharding, then past the last bucket)."""
+    if sharding != "range":
+        return [_range(None, 0), _range(rows, None)]
+    buckets = [_range(b * BUCKET + n, (b + 1) * BUCKET)
+               for b, n in enumerate(bucket_rows(rows, tablets))]  # fmt: skip
+    return [_range(None, 0), *buckets, _range(tablets * BUCKET, None)]
+
+
+def inserted_sql(rows: int, table: str = "kv", tablets: int = 1,
+                 timeout: float = COUNT_TIMEOUT) -> str:  # fmt: skip
+    """Rows above the loaded keys of each range bucket (range sharding): one count per bucket,
+    an index range each, one line of output per bucket in order."""
+    buckets = added_ranges(rows, "range", tablets)[1:-1]
+    return timed_sql([f"SELECT count(*) FROM {table} WHERE {w}" for w in buckets], timeout)
+
+
+def new_key_batches(first: int, last: int, batch: int = NEW_KEY_BATCH) -> list[tuple[int, int]]:
+    """(a, b) inclusive slices of first..last of at most `batch` values each."""
+    return [(a, min(a + batch - 1, last)) for a in range(first, last + 1, batch)]
+
+
+def restore_statements(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1,
+                       yugabyte: bool = False, drawn: tuple[int, int] = (0, 0),
+                       batch: int = NEW_KEY_BATCH) -> list[str]:  # fmt: skip
+    """The DELETEs that bring the dataset of `dataset_sql` back to its loaded keys after
+    INSERT-only writes. Ordered keys (`ordered_keys`): one DELETE per range of `added_ranges`.
+    Hashed keys, where a range of k is no index range: the keys the new-key sequence gave
+    out, `rows` + n for n in drawn = (first, last] (`YsqlCluster.targets`: keybase `rows`),
+    deleted by key, `k = ANY(...)` of at most `batch` keys per DELETE (index lookups)."""
+    if ordered_keys(sharding, yugabyte):
+        return [f"DELETE FROM {table} WHERE {w}" for w in added_ranges(rows, sharding, tablets)]
+    first, last = drawn
+    return [
+        f"DELETE FROM {table} WHERE k = ANY(ARRAY(SELECT {rows} + n "
+        f"FROM generate_series({a}::bigint, {b}) AS n))"
+        for a, b in new_key_batches(first + 1, last, batch)
+    ]
+
+
 def restore_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1,
-                vacuum: bool = False) -> str:  # fmt: skip
-    """Bring the dataset of `dataset_sql` back to its loaded keys after INSERT-only writes: the
-    keys the clients added deleted (from `keybase` up, as `YsqlCluster.targets` gives them: per
-    range bucket with range sharding, a range scan of each tablet; or below 0). `vacuum`
-    (PostgreSQL): the space they took made reusable. YugabyteDB ignores VACUUM (its DocDB
-    compactions reclaim the space), so it is left out there."""
-    if sharding == "range":
-        added = [f"(k >= {b * BUCKET + n} AND k < {(b + 1) * BUCKET})"
-                 for b, n in enumerate(bucket_rows(rows, tablets))]  # fmt: skip
-        where = " OR ".join(["k < 0", *added, f"k >= {tablets * BUCKET}"])
-    else:
-        where = f"k >= {rows} OR k < 0"
-    return f"DELETE FROM {table} WHERE {where};\n" + (f"VACUUM {table};\n" if vacuum else "")
+                vacuum: bool = False, yugabyte: bool = False, drawn: tuple[int, int] = (0, 0),
+                timeout: float = LOAD_TIMEOUT) -> str:  # fmt: skip
+    """`restore_statements` in one session, each under `timeout` (statement_timeout); `vacuum`
+    (PostgreSQL): the space the deleted rows took made reusable. YugabyteDB ignores VACUUM (its
+    DocDB compactions reclaim the space), so it is left out there."""
+    statements = restore_statements(rows, table, sharding, tablets, yugabyte, drawn)
+    return timed_sql(statements + ([f"VACUUM {table}"] if vacuum else []), timeout)
+
+
+def drawn_sql(table: str = "kv") -> str:
+    """The new-key sequence's last value given out (0 when none was)."""
+    return (f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END "
+            f"FROM {table}_new_key")  # fmt: skip
 
 
 def layout_sql(table: str, local_columns: Collection[str]) -> dict[str, str]:
@@ -606,6 +685,8 @@ class YsqlCluster(Cluster):
         self.layouts: list[dict] = []
         self.recounted: list[dict] = []  # the layout read again after each measured repetition
         self.inserted: list[dict] = []
+        self.restores: list[dict] = []  # each restore's time and DELETEs (`restore`)
+        self._drawn = 0  # the new-key sequence's last value a restore deleted up to
         self._loaded = False
         self._version: str | None = None
         self._facts: list[dict] | None = None
@@ -752,8 +833,20 @@ class YsqlCluster(Cluster):
         return self._version
 
     def restorable(self) -> bool:
-        """Whether this row's script only inserts new keys (`workload.inserts_only`)."""
-        return workload.inserts_only(Path(self.row.script_path).read_text())
+        """Whether this row's script only inserts new keys (`workload.inserts_only`) that a
+        restore can find by the key: any key outside the loaded ones with ordered keys
+        (`ordered_keys`); with hashed keys only keys of the new-key sequence (`nextval`), the
+        only ones it can delete without reading the whole table. Otherwise each write
+        repetition reloads."""
+        text = Path(self.row.script_path).read_text()
+        if not workload.inserts_only(text):
+            return False
+        sequence = f"nextval('{self.table}_new_key')"
+        return self.ordered() or sequence in rename_table(text, self.table)
+
+    def ordered(self) -> bool:
+        """Whether a range of k is an index range here (`ordered_keys`)."""
+        return ordered_keys(self.sharding, is_yugabyte(self.server_version()))
 
     def reset(self, workload_kind: str) -> str:
         """Bring the dataset to its loaded state: at first, and before a write repetition whose
@@ -768,9 +861,7 @@ class YsqlCluster(Cluster):
         if self._loaded and self.sharding == "range":
             self.inserted.append(self.inserted_per_bucket())
         if self._loaded and self.restorable():
-            vacuum = not is_yugabyte(self.server_version())
-            self.psql(restore_sql(self.rows, self.table, self.sharding, self.tablets, vacuum),
-                      timeout=LOAD_TIMEOUT)  # fmt: skip
+            self.restore()
             return "restored"
         self.load()
         self._loaded = True
@@ -799,6 +890,7 @@ class YsqlCluster(Cluster):
         plan = load_chunks(self.rows, self.loaders, chunk)
         started = time.monotonic()
         self.psql(create_sql(self.table, self.sharding, self.tablets), timeout=CHUNK_TIMEOUT)
+        self._drawn = 0  # a new sequence
 
         def step(endpoint: Endpoint, first: int, last: int) -> Callable[[], object]:
             sql = chunk_sql(self.table, first, last, self.sharding, self.tablets, value_bytes)
@@ -825,13 +917,35 @@ class YsqlCluster(Cluster):
         return record
 
     def inserted_per_bucket(self) -> dict[str, int]:
-        """New rows per range bucket since the last load (range sharding)."""
-        counts = bucket_rows(self.rows, self.tablets)
-        out = self.psql(
-            f"SELECT k / {BUCKET}, count(*) FROM {self.table} GROUP BY 1 ORDER BY 1", timeout=300
-        )
-        found = {int(b): int(n) for b, n in (line.split("|") for line in out.split())}
-        return {f"tablet{b}": found.get(b, 0) - counts[b] for b in range(self.tablets)}
+        """New rows per range bucket since the last load (range sharding): one count per
+        bucket of its keys above the loaded ones (`inserted_sql`, each at most COUNT_TIMEOUT)."""
+        out = self.psql(inserted_sql(self.rows, self.table, self.tablets),
+                        timeout=psql_timeout(self.tablets, COUNT_TIMEOUT)).split()  # fmt: skip
+        if len(out) != self.tablets:
+            raise BackendError(f"inserted rows per bucket: {self.tablets} counts expected, "
+                               f"got {out!r}")  # fmt: skip
+        return {f"tablet{b}": int(n) for b, n in enumerate(out)}
+
+    def restore(self) -> dict:
+        """The keys the write repetitions added deleted (`restore_sql`: with ordered keys one
+        DELETE per range, with hashed keys the new-key sequence's keys given out since the
+        last load or restore), each DELETE at most LOAD_TIMEOUT; recorded in `restores`."""
+        yugabyte = is_yugabyte(self.server_version())
+        started = time.monotonic()
+        drawn = (0, 0)
+        if not self.ordered():
+            drawn = (self._drawn, int(self.psql(drawn_sql(self.table), timeout=30).strip()))
+        statements = restore_statements(self.rows, self.table, self.sharding, self.tablets,
+                                        yugabyte, drawn)  # fmt: skip
+        sql = restore_sql(self.rows, self.table, self.sharding, self.tablets, not yugabyte,
+                          yugabyte, drawn)  # fmt: skip
+        self.psql(sql, timeout=psql_timeout(len(statements) + 1, LOAD_TIMEOUT))
+        self._drawn = drawn[1]
+        record = {"seconds": round(time.monotonic() - started, 3), "deletes": len(statements),
+                  "by": "key ranges" if self.ordered() else "new-key sequence",
+                  **({"new_keys": drawn[1] - drawn[0]} if not self.ordered() else {})}  # fmt: skip
+        self.restores.append(record)
+        return record
 
     def view_columns(self, view: str) -> tuple[list[str], str]:
         """(columns, where they were read): from the server's pg_attribute when it has the view,
@@ -1017,6 +1131,7 @@ class YsqlCluster(Cluster):
             "tablet_layout": self.layouts,  # filled by every reset
             "tablet_layout_after_repetitions": self.recounted,  # filled by verify_layout
             "inserted_per_tablet": self.inserted,  # filled before every reload
+            "restores": self.restores,  # filled by every restore
             "after_reload": self.settled,  # what `settle` waited, per reload
             "cpu_readings": self.cpu.open(),
             **({"block_counters": blocks.open()} if blocks is not None else {}),
