@@ -315,13 +315,25 @@ def check_published_rows(
         # where reads were served (issue 48): every tserver's block cache, read on its VM from
         # its /prometheus-metrics (the stand-in's PostgreSQL counters), around every run
         assert applied["block_counters"]["measured"] == ["block_cache", "disk"], applied
-        # and the dataset's SST bytes on each tserver after its load, from the same metrics
-        sizes = applied["dataset"]["sst_bytes_per_tserver"]
-        assert sorted(sizes) == [f"tserver{i}" for i in range(nodes)], applied["dataset"]
+        # and the dataset's SST bytes on each tserver after its load, settled and flushed
+        # (the stand-in's SST files hold nothing until yb-admin flush_table), from the same
+        # metrics; per row and replica with the cluster's RF
+        dataset = applied["dataset"]
+        sizes = dataset["sst_bytes_per_tserver"]
+        assert sorted(sizes) == [f"tserver{i}" for i in range(nodes)], dataset
         assert max(sizes.values()) > 0, sizes
+        assert dataset["sst_flush"]["command"].endswith(
+            f"-master_addresses {addresses} flush_table ysql.yugabyte kv 600"
+        )
+        rf = applied["replication_factor"]
+        per_row = sum(sizes.values()) / (dataset["rows"] * rf)
+        assert dataset["sst_bytes_per_row_per_replica"] == pytest.approx(per_row, abs=1e-3)
         reps = pd.read_csv(folder / "repetitions.csv")
-        fields = ["buffer_hits", "buffer_reads"] + [f for f in reps if f.startswith("disk_")]
+        fields = ["buffer_hits", "buffer_reads", "buffer_hits_all", "buffer_reads_all"]
+        fields += [f for f in reps if f.startswith("disk_")]
         assert reps[fields].notna().all().all() and (reps[fields] >= 0).all().all(), reps
+        # the data blocks are a part of every kind's (the stand-in's index blocks beside them)
+        assert (reps["buffer_hits_all"] >= reps["buffer_hits"]).all(), reps
         if meta["row"]["read_only"]:
             assert (reps["buffer_hits"] > 0).all(), reps
         # every tserver's CPU read on its VM (the second sshd), through the load generator

@@ -337,17 +337,27 @@ def is_yugabyte(version: str) -> bool:
 # --------------------------------------------------------------------------- block counters
 
 # YugabyteDB 2024.2's RocksDB tickers of its shared block cache (src/yb/rocksdb/statistics.h,
-# TickersNameMap: BLOCK_CACHE_HIT "rocksdb_block_cache_hit", BLOCK_CACHE_MISS
-# "rocksdb_block_cache_miss"), instantiated per tablet for its regular RocksDB and, prefixed
-# "intentsdb_", for its intents RocksDB (src/yb/rocksdb/util/statistics.cc,
-# StatisticsMetricPrototypes: gauges on the "tablet" entity). A miss reads the block from the
-# SST file: the operating system's page cache or the disk. Both RocksDBs share the cache.
+# TickersNameMap, read at yugabyte-db 010a1110), instantiated per tablet for its regular RocksDB
+# and, prefixed "intentsdb_", for its intents RocksDB (src/yb/rocksdb/util/statistics.cc,
+# StatisticsMetricPrototypes: gauges on the "tablet" entity). BLOCK_CACHE_HIT
+# "rocksdb_block_cache_hit" is INDEX_HIT + FILTER_HIT + DATA_HIT (its REQUIRES comment), MISS
+# likewise: the index and bloom-filter lookups, nearly always hits, would push a hit ratio
+# toward 1 whatever the data's fit in memory. The data blocks alone
+# ("rocksdb_block_cache_data_hit", "rocksdb_block_cache_data_miss") are what PostgreSQL's
+# blks_hit and blks_read count (the buffer_* readings); the totals of every kind are kept
+# beside them (blks_hit_all, blks_read_all). A miss reads the block from the SST file: the
+# operating system's page cache or the disk. Both RocksDBs share the cache.
 BLOCK_CACHE = {
-    "rocksdb_block_cache_hit": "blks_hit",
-    "rocksdb_block_cache_miss": "blks_read",
-    "intentsdb_rocksdb_block_cache_hit": "blks_hit",
-    "intentsdb_rocksdb_block_cache_miss": "blks_read",
+    "rocksdb_block_cache_data_hit": "blks_hit",
+    "rocksdb_block_cache_data_miss": "blks_read",
+    "intentsdb_rocksdb_block_cache_data_hit": "blks_hit",
+    "intentsdb_rocksdb_block_cache_data_miss": "blks_read",
+    "rocksdb_block_cache_hit": "blks_hit_all",
+    "rocksdb_block_cache_miss": "blks_read_all",
+    "intentsdb_rocksdb_block_cache_hit": "blks_hit_all",
+    "intentsdb_rocksdb_block_cache_miss": "blks_read_all",
 }
+BLOCK_COUNTERS = ("blks_hit", "blks_read", "blks_hit_all", "blks_read_all")
 # The size of each tablet's SST files, the same file's ticker CURRENT_VERSION_SST_FILES_SIZE
 # (TickersNameMap: "rocksdb_current_version_sst_files_size"; "intentsdb_" for the intents
 # RocksDB), rolled up per table like the block cache's: what the table's replicas on a tserver
@@ -379,7 +389,8 @@ m=$(curl -fsS --max-time 10 "$0") || {
   echo "# ybscale: unreadable: curl exited $? for $0"; exit 0; }
 printf '%s\n' "$m" | awk '
   /^#/ || NF == 0 { next }
-  /^(intentsdb_)?rocksdb_(block_cache_(hit|miss)|current_version_sst_files_size)[{ ]/ { print }
+  /^(intentsdb_)?rocksdb_(block_cache_(data_)?(hit|miss)|current_version_sst_files_size)[{ ]/ {
+    print }
   !/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? [^ ]+( [0-9]+)?$/ { bad++ }
   END { print "# ybscale: lines " NR + 0 " " bad + 0 }'
 """
@@ -397,10 +408,19 @@ def disk_read_bytes(diskstats: str, disks: Collection[str]) -> float:
 
 
 def block_cache_counts(lines: Sequence[str]) -> dict[str, float]:
-    """blks_hit and blks_read: the BLOCK_CACHE metrics of every entity (table) summed."""
-    counts = {"blks_hit": 0.0, "blks_read": 0.0}
+    """BLOCK_COUNTERS, the BLOCK_CACHE metrics of every entity (table) summed: blks_hit and
+    blks_read of the data blocks, blks_hit_all and blks_read_all of every kind. ValueError when
+    the page has the totals but not the data blocks' (not the tickers this reads)."""
+    counts = dict.fromkeys(BLOCK_COUNTERS, 0.0)
+    seen = set()
     for name, _, value in _metric_lines(lines, BLOCK_CACHE):
         counts[BLOCK_CACHE[name]] += value
+        seen.add(BLOCK_CACHE[name])
+    if {"blks_hit_all", "blks_read_all"} & seen and not {"blks_hit", "blks_read"} & seen:
+        raise ValueError(
+            "the block cache's totals without its data blocks' "
+            "(rocksdb_block_cache_data_hit, _miss): not the tickers expected"
+        )
     return counts
 
 
@@ -424,8 +444,9 @@ def _metric_lines(lines: Sequence[str], names: Collection[str]):
 
 
 def node_reading(text: str) -> dict:
-    """One node's answer to NODE_SCRIPT: {"disks": [...], "disk_read_bytes", and "blks_hit",
-    "blks_read" when its metrics were read, or "metrics_error" saying why not}."""
+    """One node's answer to NODE_SCRIPT: {"disks": [...], "disk_read_bytes", and the
+    BLOCK_COUNTERS and "sst_bytes" when its metrics were read, or "metrics_error" saying why
+    not}."""
     head, _, rest = text.partition(DISKS + "\n")
     if not _:
         raise ValueError(f"no /proc/diskstats: {text[-300:]!r}")
@@ -444,7 +465,12 @@ def node_reading(text: str) -> dict:
             f"{METRICS_PATH}: {read} line(s), {bad} of them not Prometheus text: not the metrics"
         )
         return out
-    return out | block_cache_counts(lines[:-1]) | {"sst_bytes": sst_bytes(lines[:-1])}
+    try:
+        counts = block_cache_counts(lines[:-1])
+    except ValueError as exc:
+        out["metrics_error"] = f"{METRICS_PATH}: {exc}"
+        return out
+    return out | counts | {"sst_bytes": sst_bytes(lines[:-1])}
 
 
 class NodeCounters:
@@ -536,10 +562,10 @@ class NodeCounters:
         return readings
 
     def read(self) -> dict[str, float]:
-        """blks_hit, blks_read (block cache) and disk_read_bytes summed over the tservers, the
-        kinds `open` found readable; {} without the block cache (the disk alone is not
-        returned: ybscale.measure.buffers reads hits and reads together). BackendError when a
-        tserver fails now."""
+        """The BLOCK_COUNTERS (block cache: data blocks, and every kind) and disk_read_bytes
+        summed over the tservers, the kinds `open` found readable; {} without the block cache
+        (the disk alone is not returned: ybscale.measure.buffers reads hits and reads
+        together). BackendError when a tserver fails now."""
         self.open()
         if not self.kinds:
             return {}
@@ -547,8 +573,7 @@ class NodeCounters:
         readings = self._read_every(needs="blks_hit" if cache else None)
         if not cache:  # ybscale.measure.buffers reads both or none
             return {}
-        out = {"blks_hit": sum(got["blks_hit"] for got in readings.values()),
-               "blks_read": sum(got["blks_read"] for got in readings.values())}  # fmt: skip
+        out = {c: sum(got[c] for got in readings.values()) for c in BLOCK_COUNTERS}
         if "disk" in self.kinds:
             out["disk_read_bytes"] = sum(got["disk_read_bytes"] for got in readings.values())
         return out
@@ -639,6 +664,7 @@ class YsqlCluster(Cluster):
         sleep=time.sleep,
         health=None,
         settle=None,
+        flush=None,
         cpu: MachineCpu | None = None,
         generators: Sequence[Runner] | None = None,
         spare: Sequence[Runner | Callable[[], Runner]] = (),
@@ -672,6 +698,8 @@ class YsqlCluster(Cluster):
         self.sleep = sleep
         self.health = health  # () -> list of problems beyond SQL (gcp: the masters' Raft group)
         self.settle = settle  # () -> dict: waits after a reload (gcp: load balancer idle)
+        # () -> dict: the table's memtables flushed to SST files (gcp: yb-admin flush_table)
+        self.flush = flush
         # more of what `applied()` reads back, by name (gcp: each server's flags)
         self.read_back = dict(read_back or {})
         # CPU of the load generators and of the nodes the backend can reach (default: the former)
@@ -820,8 +848,10 @@ class YsqlCluster(Cluster):
         return self._blocks
 
     def block_counters(self) -> dict[str, float]:
-        """YugabyteDB: the tservers' block-cache hits (blks_hit) and misses (blks_read) and
-        their machines' disk bytes read (disk_read_bytes), summed over the tservers
+        """YugabyteDB: the tservers' block-cache hits (blks_hit) and misses (blks_read) of data
+        blocks, of every kind beside them (blks_hit_all, blks_read_all: data, index and bloom
+        filter blocks), and their machines' disk bytes read (disk_read_bytes), summed over the
+        tservers
         (`NodeCounters`: each tserver's metrics and /proc/diskstats over SSH); {} on
         PostgreSQL or without SSH to the tservers."""
         blocks = self.node_counters()
@@ -863,13 +893,44 @@ class YsqlCluster(Cluster):
         if self._loaded and self.restorable():
             self.restore()
             return "restored"
+        first = not self.dataset
         self.load()
         self._loaded = True
         if self.settle is not None:
             self.settled.append(self.settle())
         if self.sharding in ("range", "hash"):
             self.layouts.append(self.check_layout())
+        if first:  # the row's load: its size on the tservers, settled
+            self.dataset.update(self.sst_reading())
         return "reloaded"
+
+    def sst_reading(self) -> dict:
+        """Where the tservers' metrics are read (`NodeCounters`), after the row's load and
+        `settle`: the table flushed (`flush`: its memtables, 128 MiB per tablet by default,
+        written to SST files), then each tserver's SST bytes of it (`sst_bytes_per_tserver`:
+        compressed, its replicas there) and their sum per row and replica
+        (`sst_bytes_per_row_per_replica`, with the record's `replication_factor`). Without a
+        flush, or when it fails, nothing is read (`sst_not_read` says why): before one, the
+        memtables hold the rows and the SST files may hold none."""
+        blocks = self.node_counters()
+        if blocks is None or "block_cache" not in (blocks.open().get("measured") or ()):
+            return {}
+        if self.flush is None:
+            return {"sst_not_read": "no flush of the table here (yb-admin flush_table, gcp "
+                    "only): the SST files leave out what the memtables hold"}  # fmt: skip
+        try:  # a reading beside the measurement: its failure is said, not the row's
+            flushed = self.flush()
+        except BackendError as exc:
+            return {"sst_not_read": f"the flush failed: {exc}"}
+        sizes = blocks.table_bytes(self.table)
+        if sizes is None:
+            return {}
+        out = {"sst_flush": flushed, "sst_bytes_per_tserver": sizes}
+        rf = self.record.get("replication_factor")
+        if rf and self.rows:
+            total = sum(sizes.values())
+            out["sst_bytes_per_row_per_replica"] = round(total / (self.rows * int(rf)), 3)
+        return out
 
     def load(self) -> dict:
         """The dataset re-created and loaded as YugabyteDB's sample apps load: the table dropped
@@ -882,9 +943,7 @@ class YsqlCluster(Cluster):
 
         The row's first load is recorded (`dataset`, measurement.json's `applied.dataset`, as
         the local backend records its own): how (loaded), rows, seconds, rows per second,
-        loaders, rows per chunk, and, where the tservers' metrics are read (`NodeCounters`),
-        the table's SST bytes on each tserver right after the load (`sst_bytes_per_tserver`:
-        compressed, its replicas there; rows still in memtables are not in it)."""
+        loaders, rows per chunk; `reset` adds its SST bytes once settled (`sst_reading`)."""
         value_bytes = self.row.dataset_value_bytes
         chunk = chunk_rows_for(self.chunk_rows, value_bytes)
         plan = load_chunks(self.rows, self.loaders, chunk)
@@ -911,9 +970,7 @@ class YsqlCluster(Cluster):
             "chunk_rows": chunk,
         }
         if not self.dataset:  # the row's load; a reload's seconds are in repetitions.csv
-            blocks = self.node_counters()
-            sizes = blocks.table_bytes(self.table) if blocks is not None else None
-            self.dataset.update(record | ({"sst_bytes_per_tserver": sizes} if sizes else {}))
+            self.dataset.update(record)
         return record
 
     def inserted_per_bucket(self) -> dict[str, int]:
