@@ -12,7 +12,11 @@ index scan of it with no `Index Cond` (the whole index, every row). The session 
 `enable_seqscan = off`, so the question is whether an index path exists at all: YugabyteDB
 2024.2's heuristic costs (no cost-based optimizer unless yb_enable_cbo is set) prefer an index
 condition on the key to a scan of the table, which PostgreSQL's costs do not on a table of a
-few pages; a statement with no index path still gets its Seq Scan. What it cannot stand for:
+few pages; a statement with no index path still gets its Seq Scan. A hashed table (hash
+sharding, or `none` on YugabyteDB, whose default primary key hashes its first column: the
+stand-in's is a btree) is reached by the key only through an equality (`k = ...`, `k =
+ANY(...)`): an index condition of ranges alone reads every tablet there, so it counts as
+whole (`hashed`). What it cannot stand for:
 YugabyteDB's own costs, and whether a condition is pushed down to DocDB (the first paid run's
 EXPLAIN shows it).
 """
@@ -26,11 +30,12 @@ READS = re.compile(r"^\s*(select|delete|update|with)\b", re.IGNORECASE)
 SETTINGS = "SET enable_bitmapscan = off;\nSET enable_seqscan = off;\n"
 
 
-def scans_whole(plan: str, table: str) -> bool:
+def scans_whole(plan: str, table: str, hashed: bool = False) -> bool:
     """Whether an EXPLAIN (COSTS OFF) plan reads `table` whole: a Seq Scan of it; a Bitmap Heap
     Scan of it (with both scans disabled PostgreSQL still picks the cheaper of the two, and
-    YugabyteDB 2024.2, without bitmap scans, runs such a statement as a Seq Scan); or an Index
-    (Only) Scan of it without an Index Cond (its node's detail lines, indented deeper)."""
+    YugabyteDB 2024.2, without bitmap scans, runs such a statement as a Seq Scan); an Index
+    (Only) Scan of it without an Index Cond (its node's detail lines, indented deeper); on a
+    `hashed` table, one whose Index Cond has no equality on k."""
     lines = plan.splitlines()
     for i, line in enumerate(lines):
         node = re.search(rf"(Seq Scan|Bitmap Heap Scan|Index Scan|Index Only Scan)( Backward)?"
@@ -45,7 +50,10 @@ def scans_whole(plan: str, table: str) -> bool:
             if len(more) - len(more.lstrip(" ")) <= depth or more.lstrip().startswith("->"):
                 break
             details.append(more.strip())
-        if not any(d.startswith("Index Cond:") for d in details):
+        conditions = [d for d in details if d.startswith("Index Cond:")]
+        if not conditions:
+            return True
+        if hashed and not any(re.search(r"\bk = ", c) for c in conditions):
             return True
     return False
 
@@ -64,9 +72,10 @@ def explain(runner, endpoint, statement: str, env=None, timeout: float = 60) -> 
 class Explaining:
     """A Runner that EXPLAINs what it runs while `checking` (bitmap scans off)."""
 
-    def __init__(self, runner, table: str = "kv"):
+    def __init__(self, runner, table: str = "kv", hashed: bool = False):
         self.runner = runner
         self.table = table
+        self.hashed = hashed  # its key hashed on YugabyteDB: equalities only (`scans_whole`)
         self.on = False
         self.explained: list[tuple[str, str]] = []  # (statement, plan)
         self.whole: list[tuple[str, str]] = []  # the plans that scan the table whole
@@ -89,6 +98,6 @@ class Explaining:
                     continue
                 plan = explain(self.runner, endpoint, statement, env, timeout)
                 self.explained.append((statement, plan))
-                if scans_whole(plan, self.table):
+                if scans_whole(plan, self.table, self.hashed):
                     self.whole.append((statement, plan))
         return self.runner.psql(endpoint, sql, env, timeout)

@@ -768,7 +768,7 @@ def test_maintenance_statements_reach_the_added_rows_by_the_key(postgres, monkey
     c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name=f"scan_{sharding}", one_database=True)
     c.sharding = sharding
     monkeypatch.setattr(ysql, "create_sql", on_postgresql(ysql.create_sql))
-    c.runner = explaining = Explaining(c.runner)
+    c.runner = explaining = Explaining(c.runner, hashed=sharding == "hash")
     assert c.reset("write") == "reloaded"
     loaded = c.psql("SELECT sum(k), count(*) FROM kv").strip()
     assert loaded.endswith("|3000")
@@ -793,6 +793,9 @@ def test_maintenance_statements_reach_the_added_rows_by_the_key(postgres, monkey
     for before in (f"SELECT k / {ysql.BUCKET}, count(*) FROM kv GROUP BY 1 ORDER BY 1",
                    "DELETE FROM kv WHERE k >= 3000 OR k < 0"):  # fmt: skip
         assert scans_whole(explain(explaining.runner, c.endpoints[0], before), "kv"), before
+    # and a range of k alone is an index range on ordered keys, every tablet on hashed ones
+    plan = explain(explaining.runner, c.endpoints[0], "DELETE FROM kv WHERE k >= 3000")
+    assert scans_whole(plan, "kv", hashed=True) and not scans_whole(plan, "kv"), plan
 
 
 def test_a_maintenance_statement_past_its_timeout_is_cancelled_by_the_server(postgres):
