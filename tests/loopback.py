@@ -304,6 +304,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
     download host of the site's (its servers built with `compiler`, default
     `conftest.gflags_compiler`), and the stack outputs point at the booted servers; all
     stopped on exit too."""
+    import scans
     from conftest import authorized_keys, start_sshd, stop_sshd
 
     from ybscale.backends.base import Endpoint
@@ -346,8 +347,10 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
             from ybscale_infra.startup import pg_conf_value
 
             conf = {name: pg_conf_value(value) for name, value in (ysql or {}).items()}
-            # planned as YugabyteDB 2024.2 plans: bitmap scans off (tests/scans.py)
-            conf = {"enable_bitmapscan": "off", **conf}
+            # planned as YugabyteDB 2024.2 plans: bitmap scans off, an index path wherever one
+            # exists (tests/scans.py); every statement's plan in the server's log
+            # (auto_explain), where `scans.logged_whole_scans` finds those that read kv whole
+            conf = {**scans.STAND_IN, **conf}
             node.configure("32MB", {"listen_addresses": "'" + ", ".join(ips) + "'", **conf})
             stack.callback(node.stop)
             prefix = []

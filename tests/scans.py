@@ -63,6 +63,37 @@ def statements(sql: str) -> list[str]:
     return [s.strip() for s in sql.split(";\n") if s.strip()]
 
 
+# The loopback stand-in tservers' PostgreSQL (tests/loopback.py): planned as SETTINGS plan, and
+# every statement's plan written to the server's log as it runs (auto_explain), maintenance and
+# measured statements alike.
+STAND_IN = {
+    "enable_bitmapscan": "off",
+    "enable_seqscan": "off",
+    "session_preload_libraries": "auto_explain",
+    "auto_explain.log_min_duration": "0",
+}
+_LOGGED = re.compile(r"LOG:  duration: [0-9.]+ ms  plan:$")
+
+
+def logged_whole_scans(log: str, table: str = "kv") -> list[str]:
+    """The plans in a server log (auto_explain's `duration: ... plan:` entries, each followed by
+    its tab-indented lines) that read `table` whole: a Seq Scan or a Bitmap Heap Scan of it.
+    One pass over the lines (a rehearsal's log holds a plan per measured transaction)."""
+    whole = re.compile(rf"(Seq Scan|Bitmap Heap Scan) on {table}\b")
+    found, entry = [], None
+    for line in log.splitlines():
+        if _LOGGED.search(line):
+            entry = []
+        elif entry is not None and (line.startswith("\t") or not line[:1].isdigit()):
+            entry.append(line)  # the plan's lines, or a query text's own next lines
+            continue
+        else:
+            entry = None
+            continue
+        found.append(entry)
+    return ["\n".join(e).strip() for e in found if any(whole.search(line) for line in e)]
+
+
 def explain(runner, endpoint, statement: str, env=None, timeout: float = 60) -> str:
     """The plan of `statement` (EXPLAIN (COSTS OFF), SETTINGS), not run."""
     return runner.psql(endpoint, f"{SETTINGS}EXPLAIN (COSTS OFF) {statement};\n", env or {},
