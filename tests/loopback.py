@@ -22,6 +22,7 @@ import os
 import random
 import socket
 import subprocess
+import sys
 import threading
 from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -120,7 +121,9 @@ def boot_cluster(args, name: str, site: dict) -> dict:
     else:
         servers = [_masters_server() for _ in masters]  # free addresses with port 7000
         where = {"masters": [s.server_address[0] for s in servers],
-                 "tserver_web_port": _port_free_on(site["tservers"][str(args.nodes)])}  # fmt: skip
+                 "tserver_web_port": _port_free_on(site["tservers"][str(args.nodes)]),
+                 # the cluster's data (the yb-admin stand-in's flush_table reads it there)
+                 "ysql": f"{site['tservers'][str(args.nodes)][0]}:{site['ysql_port']}"}  # fmt: skip
         for server in servers:
             server.server_close()
         places.write_text(json.dumps(where))
@@ -146,6 +149,7 @@ def boot_cluster(args, name: str, site: dict) -> dict:
             postgresql_conf_sample=boot["sample"],
             # the first tserver holds the cluster's data (its PostgreSQL's counters)
             ysql=f"{address}:{site['ysql_port']}" if address == first else "",
+            flushed=str(folder / "flushed.json"),  # what yb-admin flush_table flushed
         )  # fmt: skip
         Path(stand_in.root).mkdir(exist_ok=True)
         done = vm_boot.boot(vm.script.replace(DOWNLOAD_HOST, boot["download"]), stand_in)
@@ -300,6 +304,7 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
     download host of the site's (its servers built with `compiler`, default
     `conftest.gflags_compiler`), and the stack outputs point at the booted servers; all
     stopped on exit too."""
+    import scans
     from conftest import authorized_keys, start_sshd, stop_sshd
 
     from ybscale.backends.base import Endpoint
@@ -342,6 +347,10 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
             from ybscale_infra.startup import pg_conf_value
 
             conf = {name: pg_conf_value(value) for name, value in (ysql or {}).items()}
+            # planned as YugabyteDB 2024.2 plans: bitmap scans off, an index path wherever one
+            # exists (tests/scans.py); every statement's plan in the server's log
+            # (auto_explain), where `scans.logged_whole_scans` finds those that read kv whole
+            conf = {**scans.STAND_IN, **conf}
             node.configure("32MB", {"listen_addresses": "'" + ", ".join(ips) + "'", **conf})
             stack.callback(node.stop)
             prefix = []
@@ -373,10 +382,20 @@ def loopback_site(root: Path, sshd, node_counts, settings, series: str = SERIES,
         boot = _boot_site(root, stack, series, compiler, bindir)
         ready = root / "ready"
         ready.write_text("startup finished\n")
-        # yb-admin as the load generator runs it after each reload: it logs its arguments and
-        # answers idle as yb-admin prints it (ClusterAdminClient::GetIsLoadBalancerIdle)
+        # yb-admin as the load generator runs it after each reload: it logs its arguments,
+        # answers idle as yb-admin prints it (ClusterAdminClient::GetIsLoadBalancerIdle) and
+        # flushes a table as the booted cluster's (vm_boot.flush_table); any other command
+        # fails, as an unknown one does
         yb_admin = root / "yb-admin"
-        yb_admin.write_text(f'#!/bin/sh\necho "$*" >> {root / "yb-admin.calls"}\necho "Idle = 1"\n')
+        yb_admin.write_text(
+            f'#!/bin/sh\necho "$*" >> {root / "yb-admin.calls"}\n'
+            'case "$3" in\n'
+            '  get_is_load_balancer_idle) [ $# -eq 3 ] && echo "Idle = 1";;\n'
+            f"  flush_table) exec {sys.executable} {Path(__file__).with_name('vm_boot.py')} "
+            f'flush_table {boot["folder"]} {bindir / "psql"} "$@";;\n'
+            '  *) echo "yb-admin stand-in: $3: not a command it knows" >&2; exit 1;;\n'
+            "esac\n"
+        )
         yb_admin.chmod(0o755)
         site = root / "site.json"
         site.write_text(

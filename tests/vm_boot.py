@@ -248,26 +248,60 @@ def ysql_pg_conf(flags: dict[str, tuple[str, str]], sample: Path) -> tuple[Path,
     return conf, [item.split("=", 1)[0].strip() for item in items if "=" in item]
 
 
-# What a yb-tserver's /prometheus-metrics says of its tables (src/yb/util/metrics_writer.cc,
-# PrometheusWriter::FlushSingleEntry: `name{attr="value",...} value timestamp_ms`, tablet metrics
-# rolled up per table; the tickers' names: src/yb/rocksdb/statistics.h, TickersNameMap, regular
-# and "intentsdb_" RocksDB, src/yb/rocksdb/util/statistics.cc). The stand-in's tables are its
-# one database's user tables: a table's regular RocksDB hits and misses are its (and its
-# indexes') pg_statio_user_tables blocks hit and read, its SST files' size its
-# pg_total_relation_size; its intents RocksDB's are none. Every tserver also reports a
-# server-entity metric (`threads_running`, its threads), as the real one has hundreds.
+# What a yb-tserver's /prometheus-metrics says of its tables, as its PrometheusWriter writes it
+# (src/yb/util/metrics_writer.cc at yugabyte-db 026f043d: each entry `name{attr="value",...}
+# value timestamp_ms`, preceded by `# HELP name <description>` and `# TYPE name <type>` when
+# --export_help_and_type_in_prometheus_metrics is true, its default (docs, yb-tserver.md),
+# again before every entry; tablet metrics rolled up per table). The RocksDB tickers
+# (src/yb/rocksdb/statistics.h, TickersNameMap; src/yb/rocksdb/util/statistics.cc: gauges
+# described "Per-tablet Regular Rocksdb Ticker for <name>", "Per-tablet Intents Rocksdb Ticker
+# for intentsdb_<name>") split the block cache into data, index and filter blocks, the
+# totals their sum. A histogram is written as <name>_sum and <name>_count (counters) and one
+# gauge per quantile (src/yb/util/metrics.cc, Histogram::WriteForPrometheus). The stand-in's
+# tables are its one database's user tables: a table's data blocks hit and read are its
+# pg_statio_user_tables heap blocks, its index blocks its indexes' (a stand-in has no bloom
+# filters: 0); its SST files' size is what the last `yb-admin flush_table` of it flushed
+# (`flush_table`: its pg_total_relation_size then), 0 until one did, as a tserver's rows stay
+# in its memtables until they flush; its intents RocksDB's are 0. Every tserver also reports
+# server-entity metrics (the real one has hundreds).
 STATS_SQL = (
-    "SELECT s.relid, s.relname, coalesce(s.heap_blks_hit, 0) + coalesce(s.idx_blks_hit, 0), "
-    "coalesce(s.heap_blks_read, 0) + coalesce(s.idx_blks_read, 0), "
-    "pg_total_relation_size(s.relid) FROM pg_statio_user_tables s ORDER BY s.relid"
+    "SELECT s.relid, s.relname, coalesce(s.heap_blks_hit, 0), coalesce(s.heap_blks_read, 0), "
+    "coalesce(s.idx_blks_hit, 0), coalesce(s.idx_blks_read, 0) "
+    "FROM pg_statio_user_tables s ORDER BY s.relid"
 )
+HISTOGRAM = "handler_latency_yb_tserver_TabletServerService_Read"  # a server histogram
+QUANTILES = ("p50", "p95", "p99", "mean", "max")
+
+
+def _entry(name: str, kind: str, description: str, labels: str, value, stamp: int) -> list[str]:
+    return [f"# HELP {name} {description}", f"# TYPE {name} {kind}",
+            f"{name}{labels} {value} {stamp}"]  # fmt: skip
+
+
+def _ticker(name: str, labels: str, value, stamp: int) -> list[str]:
+    rocksdb = "Intents" if name.startswith("intentsdb_") else "Regular"
+    return _entry(name, "gauge", f"Per-tablet {rocksdb} Rocksdb Ticker for {name}", labels,
+                  value, stamp)  # fmt: skip
+
+
+def flushed_sizes(vm: dict) -> dict[str, int]:
+    """What the cluster's flushes left in SST files: table oid -> bytes (`flush_table`)."""
+    path = Path(vm.get("flushed") or "/nonexistent")
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def prometheus_metrics(vm: dict, instance: str) -> str:
     """The stand-in tserver's /prometheus-metrics, read now."""
     stamp = int(time.time() * 1000)
     server = f'{{metric_type="server",exported_instance="{instance}"}}'
-    lines = [f"threads_running{server} {threading.active_count()} {stamp}"]
+    lines = _entry("threads_running", "gauge", "Current number of running threads", server,
+                   threading.active_count(), stamp)  # fmt: skip
+    what = "Microseconds spent handling yb.tserver.TabletServerService.Read() RPC requests"
+    for suffix in ("_sum", "_count"):
+        lines += _entry(HISTOGRAM + suffix, "counter", what, server, 0, stamp)
+    for quantile in QUANTILES:
+        labels = f'{{quantile="{quantile}",metric_type="server",exported_instance="{instance}"}}'
+        lines += _entry(HISTOGRAM, "gauge", what, labels, 0, stamp)
     if vm.get("ysql"):
         host, port = vm["ysql"].rsplit(":", 1)
         psql = str(Path(vm["postgres"]).with_name("psql"))
@@ -275,19 +309,72 @@ def prometheus_metrics(vm: dict, instance: str) -> str:
             [psql, "-X", "-A", "-t", "-h", host, "-p", port, "-U", "yugabyte", "-d", "yugabyte",
              "-c", STATS_SQL], capture_output=True, text=True, timeout=30, check=True,
         ).stdout  # fmt: skip
+        flushed = flushed_sizes(vm)
         for line in out.split():
-            oid, name, hit, read, size = line.split("|")
+            oid, name, data_hit, data_read, index_hit, index_read = line.split("|")
             table = (f'{{table_id="000033e800003000800000000000{int(oid):04x}",'
                      f'table_name="{name}",table_type="PGSQL_TABLE_TYPE",'
                      f'namespace_name="yugabyte",metric_type="tablet",'
                      f'exported_instance="{instance}"}}')  # fmt: skip
-            values = {"rocksdb_block_cache_hit": hit, "rocksdb_block_cache_miss": read,
-                      "intentsdb_rocksdb_block_cache_hit": 0,
-                      "intentsdb_rocksdb_block_cache_miss": 0,
-                      "rocksdb_current_version_sst_files_size": size,
-                      "intentsdb_rocksdb_current_version_sst_files_size": 0}  # fmt: skip
-            lines += [f"{metric}{table} {value} {stamp}" for metric, value in values.items()]
+            hits = {"data": int(data_hit), "index": int(index_hit), "filter": 0}
+            misses = {"data": int(data_read), "index": int(index_read), "filter": 0}
+            values = {"rocksdb_block_cache_hit": sum(hits.values()),
+                      "rocksdb_block_cache_miss": sum(misses.values()),
+                      **{f"rocksdb_block_cache_{k}_hit": v for k, v in hits.items()},
+                      **{f"rocksdb_block_cache_{k}_miss": v for k, v in misses.items()},
+                      "rocksdb_current_version_sst_files_size": flushed.get(oid, 0)}  # fmt: skip
+            for metric, value in values.items():
+                lines += _ticker(metric, table, value, stamp)
+                lines += _ticker(f"intentsdb_{metric}", table, 0, stamp)
     return "\n".join(lines) + "\n"
+
+
+# yb-admin's `flush_table` (src/yb/tools/yb-admin_cli.cc, flush_table_args: "<table>
+# [<timeout_in_seconds>] (default 20) [ADD_INDEXES] (default false)", the table
+# `<namespace> <table_name>`, the namespace `[(ycql|ysql).]<namespace_name>`).
+def flush_table(boot_folder: str, psql: str, argv: list[str]) -> int:
+    """The yb-admin stand-in's flush_table: `-master_addresses <masters> flush_table
+    ysql.<database> <table> [timeout] [ADD_INDEXES]`. The cluster is the booted one whose
+    masters these are (its addresses.json); the table must exist in its database (exit 1 as
+    yb-admin does otherwise); what it holds now (pg_total_relation_size) is what its tservers'
+    SST files hold from now on (`prometheus_metrics`), until the next flush."""
+    if len(argv) < 5 or argv[0] != "-master_addresses" or argv[2] != "flush_table":
+        print(f"Invalid arguments for operation: {argv}", file=sys.stderr)
+        return 1
+    masters, namespace, table, rest = argv[1], argv[3], argv[4], argv[5:]
+    timeouts = [r for r in rest if r.upper() != "ADD_INDEXES"]
+    if len(timeouts) > 1 or any(not t.isdigit() for t in timeouts):
+        print(f"Invalid arguments for operation: {rest}", file=sys.stderr)
+        return 1
+    if not namespace.startswith("ysql."):
+        print(f"flush_table: {namespace}: not a YSQL database (ysql.<name>)", file=sys.stderr)
+        return 1
+    clusters = [p for p in Path(boot_folder).glob("*/addresses.json")
+                if ",".join(f"{ip}:7100" for ip in json.loads(p.read_text())["masters"])
+                == masters]  # fmt: skip
+    if len(clusters) != 1:
+        print(f"flush_table: no cluster has the masters {masters}", file=sys.stderr)
+        return 1
+    host, port = json.loads(clusters[0].read_text())["ysql"].rsplit(":", 1)
+    sql = (f"SELECT c.oid, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+           f"ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relname = '{table}' "
+           "AND c.relkind = 'r'")  # fmt: skip
+    out = subprocess.run(
+        [psql, "-X", "-A", "-t", "-h", host, "-p", port, "-U", "yugabyte",
+         "-d", namespace.removeprefix("ysql."), "-c", sql],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    if out.returncode != 0 or not out.stdout.strip():
+        print(f"Error running flush_table: Not found: table {namespace}.{table} "
+              f"{out.stderr.strip()}", file=sys.stderr)  # fmt: skip
+        return 1
+    oid, size = out.stdout.strip().split("|")
+    path = clusters[0].with_name("flushed.json")
+    sizes = json.loads(path.read_text()) if path.exists() else {}
+    partial = path.with_suffix(f".{os.getpid()}")
+    partial.write_text(json.dumps({**sizes, oid: int(size)}))
+    partial.replace(path)
+    return 0
 
 
 def serve(server: str, flags_file: str) -> int:
@@ -365,6 +452,8 @@ class Vm:
     # host:port of the PostgreSQL standing in for the cluster's data when this tserver holds
     # it (its pg_stat_database is this tserver's block cache: `prometheus_metrics`); "" none
     ysql: str = ""
+    # the cluster's flushes (`flush_table`): table oid -> bytes its SST files hold; "" none
+    flushed: str = ""
 
     def write(self) -> Path:
         path = Path(self.root) / "vm.json"
@@ -533,4 +622,6 @@ if __name__ == "__main__":
         sys.exit(serve(sys.argv[2], sys.argv[3]))
     if sys.argv[1] == "systemctl":
         sys.exit(systemctl(sys.argv[2:]))
-    sys.exit(f"{sys.argv[0]}: serve or systemctl, not {sys.argv[1]!r}")
+    if sys.argv[1] == "flush_table":  # the yb-admin stand-in's (tests/loopback.py)
+        sys.exit(flush_table(sys.argv[2], sys.argv[3], sys.argv[4:]))
+    sys.exit(f"{sys.argv[0]}: serve, systemctl or flush_table, not {sys.argv[1]!r}")

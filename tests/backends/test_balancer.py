@@ -97,3 +97,80 @@ def test_every_reload_is_followed_by_the_settle_hook_and_recorded(postgres):
     assert seen == [500, 500]
     assert cluster.settled == [{"after": 1}, {"after": 2}]
     assert cluster.applied()["after_reload"] == [{"after": 1}, {"after": 2}]
+
+
+def test_the_flush_runs_yb_admin_flush_table_on_the_load_generator(sshd, tmp_path):
+    """`yb-admin -master_addresses <m> flush_table ysql.<db> <table> <timeout>` (yb-admin_cli.cc,
+    flush_table_args); a failing yb-admin fails the row, naming the command."""
+    script, calls = stand_in(tmp_path, [""])
+    flush = balancer.flush_table(sshd, {"master_addresses": MASTERS, "yb_admin": str(script)},
+                                 "yugabyte", "kv")  # fmt: skip
+    done = flush()
+    assert calls.read_text().splitlines() == [
+        f"-master_addresses {MASTERS} flush_table ysql.yugabyte kv {balancer.FLUSH_TIMEOUT}"
+    ]
+    assert done["command"] == f"{script} {calls.read_text().strip()}" and done["flushed_in_s"] >= 0
+    failing = tmp_path / "failing"
+    failing.write_text("#!/bin/sh\necho 'Error running flush_table: Not found' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    flush = balancer.flush_table(sshd, {"master_addresses": MASTERS, "yb_admin": str(failing)},
+                                 "yugabyte", "kv")  # fmt: skip
+    with pytest.raises(BackendError, match="flush_table ysql.yugabyte kv 600: .*Not found"):
+        flush()
+
+
+class _Sizes:
+    """NodeCounters' SST bytes as the tservers would report them: 0 until `flushed`."""
+
+    def __init__(self, events: list):
+        self.events = events
+
+    def open(self):
+        return {"measured": ["block_cache"]}
+
+    def table_bytes(self, table):
+        flushed = "flush" in self.events
+        self.events.append("sizes")
+        return {"tserver0": 3000.0 if flushed else 0.0, "tserver1": 1000.0 if flushed else 0.0}
+
+
+def test_the_sst_bytes_are_read_after_the_settle_and_a_flush_once(postgres):
+    """Real PostgreSQL: after the row's first load, the balancer settled, the table flushed,
+    then the tservers' SST bytes read, per row and replica with the record's RF; not again at
+    the next reload."""
+    node, runner = postgres
+    node.psql("DROP DATABASE IF EXISTS flushed")
+    node.psql("CREATE DATABASE flushed")
+    ep = Endpoint(node.endpoint.host, node.endpoint.port, "flushed", "postgres", None, "tserver0")
+    events: list[str] = []
+    cluster = YsqlCluster(
+        [ep], row_from_levels(test_existing.LEVELS, 500), runner,
+        record={"replication_factor": 2},
+        settle=lambda: events.append("settle") or {},
+        flush=lambda: events.append("flush") or {"command": "yb-admin flush_table"},
+    )  # fmt: skip
+    cluster.node_counters = lambda: _Sizes(events)
+    cluster.restorable = lambda: False
+    cluster.reset("write")
+    cluster.reset("write")
+    assert events == ["settle", "flush", "sizes", "settle"]
+    assert cluster.dataset["sst_bytes_per_tserver"] == {"tserver0": 3000.0, "tserver1": 1000.0}
+    assert cluster.dataset["sst_bytes_per_row_per_replica"] == 4000 / (500 * 2)
+    assert cluster.dataset["sst_flush"] == {"command": "yb-admin flush_table"}
+    # without a flush (existing): not read, and said why
+    events.clear()
+    cluster = YsqlCluster([ep], row_from_levels(test_existing.LEVELS, 500), runner)
+    cluster.node_counters = lambda: _Sizes(events)
+    cluster.reset("write")
+    assert "sizes" not in events and "sst_bytes_per_tserver" not in cluster.dataset
+    assert "flush_table" in cluster.dataset["sst_not_read"]
+    # a flush that fails: said, not read, the row goes on
+
+    def failing():
+        raise BackendError("yb-admin exited 1: Timed out")
+
+    events.clear()
+    cluster = YsqlCluster([ep], row_from_levels(test_existing.LEVELS, 500), runner, flush=failing)
+    cluster.node_counters = lambda: _Sizes(events)
+    assert cluster.reset("write") == "reloaded"
+    assert "sizes" not in events and "Timed out" in cluster.dataset["sst_not_read"]

@@ -157,8 +157,8 @@ class FakeRunner:
             return "1\n"
         if "to_regclass" in sql:
             return "f\n"
-        if "GROUP BY 1" in sql:
-            return "0|1000\n1|1000\n2|1000\n"
+        if "SELECT count(*) FROM" in sql and "k >= " in sql:  # rows added per range bucket
+            return "".join(f"{7 * b}\n" for b in range(sql.count("SELECT count(*)")))
         if "version()" in sql:
             return self.version + "\n"
         return ""
@@ -216,8 +216,13 @@ def test_reset_loads_writes_every_time_reads_once():
     c = cluster(runner)
     assert [c.reset("write") for _ in range(3)] == ["reloaded", "restored", "restored"]
     assert sum("DROP TABLE IF EXISTS ybscale_kv" in s for _, s, _ in runner.sql) == 1
-    deletes = [s for _, s, _ in runner.sql if s.startswith("DELETE FROM ybscale_kv")]
-    assert len(deletes) == 2 and "VACUUM" not in deletes[0]  # YugabyteDB ignores VACUUM
+    restores = [s for _, s, _ in runner.sql if "DELETE FROM ybscale_kv" in s]
+    assert len(restores) == 2 and "VACUUM" not in restores[0]  # YugabyteDB ignores VACUUM
+    # one DELETE per range (below 0, each bucket's added keys, past the last bucket), each
+    # under the session's statement_timeout
+    assert restores[0].startswith(f"SET statement_timeout = {ysql.LOAD_TIMEOUT * 1000};\n")
+    assert restores[0].count("DELETE FROM") == 3 + 2 and " OR " not in restores[0]
+    assert c.inserted == [{"tablet0": 0, "tablet1": 7, "tablet2": 14}] * 2
     c.restorable = lambda: False  # e.g. an UPDATE of loaded keys
     c.reset("write")
     assert sum("DROP TABLE IF EXISTS ybscale_kv" in s for _, s, _ in runner.sql) == 2
@@ -720,6 +725,85 @@ def test_new_keys_are_spread_over_the_range_tablets(postgres, tmp_path, monkeypa
     # every bucket's keys lie inside its own split range
     out = c.psql(f"SELECT min(k / {ysql.BUCKET}), max(k / {ysql.BUCKET}) FROM kv")
     assert out.strip() == "0|2"
+
+
+def on_postgresql(created):
+    """`ysql.create_sql` as a stand-in PostgreSQL takes it: no SPLIT clause, no ASC or HASH
+    in the primary key (a btree either way); no autovacuum's ANALYZE of the table between
+    the load's and the next (YugabyteDB 2024.2 runs no Auto Analyze service unless its flags
+    enable it: on by default only from v2025.2, docs.yugabyte.com additional-features/
+    auto-analyze), so its plans follow the load's statistics alone."""
+
+    def create(*args):
+        sql = re.sub(r" SPLIT (AT VALUES \(.*?\)\)|INTO \d+ TABLETS)", "", created(*args))
+        table = re.search(r"CREATE TABLE (\w+)", sql).group(1)
+        sql += f"ALTER TABLE {table} SET (autovacuum_enabled = off);\n"
+        return sql.replace("(k ASC)", "(k)").replace("(k HASH)", "(k)")
+
+    return create
+
+
+def write_repetition(c, per_tx: int, transactions: int = 4) -> None:
+    """Real pgbench running the real write.sql on every target of `c`, as a repetition does."""
+    from ybscale.backends.local import find_bindir
+
+    for target in c.targets("write"):
+        argv = [str(find_bindir() / "pgbench"), "-n", "-t", str(transactions), "-f",
+                str(ROOT / "workloads" / "write.sql"), "-h", target.endpoint.host,
+                "-p", str(target.endpoint.port), "-U", "postgres",
+                f"-Drows={per_tx}", "-Dvalue_bytes=32"]  # fmt: skip
+        argv += [f"-D{k}={v}" for k, v in target.variables.items()]
+        done = subprocess.run(argv + [c.endpoints[0].dbname], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("sharding", ["range", "hash"])
+def test_maintenance_statements_reach_the_added_rows_by_the_key(postgres, monkeypatch, sharding):
+    """YugabyteDB 2024.2 plans with bitmap scans off (tests/scans.py): every statement the
+    restore and its count send, EXPLAINed so on the stand-in PostgreSQL, reaches its rows by
+    an index (a range of an ordered key, keys of the new-key sequence on hashed ones), none
+    by a scan of the whole table; the dataset comes back to its loaded rows each time."""
+    from scans import Explaining, explain, scans_whole
+
+    c = stub_cluster(postgres, [["a"], ["b"], ["c"]], name=f"scan_{sharding}", one_database=True)
+    c.sharding = sharding
+    monkeypatch.setattr(ysql, "create_sql", on_postgresql(ysql.create_sql))
+    c.runner = explaining = Explaining(c.runner, hashed=sharding == "hash")
+    assert c.reset("write") == "reloaded"
+    loaded = c.psql("SELECT sum(k), count(*) FROM kv").strip()
+    assert loaded.endswith("|3000")
+    for per_tx in (1, 100):
+        write_repetition(c, per_tx)
+        with explaining.checking():  # what the code sends, not this test's own checks
+            assert c.reset("write") == "restored"
+        assert c.psql("SELECT sum(k), count(*) FROM kv").strip() == loaded
+    assert explaining.whole == []
+    deletes = [s for s, _ in explaining.explained if s.startswith("DELETE")]
+    if sharding == "range":  # one per bucket, below 0 and past the last bucket; twice
+        assert c.inserted == [{f"tablet{b}": 4 * n for b in range(3)} for n in (1, 100)]
+        assert len(deletes) == 2 * (3 + 2)
+        assert [r["by"] for r in c.restores] == ["key ranges"] * 2
+    else:  # the sequence's keys given out since the last restore, each once
+        assert len(deletes) == 2 and all("= ANY(" in s for s in deletes)
+        assert [r["by"] for r in c.restores] == ["new-key sequence"] * 2
+        assert c.restores[1]["new_keys"] >= 3 * 4 * 100
+    assert all(r["seconds"] >= 0 for r in c.restores)
+    # the check can fail: the shapes the restore and its count had (a count with no WHERE, a
+    # top-level OR of key ranges) read the whole table with bitmap scans off
+    for before in (f"SELECT k / {ysql.BUCKET}, count(*) FROM kv GROUP BY 1 ORDER BY 1",
+                   "DELETE FROM kv WHERE k >= 3000 OR k < 0"):  # fmt: skip
+        assert scans_whole(explain(explaining.runner, c.endpoints[0], before), "kv"), before
+    # and a range of k alone is an index range on ordered keys, every tablet on hashed ones
+    plan = explain(explaining.runner, c.endpoints[0], "DELETE FROM kv WHERE k >= 3000")
+    assert scans_whole(plan, "kv", hashed=True) and not scans_whole(plan, "kv"), plan
+
+
+def test_a_maintenance_statement_past_its_timeout_is_cancelled_by_the_server(postgres):
+    """statement_timeout in the statements' own session: the server cancels the statement
+    (a psql killed by its own timeout would leave it running)."""
+    node, runner = postgres
+    with pytest.raises(BackendError, match="canceling statement due to statement timeout"):
+        runner.psql(node.endpoint, ysql.timed_sql(["SELECT pg_sleep(5)"], 0.2), {}, 30)
 
 
 MASTERS = {  # the shape of yb-master's /api/v1/masters (instance_id, registration, role)

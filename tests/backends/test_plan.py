@@ -671,10 +671,11 @@ def test_the_plan_estimates_a_billion_row_datasets_load_and_disk_and_refuses_one
         record = {"how": how, "rows": 100_000, "seconds": 2.4, "rows_per_second": speed}
         meta = {"run": run, "applied": {"backend": "local", "dataset": record}}
         (results / "runs" / run / "measurement.json").write_text(json.dumps(meta))
-    # a gcp load that read its SST bytes per tserver: 3.0e7 on the largest of 10^6 rows = 30 B
+    # a gcp load that read its SST bytes per tserver after a flush: 5.9e7 on RF 2 of 10^6 rows
+    # = 29.5 B per row and replica
     sst = {"tserver0": 2.9e7, "tserver1": 3.0e7}
     record = {"how": "loaded", "rows": 10**6, "seconds": 33.3, "rows_per_second": 30_000,
-              "sst_bytes_per_tserver": sst}  # fmt: skip
+              "sst_bytes_per_tserver": sst, "sst_bytes_per_row_per_replica": 29.5}  # fmt: skip
     (results / "runs" / "run03").mkdir(parents=True)
     meta = {"run": "run03", "applied": {"backend": "gcp", "dataset": record}}
     (results / "runs" / "run03" / "measurement.json").write_text(json.dumps(meta))
@@ -682,9 +683,9 @@ def test_the_plan_estimates_a_billion_row_datasets_load_and_disk_and_refuses_one
     out = capsys.readouterr().out
     assert (
         "1 on gcp, 30,000 to 30,000 rows/s (median 30,000) loading 1,000,000 to 1,000,000 rows; "
-        "on the largest tserver right after the load 30.0 to 30.0 bytes of SST files per row of "
-        "the dataset (compressed, rows still in memtables not counted; the estimate above is "
-        "uncompressed) -- measured on this study's gcp clusters"
+        "after a flush 29.5 to 29.5 bytes of SST files per row and replica (every tserver's, "
+        "compressed; the estimate above is uncompressed) -- measured on this study's gcp "
+        "clusters"
     ) in out
     # 10^9 x (8 + 32) B = 40 GB logical; x RF / tservers: RF 3 on 3 = 40 GB, RF 1 on 3 =
     # 13.3 GB, RF 1 on 5 = 8 GB; at 20 000 rows/s a load takes 50 000 s = 13 h 53 min

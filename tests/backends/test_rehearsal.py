@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import scans
 import vm_boot
 import yaml
 from conftest import (
@@ -148,6 +149,21 @@ def gcp_study(
         study["defaults"] = {**study.get("defaults", {}), "server": server}
     (work / "config" / "loopback.yaml").write_text(yaml.safe_dump(study))
     return work, study
+
+
+def stand_in_logs(root: Path) -> dict[Path, int]:
+    """Each stand-in server's log (tests/loopback.py) and its size now."""
+    return {log: log.stat().st_size for log in sorted((root / "loopback").glob("cluster*.log"))}
+
+
+def planned_since(logged: dict[Path, int]) -> str:
+    """What the stand-in servers logged since `stand_in_logs`, once no statement in it read kv
+    whole as YugabyteDB 2024.2 plans (tests/scans.py: bitmap scans off, every plan logged):
+    the loads, restores, layout queries and measured scripts alike."""
+    text = "".join(log.read_text(errors="replace")[start:] for log, start in logged.items())
+    assert "plan:" in text, "the stand-in logged no plan: nothing was checked"
+    assert scans.logged_whole_scans(text) == []
+    return text
 
 
 def pulumi_processes(root: Path) -> list[str]:
@@ -315,13 +331,25 @@ def check_published_rows(
         # where reads were served (issue 48): every tserver's block cache, read on its VM from
         # its /prometheus-metrics (the stand-in's PostgreSQL counters), around every run
         assert applied["block_counters"]["measured"] == ["block_cache", "disk"], applied
-        # and the dataset's SST bytes on each tserver after its load, from the same metrics
-        sizes = applied["dataset"]["sst_bytes_per_tserver"]
-        assert sorted(sizes) == [f"tserver{i}" for i in range(nodes)], applied["dataset"]
+        # and the dataset's SST bytes on each tserver after its load, settled and flushed
+        # (the stand-in's SST files hold nothing until yb-admin flush_table), from the same
+        # metrics; per row and replica with the cluster's RF
+        dataset = applied["dataset"]
+        sizes = dataset["sst_bytes_per_tserver"]
+        assert sorted(sizes) == [f"tserver{i}" for i in range(nodes)], dataset
         assert max(sizes.values()) > 0, sizes
+        assert dataset["sst_flush"]["command"].endswith(
+            f"-master_addresses {addresses} flush_table ysql.yugabyte kv 600"
+        )
+        rf = applied["replication_factor"]
+        per_row = sum(sizes.values()) / (dataset["rows"] * rf)
+        assert dataset["sst_bytes_per_row_per_replica"] == pytest.approx(per_row, abs=1e-3)
         reps = pd.read_csv(folder / "repetitions.csv")
-        fields = ["buffer_hits", "buffer_reads"] + [f for f in reps if f.startswith("disk_")]
+        fields = ["buffer_hits", "buffer_reads", "buffer_hits_all", "buffer_reads_all"]
+        fields += [f for f in reps if f.startswith("disk_")]
         assert reps[fields].notna().all().all() and (reps[fields] >= 0).all().all(), reps
+        # the data blocks are a part of every kind's (the stand-in's index blocks beside them)
+        assert (reps["buffer_hits_all"] >= reps["buffer_hits"]).all(), reps
         if meta["row"]["read_only"]:
             assert (reps["buffer_hits"] > 0).all(), reps
         # every tserver's CPU read on its VM (the second sshd), through the load generator
@@ -359,6 +387,7 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path)
     measurements and the whole analysis of them), its offline report, then one row forced.
     (Rows of a combination taking turns on one cluster: here and in the failing-row runs.)"""
     root, site_file = site
+    logged = stand_in_logs(root)
     work, study = gcp_study(tmp_path, design=REPLICATED, server=SERVER)
     runs = [f"run{i:02d}" for i in range(1, 9)]
     remote = remote_folders(work, runs)
@@ -379,6 +408,8 @@ def test_gcp_study_runs_end_to_end_on_loopback(engine_env, sshd, site, tmp_path)
     assert clusters_were_ready(work) == 4
     combos, labels = check_published_rows(work, runs, root, SERVER)
     assert sorted(combos.values()) == [1, 2] and len(labels) == 4
+    plans = planned_since(logged)  # the study's statements, as the stand-in planned them
+    assert "Query Text: INSERT INTO kv" in plans and "Query Text: SELECT k, v FROM kv" in plans
     for label in labels:
         gone = json.loads((work / "results" / "clusters" / label / "released.json").read_text())
         assert gone["existed"] is True, gone
@@ -524,6 +555,7 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
     read/write: 2 clusters of 2 rows); with -k its 2 write rows are published with everything
     a gcp row must show (`check_published_rows`)."""
     root, site_file = site
+    logged = stand_in_logs(root)
     broken = tmp_path / "broken-workloads"
     shutil.copytree(REPO / "workloads", broken)
     (broken / "read.sql").write_text("SELECT * FROM no_such_table WHERE k < :rows;\n")
@@ -558,6 +590,8 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
         for run in worked:  # each row's script went to the load generator
             folder = remote[list(rows).index(run)]
             assert [p.name for p in (folder / "scripts").iterdir()], folder
+        # the write rows' restores among them (their second count), by key, not whole
+        assert "Query Text: DELETE FROM kv WHERE k = ANY(" in planned_since(logged)
     for folder in remote:
         shutil.rmtree(folder, ignore_errors=True)
     left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)

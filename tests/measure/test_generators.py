@@ -185,17 +185,21 @@ class _Pool:
     def verify_layout(self, when): ...
 
 
-def _model_sweep(pool: _Pool, measurement: dict, logs: Path, monkeypatch):
+def _model_sweep(pool: _Pool, measurement: dict, logs: Path, monkeypatch, collect=None):
     """bench.measure_sweep on `pool` (pgbench, the logs' reduction and the CPU window modelled):
-    (lines, repetition rows, record)."""
+    (lines, repetition rows, record). `collect(cluster)`: what bringing the logs back does,
+    after pgbench ended."""
     from conftest import row_from_levels
 
     from ybscale.measure.pgbench import PgbenchResult
 
     def fake_pgbench(cluster, kind, script, env, clients, seconds, settings, prefix, *a, **kw):
+        tps = cluster.tps(clients)  # the run
         if kw.get("ended"):
             kw["ended"]()
-        return PgbenchResult(cluster.tps(clients), 1.0, 0.1, 10, 0, 0, 0, clients, 1, 1.0, False)
+        if collect is not None:
+            collect(cluster)
+        return PgbenchResult(tps, 1.0, 0.1, 10, 0, 0, 0, clients, 1, 1.0, False)
 
     monkeypatch.setattr(bench, "run_pgbench", fake_pgbench)
     monkeypatch.setattr(
@@ -298,3 +302,39 @@ def test_a_disturbed_run_is_set_aside_kept_and_measured_again_within_the_bound(
     outside = iter([0.9, 0.9])
     _, reps, _ = _model_sweep(_Pool(bound=1), m, logs, monkeypatch)
     assert len(reps) == 2 and not any(r["set_aside"] for r in reps)
+
+
+class _Counted(_Pool):
+    """A pool whose block counters count what reads blocks: each transaction 3 blocks found in
+    the cache, the logs' copy and the layout's queries 1000 each."""
+
+    def __init__(self):
+        super().__init__(bound=1)
+        self.blocks = {"blks_hit": 0.0, "blks_read": 0.0}
+
+    def tps(self, clients: int) -> float:
+        self.blocks["blks_hit"] += 3  # the measured run, read as it ends
+        return super().tps(clients)
+
+    def util(self, clients: int) -> dict[str, float]:
+        return {"client": 0.5, "node0": 0.95 * _Pool.tps(self, clients) / self.saturates}
+
+    def block_counters(self):
+        return dict(self.blocks)
+
+    def verify_layout(self, when):
+        self.blocks["blks_hit"] += 1000
+
+
+def test_block_counters_are_read_around_the_measured_run_alone(tmp_path, monkeypatch):
+    """The counters read before pgbench starts and as it ends: neither the logs coming back
+    nor the layout read again after the run are counted in the run's buffer_hits."""
+    pool = _Counted()
+
+    def copy_logs(cluster):
+        cluster.blocks["blks_hit"] += 1000
+
+    m = {"clients": [2], "sweep": "grid", "repetitions": 2, "max_repetitions": 2}
+    _, reps, _ = _model_sweep(pool, m, tmp_path, monkeypatch, collect=copy_logs)
+    assert [r["buffer_hits"] for r in reps] == [3.0, 3.0]
+    assert [r["buffer_reads"] for r in reps] == [0.0, 0.0]

@@ -518,6 +518,5 @@ def test_the_findings_say_how_each_rows_dataset_came_to_be_and_how_writes_were_u
     (sst,) = dataset_text({"run01": {"applied": yb}}, {})
     assert (
         "1,000,000,000 rows loaded once (run01) in 3,600 s, 277,778 rows/s, 23 GB of SST files "
-        "on the largest tserver right after the load (compressed; rows still in memtables not "
-        "counted)." in sst
+        "on the largest tserver after a flush (compressed)." in sst
     )

@@ -172,20 +172,99 @@ def run_loaders(loaders: Sequence[Sequence[Callable[[], object]]]) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+# Maintenance statements (the restore, its count) are range statements on the key, one per range,
+# each under its own statement_timeout: YugabyteDB 2024.2 runs with bitmap scans off
+# (yb_enable_bitmapscan false before 2025.2), so one `WHERE <range> OR <range>` or a count with
+# no WHERE is a scan of the whole table; a range of an ordered key is an index range scan, pushed
+# down. The server cancels a statement past its timeout (a psql killed by its own timeout leaves
+# the statement running: PostgreSQL 11 has no client_connection_check_interval).
+COUNT_TIMEOUT = 600  # seconds one count of a bucket's inserted rows may take
+NEW_KEY_BATCH = 100_000  # new keys per DELETE of a restore by the new-key sequence (hash keys)
+
+
+def timed_sql(statements: Sequence[str], timeout: float) -> str:
+    """`statements` in one session, each cancelled by the server after `timeout` seconds."""
+    return f"SET statement_timeout = {int(timeout * 1000)};\n" + "".join(
+        f"{s};\n" for s in statements
+    )
+
+
+def psql_timeout(statements: int, timeout: float) -> float:
+    """psql's own limit for `statements` statements of at most `timeout` seconds each: past
+    the server's, so the server's cancel is what stops a slow one."""
+    return max(1, statements) * timeout + 30
+
+
+def ordered_keys(sharding: str, yugabyte: bool) -> bool:
+    """Whether a range of k is an index range: range sharding (`k ASC`), or `none` on
+    PostgreSQL (a btree); not hash sharding, nor `none` on YugabyteDB, whose default primary
+    key hashes its first column."""
+    return sharding == "range" or (sharding == "none" and not yugabyte)
+
+
+def _range(lo: int | None, hi: int | None) -> str:
+    return " AND ".join(
+        p for p in (f"k >= {lo}" if lo is not None else "", f"k < {hi}" if hi is not None else "")
+        if p
+    )  # fmt: skip
+
+
+def added_ranges(rows: int, sharding: str = "none", tablets: int = 1) -> list[str]:
+    """The ranges of k outside the loaded keys, as WHERE clauses, each an index range on an
+    ordered key: below 0, and above the loaded keys (`YsqlCluster.targets`: per range bucket
+    with range sharding, then past the last bucket)."""
+    if sharding != "range":
+        return [_range(None, 0), _range(rows, None)]
+    buckets = [_range(b * BUCKET + n, (b + 1) * BUCKET)
+               for b, n in enumerate(bucket_rows(rows, tablets))]  # fmt: skip
+    return [_range(None, 0), *buckets, _range(tablets * BUCKET, None)]
+
+
+def inserted_sql(rows: int, table: str = "kv", tablets: int = 1,
+                 timeout: float = COUNT_TIMEOUT) -> str:  # fmt: skip
+    """Rows above the loaded keys of each range bucket (range sharding): one count per bucket,
+    an index range each, one line of output per bucket in order."""
+    buckets = added_ranges(rows, "range", tablets)[1:-1]
+    return timed_sql([f"SELECT count(*) FROM {table} WHERE {w}" for w in buckets], timeout)
+
+
+def new_key_batches(first: int, last: int, batch: int = NEW_KEY_BATCH) -> list[tuple[int, int]]:
+    """(a, b) inclusive slices of first..last of at most `batch` values each."""
+    return [(a, min(a + batch - 1, last)) for a in range(first, last + 1, batch)]
+
+
+def restore_statements(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1,
+                       yugabyte: bool = False, drawn: tuple[int, int] = (0, 0),
+                       batch: int = NEW_KEY_BATCH) -> list[str]:  # fmt: skip
+    """The DELETEs that bring the dataset of `dataset_sql` back to its loaded keys after
+    INSERT-only writes. Ordered keys (`ordered_keys`): one DELETE per range of `added_ranges`.
+    Hashed keys, where a range of k is no index range: the keys the new-key sequence gave
+    out, `rows` + n for n in drawn = (first, last] (`YsqlCluster.targets`: keybase `rows`),
+    deleted by key, `k = ANY(...)` of at most `batch` keys per DELETE (index lookups)."""
+    if ordered_keys(sharding, yugabyte):
+        return [f"DELETE FROM {table} WHERE {w}" for w in added_ranges(rows, sharding, tablets)]
+    first, last = drawn
+    return [
+        f"DELETE FROM {table} WHERE k = ANY(ARRAY(SELECT {rows} + n "
+        f"FROM generate_series({a}::bigint, {b}) AS n))"
+        for a, b in new_key_batches(first + 1, last, batch)
+    ]
+
+
 def restore_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: int = 1,
-                vacuum: bool = False) -> str:  # fmt: skip
-    """Bring the dataset of `dataset_sql` back to its loaded keys after INSERT-only writes: the
-    keys the clients added deleted (from `keybase` up, as `YsqlCluster.targets` gives them: per
-    range bucket with range sharding, a range scan of each tablet; or below 0). `vacuum`
-    (PostgreSQL): the space they took made reusable. YugabyteDB ignores VACUUM (its DocDB
-    compactions reclaim the space), so it is left out there."""
-    if sharding == "range":
-        added = [f"(k >= {b * BUCKET + n} AND k < {(b + 1) * BUCKET})"
-                 for b, n in enumerate(bucket_rows(rows, tablets))]  # fmt: skip
-        where = " OR ".join(["k < 0", *added, f"k >= {tablets * BUCKET}"])
-    else:
-        where = f"k >= {rows} OR k < 0"
-    return f"DELETE FROM {table} WHERE {where};\n" + (f"VACUUM {table};\n" if vacuum else "")
+                vacuum: bool = False, yugabyte: bool = False, drawn: tuple[int, int] = (0, 0),
+                timeout: float = LOAD_TIMEOUT) -> str:  # fmt: skip
+    """`restore_statements` in one session, each under `timeout` (statement_timeout); `vacuum`
+    (PostgreSQL): the space the deleted rows took made reusable. YugabyteDB ignores VACUUM (its
+    DocDB compactions reclaim the space), so it is left out there."""
+    statements = restore_statements(rows, table, sharding, tablets, yugabyte, drawn)
+    return timed_sql(statements + ([f"VACUUM {table}"] if vacuum else []), timeout)
+
+
+def drawn_sql(table: str = "kv") -> str:
+    """The new-key sequence's last value given out (0 when none was)."""
+    return (f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END "
+            f"FROM {table}_new_key")  # fmt: skip
 
 
 def layout_sql(table: str, local_columns: Collection[str]) -> dict[str, str]:
@@ -258,17 +337,27 @@ def is_yugabyte(version: str) -> bool:
 # --------------------------------------------------------------------------- block counters
 
 # YugabyteDB 2024.2's RocksDB tickers of its shared block cache (src/yb/rocksdb/statistics.h,
-# TickersNameMap: BLOCK_CACHE_HIT "rocksdb_block_cache_hit", BLOCK_CACHE_MISS
-# "rocksdb_block_cache_miss"), instantiated per tablet for its regular RocksDB and, prefixed
-# "intentsdb_", for its intents RocksDB (src/yb/rocksdb/util/statistics.cc,
-# StatisticsMetricPrototypes: gauges on the "tablet" entity). A miss reads the block from the
-# SST file: the operating system's page cache or the disk. Both RocksDBs share the cache.
+# TickersNameMap, read at yugabyte-db 010a1110), instantiated per tablet for its regular RocksDB
+# and, prefixed "intentsdb_", for its intents RocksDB (src/yb/rocksdb/util/statistics.cc,
+# StatisticsMetricPrototypes: gauges on the "tablet" entity). BLOCK_CACHE_HIT
+# "rocksdb_block_cache_hit" is INDEX_HIT + FILTER_HIT + DATA_HIT (its REQUIRES comment), MISS
+# likewise: the index and bloom-filter lookups, nearly always hits, would push a hit ratio
+# toward 1 whatever the data's fit in memory. The data blocks alone
+# ("rocksdb_block_cache_data_hit", "rocksdb_block_cache_data_miss") are what PostgreSQL's
+# blks_hit and blks_read count (the buffer_* readings); the totals of every kind are kept
+# beside them (blks_hit_all, blks_read_all). A miss reads the block from the SST file: the
+# operating system's page cache or the disk. Both RocksDBs share the cache.
 BLOCK_CACHE = {
-    "rocksdb_block_cache_hit": "blks_hit",
-    "rocksdb_block_cache_miss": "blks_read",
-    "intentsdb_rocksdb_block_cache_hit": "blks_hit",
-    "intentsdb_rocksdb_block_cache_miss": "blks_read",
+    "rocksdb_block_cache_data_hit": "blks_hit",
+    "rocksdb_block_cache_data_miss": "blks_read",
+    "intentsdb_rocksdb_block_cache_data_hit": "blks_hit",
+    "intentsdb_rocksdb_block_cache_data_miss": "blks_read",
+    "rocksdb_block_cache_hit": "blks_hit_all",
+    "rocksdb_block_cache_miss": "blks_read_all",
+    "intentsdb_rocksdb_block_cache_hit": "blks_hit_all",
+    "intentsdb_rocksdb_block_cache_miss": "blks_read_all",
 }
+BLOCK_COUNTERS = ("blks_hit", "blks_read", "blks_hit_all", "blks_read_all")
 # The size of each tablet's SST files, the same file's ticker CURRENT_VERSION_SST_FILES_SIZE
 # (TickersNameMap: "rocksdb_current_version_sst_files_size"; "intentsdb_" for the intents
 # RocksDB), rolled up per table like the block cache's: what the table's replicas on a tserver
@@ -300,7 +389,8 @@ m=$(curl -fsS --max-time 10 "$0") || {
   echo "# ybscale: unreadable: curl exited $? for $0"; exit 0; }
 printf '%s\n' "$m" | awk '
   /^#/ || NF == 0 { next }
-  /^(intentsdb_)?rocksdb_(block_cache_(hit|miss)|current_version_sst_files_size)[{ ]/ { print }
+  /^(intentsdb_)?rocksdb_(block_cache_(data_)?(hit|miss)|current_version_sst_files_size)[{ ]/ {
+    print }
   !/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? [^ ]+( [0-9]+)?$/ { bad++ }
   END { print "# ybscale: lines " NR + 0 " " bad + 0 }'
 """
@@ -318,10 +408,19 @@ def disk_read_bytes(diskstats: str, disks: Collection[str]) -> float:
 
 
 def block_cache_counts(lines: Sequence[str]) -> dict[str, float]:
-    """blks_hit and blks_read: the BLOCK_CACHE metrics of every entity (table) summed."""
-    counts = {"blks_hit": 0.0, "blks_read": 0.0}
+    """BLOCK_COUNTERS, the BLOCK_CACHE metrics of every entity (table) summed: blks_hit and
+    blks_read of the data blocks, blks_hit_all and blks_read_all of every kind. ValueError when
+    the page has the totals but not the data blocks' (not the tickers this reads)."""
+    counts = dict.fromkeys(BLOCK_COUNTERS, 0.0)
+    seen = set()
     for name, _, value in _metric_lines(lines, BLOCK_CACHE):
         counts[BLOCK_CACHE[name]] += value
+        seen.add(BLOCK_CACHE[name])
+    if {"blks_hit_all", "blks_read_all"} & seen and not {"blks_hit", "blks_read"} & seen:
+        raise ValueError(
+            "the block cache's totals without its data blocks' "
+            "(rocksdb_block_cache_data_hit, _miss): not the tickers expected"
+        )
     return counts
 
 
@@ -345,8 +444,9 @@ def _metric_lines(lines: Sequence[str], names: Collection[str]):
 
 
 def node_reading(text: str) -> dict:
-    """One node's answer to NODE_SCRIPT: {"disks": [...], "disk_read_bytes", and "blks_hit",
-    "blks_read" when its metrics were read, or "metrics_error" saying why not}."""
+    """One node's answer to NODE_SCRIPT: {"disks": [...], "disk_read_bytes", and the
+    BLOCK_COUNTERS and "sst_bytes" when its metrics were read, or "metrics_error" saying why
+    not}."""
     head, _, rest = text.partition(DISKS + "\n")
     if not _:
         raise ValueError(f"no /proc/diskstats: {text[-300:]!r}")
@@ -365,7 +465,12 @@ def node_reading(text: str) -> dict:
             f"{METRICS_PATH}: {read} line(s), {bad} of them not Prometheus text: not the metrics"
         )
         return out
-    return out | block_cache_counts(lines[:-1]) | {"sst_bytes": sst_bytes(lines[:-1])}
+    try:
+        counts = block_cache_counts(lines[:-1])
+    except ValueError as exc:
+        out["metrics_error"] = f"{METRICS_PATH}: {exc}"
+        return out
+    return out | counts | {"sst_bytes": sst_bytes(lines[:-1])}
 
 
 class NodeCounters:
@@ -457,10 +562,10 @@ class NodeCounters:
         return readings
 
     def read(self) -> dict[str, float]:
-        """blks_hit, blks_read (block cache) and disk_read_bytes summed over the tservers, the
-        kinds `open` found readable; {} without the block cache (the disk alone is not
-        returned: ybscale.measure.buffers reads hits and reads together). BackendError when a
-        tserver fails now."""
+        """The BLOCK_COUNTERS (block cache: data blocks, and every kind) and disk_read_bytes
+        summed over the tservers, the kinds `open` found readable; {} without the block cache
+        (the disk alone is not returned: ybscale.measure.buffers reads hits and reads
+        together). BackendError when a tserver fails now."""
         self.open()
         if not self.kinds:
             return {}
@@ -468,8 +573,7 @@ class NodeCounters:
         readings = self._read_every(needs="blks_hit" if cache else None)
         if not cache:  # ybscale.measure.buffers reads both or none
             return {}
-        out = {"blks_hit": sum(got["blks_hit"] for got in readings.values()),
-               "blks_read": sum(got["blks_read"] for got in readings.values())}  # fmt: skip
+        out = {c: sum(got[c] for got in readings.values()) for c in BLOCK_COUNTERS}
         if "disk" in self.kinds:
             out["disk_read_bytes"] = sum(got["disk_read_bytes"] for got in readings.values())
         return out
@@ -560,6 +664,7 @@ class YsqlCluster(Cluster):
         sleep=time.sleep,
         health=None,
         settle=None,
+        flush=None,
         cpu: MachineCpu | None = None,
         generators: Sequence[Runner] | None = None,
         spare: Sequence[Runner | Callable[[], Runner]] = (),
@@ -593,6 +698,8 @@ class YsqlCluster(Cluster):
         self.sleep = sleep
         self.health = health  # () -> list of problems beyond SQL (gcp: the masters' Raft group)
         self.settle = settle  # () -> dict: waits after a reload (gcp: load balancer idle)
+        # () -> dict: the table's memtables flushed to SST files (gcp: yb-admin flush_table)
+        self.flush = flush
         # more of what `applied()` reads back, by name (gcp: each server's flags)
         self.read_back = dict(read_back or {})
         # CPU of the load generators and of the nodes the backend can reach (default: the former)
@@ -606,6 +713,8 @@ class YsqlCluster(Cluster):
         self.layouts: list[dict] = []
         self.recounted: list[dict] = []  # the layout read again after each measured repetition
         self.inserted: list[dict] = []
+        self.restores: list[dict] = []  # each restore's time and DELETEs (`restore`)
+        self._drawn = 0  # the new-key sequence's last value a restore deleted up to
         self._loaded = False
         self._version: str | None = None
         self._facts: list[dict] | None = None
@@ -739,8 +848,10 @@ class YsqlCluster(Cluster):
         return self._blocks
 
     def block_counters(self) -> dict[str, float]:
-        """YugabyteDB: the tservers' block-cache hits (blks_hit) and misses (blks_read) and
-        their machines' disk bytes read (disk_read_bytes), summed over the tservers
+        """YugabyteDB: the tservers' block-cache hits (blks_hit) and misses (blks_read) of data
+        blocks, of every kind beside them (blks_hit_all, blks_read_all: data, index and bloom
+        filter blocks), and their machines' disk bytes read (disk_read_bytes), summed over the
+        tservers
         (`NodeCounters`: each tserver's metrics and /proc/diskstats over SSH); {} on
         PostgreSQL or without SSH to the tservers."""
         blocks = self.node_counters()
@@ -752,8 +863,20 @@ class YsqlCluster(Cluster):
         return self._version
 
     def restorable(self) -> bool:
-        """Whether this row's script only inserts new keys (`workload.inserts_only`)."""
-        return workload.inserts_only(Path(self.row.script_path).read_text())
+        """Whether this row's script only inserts new keys (`workload.inserts_only`) that a
+        restore can find by the key: any key outside the loaded ones with ordered keys
+        (`ordered_keys`); with hashed keys only keys of the new-key sequence (`nextval`), the
+        only ones it can delete without reading the whole table. Otherwise each write
+        repetition reloads."""
+        text = Path(self.row.script_path).read_text()
+        if not workload.inserts_only(text):
+            return False
+        sequence = f"nextval('{self.table}_new_key')"
+        return self.ordered() or sequence in rename_table(text, self.table)
+
+    def ordered(self) -> bool:
+        """Whether a range of k is an index range here (`ordered_keys`)."""
+        return ordered_keys(self.sharding, is_yugabyte(self.server_version()))
 
     def reset(self, workload_kind: str) -> str:
         """Bring the dataset to its loaded state: at first, and before a write repetition whose
@@ -768,17 +891,46 @@ class YsqlCluster(Cluster):
         if self._loaded and self.sharding == "range":
             self.inserted.append(self.inserted_per_bucket())
         if self._loaded and self.restorable():
-            vacuum = not is_yugabyte(self.server_version())
-            self.psql(restore_sql(self.rows, self.table, self.sharding, self.tablets, vacuum),
-                      timeout=LOAD_TIMEOUT)  # fmt: skip
+            self.restore()
             return "restored"
+        first = not self.dataset
         self.load()
         self._loaded = True
         if self.settle is not None:
             self.settled.append(self.settle())
         if self.sharding in ("range", "hash"):
             self.layouts.append(self.check_layout())
+        if first:  # the row's load: its size on the tservers, settled
+            self.dataset.update(self.sst_reading())
         return "reloaded"
+
+    def sst_reading(self) -> dict:
+        """Where the tservers' metrics are read (`NodeCounters`), after the row's load and
+        `settle`: the table flushed (`flush`: its memtables, 128 MiB per tablet by default,
+        written to SST files), then each tserver's SST bytes of it (`sst_bytes_per_tserver`:
+        compressed, its replicas there) and their sum per row and replica
+        (`sst_bytes_per_row_per_replica`, with the record's `replication_factor`). Without a
+        flush, or when it fails, nothing is read (`sst_not_read` says why): before one, the
+        memtables hold the rows and the SST files may hold none."""
+        blocks = self.node_counters()
+        if blocks is None or "block_cache" not in (blocks.open().get("measured") or ()):
+            return {}
+        if self.flush is None:
+            return {"sst_not_read": "no flush of the table here (yb-admin flush_table, gcp "
+                    "only): the SST files leave out what the memtables hold"}  # fmt: skip
+        try:  # a reading beside the measurement: its failure is said, not the row's
+            flushed = self.flush()
+        except BackendError as exc:
+            return {"sst_not_read": f"the flush failed: {exc}"}
+        sizes = blocks.table_bytes(self.table)
+        if sizes is None:
+            return {}
+        out = {"sst_flush": flushed, "sst_bytes_per_tserver": sizes}
+        rf = self.record.get("replication_factor")
+        if rf and self.rows:
+            total = sum(sizes.values())
+            out["sst_bytes_per_row_per_replica"] = round(total / (self.rows * int(rf)), 3)
+        return out
 
     def load(self) -> dict:
         """The dataset re-created and loaded as YugabyteDB's sample apps load: the table dropped
@@ -791,14 +943,13 @@ class YsqlCluster(Cluster):
 
         The row's first load is recorded (`dataset`, measurement.json's `applied.dataset`, as
         the local backend records its own): how (loaded), rows, seconds, rows per second,
-        loaders, rows per chunk, and, where the tservers' metrics are read (`NodeCounters`),
-        the table's SST bytes on each tserver right after the load (`sst_bytes_per_tserver`:
-        compressed, its replicas there; rows still in memtables are not in it)."""
+        loaders, rows per chunk; `reset` adds its SST bytes once settled (`sst_reading`)."""
         value_bytes = self.row.dataset_value_bytes
         chunk = chunk_rows_for(self.chunk_rows, value_bytes)
         plan = load_chunks(self.rows, self.loaders, chunk)
         started = time.monotonic()
         self.psql(create_sql(self.table, self.sharding, self.tablets), timeout=CHUNK_TIMEOUT)
+        self._drawn = 0  # a new sequence
 
         def step(endpoint: Endpoint, first: int, last: int) -> Callable[[], object]:
             sql = chunk_sql(self.table, first, last, self.sharding, self.tablets, value_bytes)
@@ -819,19 +970,39 @@ class YsqlCluster(Cluster):
             "chunk_rows": chunk,
         }
         if not self.dataset:  # the row's load; a reload's seconds are in repetitions.csv
-            blocks = self.node_counters()
-            sizes = blocks.table_bytes(self.table) if blocks is not None else None
-            self.dataset.update(record | ({"sst_bytes_per_tserver": sizes} if sizes else {}))
+            self.dataset.update(record)
         return record
 
     def inserted_per_bucket(self) -> dict[str, int]:
-        """New rows per range bucket since the last load (range sharding)."""
-        counts = bucket_rows(self.rows, self.tablets)
-        out = self.psql(
-            f"SELECT k / {BUCKET}, count(*) FROM {self.table} GROUP BY 1 ORDER BY 1", timeout=300
-        )
-        found = {int(b): int(n) for b, n in (line.split("|") for line in out.split())}
-        return {f"tablet{b}": found.get(b, 0) - counts[b] for b in range(self.tablets)}
+        """New rows per range bucket since the last load (range sharding): one count per
+        bucket of its keys above the loaded ones (`inserted_sql`, each at most COUNT_TIMEOUT)."""
+        out = self.psql(inserted_sql(self.rows, self.table, self.tablets),
+                        timeout=psql_timeout(self.tablets, COUNT_TIMEOUT)).split()  # fmt: skip
+        if len(out) != self.tablets:
+            raise BackendError(f"inserted rows per bucket: {self.tablets} counts expected, "
+                               f"got {out!r}")  # fmt: skip
+        return {f"tablet{b}": int(n) for b, n in enumerate(out)}
+
+    def restore(self) -> dict:
+        """The keys the write repetitions added deleted (`restore_sql`: with ordered keys one
+        DELETE per range, with hashed keys the new-key sequence's keys given out since the
+        last load or restore), each DELETE at most LOAD_TIMEOUT; recorded in `restores`."""
+        yugabyte = is_yugabyte(self.server_version())
+        started = time.monotonic()
+        drawn = (0, 0)
+        if not self.ordered():
+            drawn = (self._drawn, int(self.psql(drawn_sql(self.table), timeout=30).strip()))
+        statements = restore_statements(self.rows, self.table, self.sharding, self.tablets,
+                                        yugabyte, drawn)  # fmt: skip
+        sql = restore_sql(self.rows, self.table, self.sharding, self.tablets, not yugabyte,
+                          yugabyte, drawn)  # fmt: skip
+        self.psql(sql, timeout=psql_timeout(len(statements) + 1, LOAD_TIMEOUT))
+        self._drawn = drawn[1]
+        record = {"seconds": round(time.monotonic() - started, 3), "deletes": len(statements),
+                  "by": "key ranges" if self.ordered() else "new-key sequence",
+                  **({"new_keys": drawn[1] - drawn[0]} if not self.ordered() else {})}  # fmt: skip
+        self.restores.append(record)
+        return record
 
     def view_columns(self, view: str) -> tuple[list[str], str]:
         """(columns, where they were read): from the server's pg_attribute when it has the view,
@@ -1017,6 +1188,7 @@ class YsqlCluster(Cluster):
             "tablet_layout": self.layouts,  # filled by every reset
             "tablet_layout_after_repetitions": self.recounted,  # filled by verify_layout
             "inserted_per_tablet": self.inserted,  # filled before every reload
+            "restores": self.restores,  # filled by every restore
             "after_reload": self.settled,  # what `settle` waited, per reload
             "cpu_readings": self.cpu.open(),
             **({"block_counters": blocks.open()} if blocks is not None else {}),

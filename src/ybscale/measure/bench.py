@@ -483,6 +483,14 @@ class RowSweep:
         starts: list[float] = []  # each pgbench's start on the reference clock
         batches: list[tuple[float, int]] = []
         blocks = cluster.block_counters()
+        # the block counters read again as pgbench ends, before its logs come back and the
+        # layout is read again: the window holds the measured run's reads alone
+        blocks_after: list[dict] = []
+
+        def end() -> None:
+            stopped.append(window.stop())
+            blocks_after.append(cluster.block_counters() if blocks else {})
+
         window.start()
         try:
             result = run_pgbench(
@@ -496,7 +504,7 @@ class RowSweep:
                 prefix,
                 seed,
                 variables=self.row.variables,
-                ended=lambda: stopped.append(window.stop()),
+                ended=end,
                 starts=starts,
             )
             targets, offsets = cluster.targets(kind), cluster.clock_offsets()
@@ -518,7 +526,9 @@ class RowSweep:
             raise MeasurementError(f"{run}, {clients} clients, repetition {rep}: {exc}") from exc
         util = window_utilisation(cluster, kind, clients, readings)
         self.last_outside = outside_by(cluster, readings)
-        blocks = buffers.delta(blocks, cluster.block_counters() if blocks else {})
+        if not blocks_after:  # pgbench did not end (it failed): nothing to read
+            blocks_after.append({})
+        blocks = buffers.delta(blocks, blocks_after[0])
         se, df = batches[0] if batches else (math.nan, 0)
         self.rep_rows.append(
             {

@@ -9,7 +9,11 @@ brought from the storage device, read-ahead included: local, each server's /proc
 `read_bytes`). Per run: `buffer_hits`, `buffer_reads`, `disk_read_bytes`. Per count, over the
 repetitions kept: `buffer_hit_ratio` = hits / (hits + reads), `buffer_reads_per_tx` = reads /
 transactions, `disk_bytes_per_tx` = disk bytes / transactions; a read the buffers missed that
-brought no disk bytes was served by the page cache. As the servers count them: PostgreSQL
+brought no disk bytes was served by the page cache. On YugabyteDB `blks_hit` and `blks_read`
+are its data blocks' (what PostgreSQL's count); its block cache also serves index and bloom
+filter blocks, nearly always hits, whose totals with the data's come beside them
+(`blks_hit_all`, `blks_read_all`: per run `buffer_hits_all`, `buffer_reads_all`, per count
+`buffer_hit_ratio_all`), never in their place. As the servers count them: PostgreSQL
 reports a backend's block counts when its transaction ends or at most every second, and on
 exit, so a run's last fraction of a second may be counted in the next run's.
 """
@@ -24,14 +28,17 @@ COUNTERS = {
     "buffer_hits": "blks_hit",
     "buffer_reads": "blks_read",
     "disk_read_bytes": "disk_read_bytes",
+    "buffer_hits_all": "blks_hit_all",  # YugabyteDB: data, index and filter blocks
+    "buffer_reads_all": "blks_read_all",
 }
 FIELDS = ("buffer_hits", "buffer_reads")
 SUMMARY = ("buffer_hit_ratio", "buffer_reads_per_tx", "disk_bytes_per_tx")
 
 
 def delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
-    """One run's `buffer_hits`, `buffer_reads` and `disk_read_bytes` from the counters read
-    before and after it (each the backend reads); {} when it reads none."""
+    """One run's `buffer_hits`, `buffer_reads`, `disk_read_bytes` (and on YugabyteDB
+    `buffer_hits_all`, `buffer_reads_all`) from the counters read before and after it (each the
+    backend reads); {} when it reads none."""
     return {
         field: after[counter] - before[counter]
         for field, counter in COUNTERS.items()
@@ -40,8 +47,9 @@ def delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, 
 
 
 def summary(runs: Iterable[Mapping]) -> dict[str, float]:
-    """A count's `buffer_hit_ratio`, `buffer_reads_per_tx` and (when the runs read the disk's
-    bytes) `disk_bytes_per_tx` over its runs (repetitions.csv lines with the FIELDS and
+    """A count's `buffer_hit_ratio`, `buffer_reads_per_tx`, (when the runs read the disk's
+    bytes) `disk_bytes_per_tx` and (when they read every kind of block) `buffer_hit_ratio_all`
+    over its runs (repetitions.csv lines with the FIELDS and
     `transactions`); {} when none has them."""
     runs = [r for r in runs if all(_number(r.get(f)) is not None for f in FIELDS)]
     if not runs:
@@ -53,6 +61,10 @@ def summary(runs: Iterable[Mapping]) -> dict[str, float]:
         "buffer_hit_ratio": hits / (hits + reads) if hits + reads > 0 else math.nan,
         "buffer_reads_per_tx": reads / transactions if transactions > 0 else math.nan,
     }
+    every = [(_number(r.get("buffer_hits_all")), _number(r.get("buffer_reads_all"))) for r in runs]
+    if all(h is not None and m is not None for h, m in every):
+        looked = sum(h + m for h, m in every)
+        out["buffer_hit_ratio_all"] = sum(h for h, _ in every) / looked if looked else math.nan
     disk = [_number(r.get("disk_read_bytes")) for r in runs]
     if all(d is not None for d in disk):
         out["disk_bytes_per_tx"] = sum(disk) / transactions if transactions > 0 else math.nan

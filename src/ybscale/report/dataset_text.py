@@ -43,8 +43,7 @@ def loads_text(measurements: Mapping[str, Mapping]) -> str:
         text += f", {_span(rates, 'rows/s', ',.0f')}" if rates else ""
         text += f", {_size(max(sizes))} on the largest node" if sizes else ""
         text += (
-            f", {_size(max(ssts))} of SST files on the largest tserver right after the load "
-            "(compressed; rows still in memtables not counted)"
+            f", {_size(max(ssts))} of SST files on the largest tserver after a flush (compressed)"
             if ssts
             else ""
         )

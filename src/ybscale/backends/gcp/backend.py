@@ -28,7 +28,7 @@ from ybscale.backends.base import (
     Cluster,
     settings_by_source,
 )
-from ybscale.backends.gcp.balancer import load_balancer_idle
+from ybscale.backends.gcp.balancer import flush_table, load_balancer_idle
 from ybscale.backends.gcp.config import (
     bound_errors,
     disk_errors,
@@ -311,6 +311,7 @@ class GcpBackend(Backend):
                 record=record,
                 health=masters_health(host, endpoints),
                 settle=load_balancer_idle(host, endpoints, timeout) if timeout else None,
+                flush=flush_table(host, endpoints, nodes[0].dbname, "kv"),
                 cpu=cpu,
                 spare=spare,
                 auto=auto,

@@ -67,3 +67,29 @@ def load_balancer_idle(
             sleep(POLL_SECONDS)
 
     return wait
+
+
+# `yb-admin flush_table <namespace> <table_name> [<timeout_in_seconds>] [ADD_INDEXES]`
+# (src/yb/tools/yb-admin_cli.cc, flush_table_args; the namespace `ysql.<database>`): the
+# table's memtables written to SST files on every tserver, waited for at most the timeout.
+FLUSH_TIMEOUT = 600
+
+
+def flush_table(
+    host: ssh.SshHost, endpoints: Mapping, database: str, table: str, timeout: int = FLUSH_TIMEOUT
+) -> Callable[[], dict]:
+    """A flush of `table` (YsqlCluster's `flush` hook), asked from the load generator; it
+    returns what it took (recorded in measurement.json). BackendError when yb-admin fails."""
+    yb_admin = endpoints.get("yb_admin") or YB_ADMIN
+    argv = [yb_admin, "-master_addresses", endpoints["master_addresses"], "flush_table",
+            f"ysql.{database}", table, str(timeout)]  # fmt: skip
+
+    def flush() -> dict:
+        started = time.monotonic()
+        try:
+            ssh.check_output(host, argv, timeout=timeout + 60)
+        except BackendError as exc:
+            raise BackendError(f"{' '.join(argv)}: {exc}") from exc
+        return {"flushed_in_s": round(time.monotonic() - started, 1), "command": " ".join(argv)}
+
+    return flush

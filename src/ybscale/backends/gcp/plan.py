@@ -674,7 +674,8 @@ def measured_loads(results: str | Path) -> list[dict]:
             "value_bytes": row.get("dataset_value_bytes", 32),
             "seconds": record.get("seconds"),
             "rows_per_second": speed,
-            "sst_bytes": max((record.get("sst_bytes_per_tserver") or {0: None}).values()),
+            # YugabyteDB, after a flush: the SST bytes of every tserver per row and replica
+            "sst_per_row": record.get("sst_bytes_per_row_per_replica"),
         })  # fmt: skip
     return found
 
@@ -727,15 +728,10 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
             if backend == "gcp"
             else f"measured on {backend}, not YugabyteDB on gcp: not a gcp load speed"
         )
-        ssts = sorted(
-            float(g["sst_bytes"]) / int(g["rows"])
-            for g in got
-            if g.get("sst_bytes") and g.get("rows")
-        )
+        ssts = sorted(float(g["sst_per_row"]) for g in got if g.get("sst_per_row"))
         on_disk = (
-            f"; on the largest tserver right after the load {ssts[0]:,.1f} to "
-            f"{ssts[-1]:,.1f} bytes of SST files per row of the dataset (compressed, rows "
-            "still in memtables not counted; the estimate above is uncompressed)"
+            f"; after a flush {ssts[0]:,.1f} to {ssts[-1]:,.1f} bytes of SST files per row "
+            "and replica (every tserver's, compressed; the estimate above is uncompressed)"
             if ssts
             else ""
         )
