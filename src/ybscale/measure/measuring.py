@@ -101,6 +101,17 @@ class MeasuringProtocol:
         midpoints = ADAPTIVE_EXTRA_COUNTS if self.sweep == "adaptive" else 0
         return len(self.clients) + midpoints + len(extension)
 
+    def largest_count(self) -> int:
+        """The most clients a row's sweep can run at once: the grid's largest count, and with
+        the adaptive and economy sweeps the last count their doubling past the grid can reach
+        (`adaptive.extension_counts`, up to `max_clients`: `next_extension`, `next_probe`);
+        the adaptive sweep's midpoints lie between counts already measured. 0 without a grid."""
+        if not self.clients:
+            return 0
+        grid = self.sweep == "grid"
+        grown = [] if grid else adaptive.extension_counts(self.clients, self.max_clients)
+        return max([*self.clients, *grown])
+
     def row_seconds(
         self, loaded_once: bool, load_seconds: float, per_count_overhead: float
     ) -> float:

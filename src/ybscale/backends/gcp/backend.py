@@ -170,7 +170,9 @@ class GcpBackend(Backend):
         pinned YugabyteDB series (yb_catalogue); VM names against GCE's length limit; an even
         replication factor (`replication_errors`); a Persistent Disk on a machine series that
         takes Hyperdisk only (`disk_errors`); a dataset estimated larger than a tserver's disk
-        (`plan.dataset_errors`)."""
+        (`plan.dataset_errors`); the sweep's largest client count against each tserver's YSQL
+        connections and a block cache against its memory (`limits`)."""
+        from ybscale.backends.gcp.limits import block_cache_errors, connection_errors
         from ybscale.backends.gcp.plan import dataset_errors
         from ybscale.backends.gcp.stacks import vm_name_errors
 
@@ -202,6 +204,8 @@ class GcpBackend(Backend):
                 self.settings, [r.cluster.node_size for r in rows] + ["master", "loadgen"]
             )
             + dataset_errors(rows, self.settings)
+            + connection_errors(rows, self.config["measurement"])
+            + block_cache_errors(rows, self.settings)
         )
 
     def up(self, label: str, definition: Mapping, folder: Path) -> dict:
@@ -238,7 +242,9 @@ class GcpBackend(Backend):
         as many as its earlier rows grew to (`ClusterFiles.with_growth`), and up to
         gcp.load_generators_max by `add_generator`, which adds a VM to the stack then
         (`clusters.grow`)."""
+        from ybscale.backends.gcp.limits import clients_per_tserver, connections_in_effect
         from ybscale.backends.gcp.stacks import flags_asked, server_flags
+        from ybscale.measure.measuring import MeasuringProtocol
 
         files = ClusterFiles(folder)
         endpoints = files.with_growth(dict(endpoints))
@@ -325,6 +331,11 @@ class GcpBackend(Backend):
                     flags_asked(master_flags, tserver_flags, ysql_pg_conf),
                     yb_catalogue.series_of(self.settings["yugabyte"]["version"]))},
             )  # fmt: skip
+            # every tserver's connection limit, against the most clients the sweep gives one
+            largest = MeasuringProtocol.of(self.config.get("measurement") or {}).largest_count()
+            cluster.read_back["ysql_max_connections_in_effect"] = functools.partial(
+                connections_in_effect, cluster, clients_per_tserver(largest, len(nodes))
+            )
             if ysql_pg_conf:  # and the YSQL settings as every tserver's YSQL reports them
                 cluster.read_back["ysql_settings_in_effect"] = functools.partial(
                     cluster.settings_in_effect, ysql_pg_conf

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ybscale.backends.gcp.config import gcp_section, vcpus
+from ybscale.backends.gcp.limits import DEFAULT_MAX_CONNECTIONS, tserver_line
 from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.stacks import cluster_machines
 from ybscale.backends.prices import money
@@ -177,6 +178,9 @@ class ClusterPlan:
     loadgens_max: int | None = None
     external_ips_max: int | None = None
     dataset: DatasetPlan | None = None  # the largest dataset of its rows (per tserver)
+    # its tservers at the sweep's largest count: clients against YSQL connections, memory
+    # limit and block cache (`limits.tserver_line`)
+    tserver: str = ""
 
     @property
     def vms(self) -> int:
@@ -221,6 +225,7 @@ class Plan:
     # measurement.sweep -> (VM-hours as scheduled, wall seconds) of the economy and the full
     # protocol on the same settings (`protocols`)
     protocols: dict = field(default_factory=dict)
+    largest_clients: int = 0  # the most clients a row's sweep runs at once (its doubling too)
 
     def worst_clusters(self, worst: bool = True) -> list[ClusterPlan]:
         """The clusters, each at `auto`'s bound when `worst` (`ClusterPlan.at_bound`)."""
@@ -494,6 +499,7 @@ def plan(
             f"(gcp.zone {settings['zone']}); add them: the plan never borrows another region's"
         )
     prov_s = settings["provisioning_minutes"] * 60
+    largest = MeasuringProtocol.of(measurement).largest_count()
     # clusters in the measuring order (ybscale.design.order: random from measurement.seed)
     order = cluster_order(runs, key, measurement["order"], measurement["seed"])
     busy = {combo: prov_s + sum(seconds[r] for r in runs if key[r] == combo) for combo in order}
@@ -530,6 +536,9 @@ def plan(
                 external_ips=NAT_IPS_PER_CLUSTER
                 + machines.loadgens * (settings["ssh_access"] == "public"),
                 dataset=max(datasets, key=lambda d: (d.node_bytes, d.rows)),
+                tserver=tserver_line(
+                    machines.tserver_type, by_run[own[0]].server, largest, machines.tservers
+                ),
             )
         )
     quota_table, quota_note = (
@@ -562,6 +571,7 @@ def plan(
         ttl_hours=settings["ttl_hours"],
         replicates=max((by_run[r].replicate for r in runs), default=1),
         cluster_per_replicate=settings["cluster_per_replicate"],
+        largest_clients=largest,
     )
     if compare:
         out = dataclasses.replace(out, protocols=protocols(rows, config, combos, out))
@@ -773,6 +783,7 @@ def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results"
     table = [line for line in datasets if line.startswith(("Dataset per cluster", "  "))]
     if table:
         lines += ["", *table]
+    lines += ["", *tserver_lines(p)]
     warnings = [line for line in datasets if line.startswith("WARNING")]
     if p.over_quota():
         warnings.append(
@@ -803,6 +814,21 @@ def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results"
     notes = [line for line in datasets if line not in table and line not in warnings]
     lines += ["", "Notes:", *(f"- {note}" for note in plan_notes(p, notes))]
     return "\n".join(lines)
+
+
+def tserver_lines(p: Plan) -> list[str]:
+    """Each cluster's tservers at the sweep's largest count: its clients per tserver against
+    the YSQL connections a tserver takes, its memory limit and block cache, as YugabyteDB sizes
+    them on its machine type (`limits`; the dry run refuses a cluster over either)."""
+    width = max([0, *(len(c.cluster) for c in p.clusters)])
+    return [
+        f"Per tserver at the sweep's largest count, {p.largest_clients:,} clients (the grid and "
+        "its doubling up to measurement.max_clients), split over the tservers:",
+        *(f"  {c.cluster:<{width}} {c.tserver}" for c in p.clusters if c.tserver),
+        f"  (YSQL connections: ysql_max_connections, else {DEFAULT_MAX_CONNECTIONS}, what the "
+        "tserver's initdb picks on a Linux VM; memory: YugabyteDB 2024.2's split of the machine "
+        "type's RAM with use_memory_defaults_optimized_for_ysql: ybscale.backends.gcp.limits)",
+    ]
 
 
 def summary_table(p: Plan) -> list[str]:

@@ -66,6 +66,17 @@ SPLITTING = "enable_automatic_tablet_splitting"  # a flag of yb-master and yb-ts
 # the tserver 85 % of RAM and PostgreSQL none): a bool flag of both servers, read by
 # MasterTServerParseFlagsAndInit (src/yb/tserver/server_main_util.cc), which both call
 MEMORY_FOR_YSQL = "use_memory_defaults_optimized_for_ysql"
+# flags both servers take (yb_catalogue lists them for yb-master and yb-tserver, from the
+# v2024.2 reference pages, and routes such a flag to both) that size a server's memory in bytes
+# or in shares of its VM's RAM: a row sets them for its tservers, whose machine type is its node
+# size, and the dry run checks them there (`limits`); the masters run on
+# gcp.machine_types.master and keep their own defaults (a 6 GiB block cache sized for a tserver
+# is more than a master's whole memory limit, 0.15 x 8 GiB on an n2-standard-2)
+TSERVER_ONLY = frozenset({
+    "memory_limit_hard_bytes", "default_memory_limit_to_ram_ratio",
+    "db_block_cache_size_bytes", "db_block_cache_size_percentage",
+    "tablet_overhead_size_percentage",
+})  # fmt: skip
 
 
 def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict, dict, dict]:
@@ -78,11 +89,13 @@ def split_server_settings(server: Mapping[str, str], release: str) -> tuple[dict
 
 def server_flags(settings: Mapping, server: Mapping[str, str]) -> tuple[dict, dict, dict]:
     """What each server of a cluster is told: (yb-master flags, yb-tserver flags, YSQL
-    settings), the row's server.* knobs split by `split_server_settings`, with ybscale's own
-    defaults where no knob sets them: automatic tablet splitting off (unless
-    gcp.yugabyte.tablet_splitting) and use_memory_defaults_optimized_for_ysql=true, on
-    masters and tservers alike. The stack's argument and every row's record of its cluster."""
+    settings), the row's server.* knobs split by `split_server_settings`, those sizing a
+    server's memory to the tservers only (`TSERVER_ONLY`), with ybscale's own defaults where no
+    knob sets them: automatic tablet splitting off (unless gcp.yugabyte.tablet_splitting) and
+    use_memory_defaults_optimized_for_ysql=true, on masters and tservers alike. The stack's
+    argument and every row's record of its cluster."""
     master_flags, flags, pg_conf = split_server_settings(server, settings["yugabyte"]["version"])
+    master_flags = {k: v for k, v in master_flags.items() if k not in TSERVER_ONLY}
     for own in (master_flags, flags):
         if not settings["yugabyte"].get("tablet_splitting", False):
             # the pre-split tablets stay put while rows measure (YugabyteDB splits
