@@ -858,3 +858,40 @@ def test_centre_runs_beside_two_factors_without_a_middle_reproduce_dexpy_coffee(
     assert ("at grind_type burr, beans light: the 2 centre runs' mean 5.1 against 4.75 over "
             "its 4 corners") in said  # fmt: skip
     assert "no evidence it bends between the numeric levels" in said
+
+
+def test_dexpy_coffee_from_a_design_with_centre_points_beside_two_factors_without_a_middle(
+    tmp_path,
+):
+    """Issue 60: `center_points: 2` on a design whose grind type and beans have no middle: two
+    centre runs at each of their four combinations (run17 .. run24), and the analysis of the
+    runs by their ids is the table's (`test_centre_runs_beside_two_factors_without_a_middle_
+    reproduce_dexpy_coffee`)."""
+    spec = {**COFFEE, "center_points": 2}
+    design = design_from_dict(spec)
+    assert design.center_held == ["D", "E"] and design.n_center == 8
+    lows = [f["levels"][0] for f in COFFEE["factors"].values()]
+    runs, centres = {}, {}
+    for *levels, liking in COFFEE_RUNS:
+        signs = [-1 if v == lo else 1 for v, lo in zip(levels, lows, strict=True)]
+        if levels[0] == 3.25:  # amount at its middle: a centre run
+            centres.setdefault((signs[3], signs[4]), []).append(liking)
+            continue
+        row = sum(1 << i for i, s in enumerate(signs[:4]) if s > 0)  # A .. D; E = ABCD
+        runs[design.run_ids[row]] = liking
+    for run in design.center_run_ids:
+        at = design.signs(run)
+        runs[run] = centres[(at["D"], at["E"])].pop()
+    path, responses = _by_design_runs(tmp_path, spec, runs, "liking")
+    out = tmp_path / "out"
+    assert verb(["--design", str(path), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive", "--multiplicity", "none"]) == 0  # fmt: skip
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    for term, coefficient in {"A": 0.875, "C": 1.2, "D": -0.1333, "E": 0.45, "AE": -1.325,
+                              "BD": -0.725, "CD": 0.75, "DE": 0.0833}.items():  # fmt: skip
+        assert effects.loc[term, "effect"] / 2 == pytest.approx(coefficient, abs=5e-5), term
+    s_e = (anova.loc[["curvature", "lack of fit", "pure error"], "sum_sq"].sum() / 8) ** 0.5
+    assert (round(s_e / 4, 4), round(s_e / 24**0.5, 4)) == (0.1756, 0.1434)
+    assert anova.loc["pure error", "df"] == 4
+    assert "at grind_type burr, beans light: the 2 centre runs' mean 5.1" in findings_of(out)
