@@ -745,3 +745,153 @@ def test_nist_catapult_from_a_design_with_centre_points_beside_a_factor_without_
     assert set(effects.index[effects["active"].astype(bool)]) == {"A", "B", "C", "D", "E"}
     said = findings_of(out)
     assert "at bands 1: the 2 centre runs' mean 41.2" in said
+
+
+# Stat-Ease's dexpy 0.12 (the Python package of Design-Expert's makers), docs/source/example-
+# coffee.rst, "Example: Coffee Taste Test" (commit fa47703, 2017-10-09; the experiment of
+# Stat-Ease's Stat-Teaser, September 2016): a 2^(5-1), E = ABCD (the package's
+# build_factorial(5, 2**(5-1))), in amount of coffee 2.5/4 oz, grind size 8/10, brew time
+# 3.5/4.5 min, grind type burr/blade and beans light/dark, the last two without a middle: two
+# centre runs (3.25 oz, 9, 4 min) at each of their four combinations. The response is the mean
+# liking (1-9) of a panel of five, the runs as printed (coded -1 burr, light; +1 blade, dark).
+COFFEE = {
+    "factors": {"A": {"name": "amount", "levels": [2.5, 4]},
+                "B": {"name": "grind_size", "levels": [8, 10]},
+                "C": {"name": "brew_time", "levels": [3.5, 4.5]},
+                "D": {"name": "grind_type", "levels": ["burr", "blade"]},
+                "E": {"name": "beans", "levels": ["light", "dark"]}},
+    "generators": {"E": "ABCD"},
+}  # fmt: skip
+COFFEE_RUNS = [  # amount, grind_size, brew_time, grind_type, beans, liking: runs 0 .. 23
+    (2.5, 8, 3.5, "burr", "dark", 4.4), (2.5, 8, 3.5, "blade", "light", 2.6),
+    (2.5, 8, 4.5, "burr", "light", 2.4), (2.5, 8, 4.5, "blade", "dark", 8.6),
+    (2.5, 10, 3.5, "burr", "light", 1.6), (2.5, 10, 3.5, "blade", "dark", 2.8),
+    (2.5, 10, 4.5, "burr", "dark", 7.2), (2.5, 10, 4.5, "blade", "light", 3.4),
+    (4, 8, 3.5, "burr", "light", 6.8), (4, 8, 3.5, "blade", "dark", 3.4),
+    (4, 8, 4.5, "burr", "dark", 3.8), (4, 8, 4.5, "blade", "light", 9.0),
+    (4, 10, 3.5, "burr", "dark", 5.2), (4, 10, 3.5, "blade", "light", 3.6),
+    (4, 10, 4.5, "burr", "light", 8.2), (4, 10, 4.5, "blade", "dark", 7.0),
+    (3.25, 9, 4, "burr", "light", 5.4), (3.25, 9, 4, "burr", "dark", 6.8),
+    (3.25, 9, 4, "blade", "light", 3.6), (3.25, 9, 4, "blade", "dark", 5.4),
+    (3.25, 9, 4, "burr", "light", 4.8), (3.25, 9, 4, "burr", "dark", 6.2),
+    (3.25, 9, 4, "blade", "light", 4.4), (3.25, 9, 4, "blade", "dark", 5.8),
+]  # fmt: skip
+
+
+def test_centre_runs_beside_two_factors_without_a_middle_reproduce_dexpy_coffee(tmp_path, capsys):
+    """Issue 60: centre runs at each combination of two factors without a middle (Minitab's
+    pseudo-centre points with two text factors). dexpy fits every main effect and two-factor
+    interaction to the 24 runs with statsmodels' OLS, the centre runs at their grind type and
+    beans: coefficients amount 0.875, grind_size -0.125, brew_time 1.2, grind_type -0.1333,
+    beans 0.45, amount:grind_size 0.25, amount:brew_time -0.075, amount:grind_type -0.175,
+    amount:beans -1.325, grind_size:brew_time 0.375, grind_size:grind_type -0.725,
+    grind_size:beans 0.375, brew_time:grind_type 0.75, brew_time:beans 0.15,
+    grind_type:beans 0.0833; standard errors 0.1756, and 0.1434 for grind_type, beans and
+    grind_type:beans (estimated from all 24 runs); t and p on the residual's 8 df: amount
+    4.9831 (0.0011), brew_time 6.8339 (0.0001), grind_type -0.93 (0.3796), beans 3.1387
+    (0.0138), amount:beans -7.5458 (0.0001), grind_size:grind_type -4.1288 (0.0033),
+    brew_time:grind_type 4.2712 (0.0027), grind_type:beans 0.5812 (0.5771). Its reduced model
+    (amount, brew_time, beans, amount:beans, grind_size:grind_type, brew_time:grind_type):
+    standard errors 0.2032 and 0.1659 (beans) on 17 df, t amount 4.3063 (p 0.0005), brew_time
+    5.9058, beans 2.7124 (p 0.0148), amount:beans -6.5209, grind_size:grind_type -3.5681
+    (p 0.0024), brew_time:grind_type 3.6911 (p 0.0018).
+
+    ybscale fits the same columns and the curvature (the centre runs against the corners at
+    their own grind type and beans) and tests each on the pure error of the centre pairs: the
+    package's residual is ybscale's curvature, lack of fit and pure error together."""
+    from scipy import stats
+
+    design = tmp_path / "design.yaml"
+    design.write_text(yaml.safe_dump(COFFEE))
+    lines = ["amount,grind_size,brew_time,grind_type,beans,liking"]
+    lines += [",".join(map(str, run)) for run in COFFEE_RUNS]
+    responses = _write(tmp_path, "\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    assert verb(["--design", str(design), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive", "--multiplicity", "none"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    published = {"A": 0.875, "B": -0.125, "C": 1.2, "D": -0.1333, "E": 0.45, "AB": 0.25,
+                 "AC": -0.075, "AD": -0.175, "AE": -1.325, "BC": 0.375, "BD": -0.725,
+                 "BE": 0.375, "CD": 0.75, "CE": 0.15, "DE": 0.0833}  # fmt: skip
+    for term, coefficient in published.items():
+        assert effects.loc[term, "effect"] / 2 == pytest.approx(coefficient, abs=5e-5), term
+    rest = ["curvature", "lack of fit", "pure error"]
+    assert anova.loc[rest, "df"].sum() == 8
+    s_e = (anova.loc[rest, "sum_sq"].sum() / 8) ** 0.5
+    assert (round(s_e / 4, 4), round(s_e / 24**0.5, 4)) == (0.1756, 0.1434)
+    t_p = {"A": (4.9831, 0.0011), "C": (6.8339, 0.0001), "D": (-0.93, 0.3796),
+           "E": (3.1387, 0.0138), "AE": (-7.5458, 0.0001), "BD": (-4.1288, 0.0033),
+           "CD": (4.2712, 0.0027), "DE": (0.5812, 0.5771)}  # fmt: skip
+    for term, (t_pub, p_pub) in t_p.items():
+        n = 24 if term in ("D", "E", "DE") else 16  # the runs that set the column
+        t = effects.loc[term, "effect"] / 2 / (s_e / n**0.5)
+        assert (round(t, 4), round(2 * float(stats.t.sf(abs(t), 8)), 4)) == (t_pub, p_pub), term
+    # grind type, beans and their interaction from every run, the others from the 16 corners
+    pe = anova.loc["pure error"]
+    assert pe["df"] == 4  # two centre runs at each of the four combinations
+    for term in ("D", "E", "DE"):
+        assert effects.loc[term, "std_error"] == pytest.approx(2 * (pe["mean_sq"] / 24) ** 0.5)
+    assert effects.loc["A", "std_error"] == pytest.approx(2 * (pe["mean_sq"] / 16) ** 0.5)
+    assert set(anova["error"].dropna()) == {"pure error"} and (effects["df"].dropna() == 4).all()
+    model = ["A", "C", "E", "AE", "BD", "CD"]
+    error = anova.drop(index=model)
+    assert error["df"].sum() == 17
+    s_r = (error["sum_sq"].sum() / 17) ** 0.5
+    assert (round(s_r / 4, 4), round(s_r / 24**0.5, 4)) == (0.2032, 0.1659)
+    reduced = {"A": (4.3063, 0.0005), "C": (5.9058, None), "E": (2.7124, 0.0148),
+               "AE": (-6.5209, None), "BD": (-3.5681, 0.0024), "CD": (3.6911, 0.0018)}  # fmt: skip
+    for term, (t_pub, p_pub) in reduced.items():
+        t = effects.loc[term, "effect"] / 2 / (s_r / (24 if term == "E" else 16) ** 0.5)
+        assert round(t, 4) == t_pub, term
+        if p_pub is not None:
+            assert round(2 * float(stats.t.sf(abs(t), 17)), 4) == p_pub, term
+    # each column on its own, the six columns dexpy keeps are active on the pure error too
+    # (and grind_size:brew_time, grind_size:beans, dexpy's p 0.0652 on its residual)
+    tested = effects.drop(index=["error"])
+    assert set(tested.index[tested["active"].astype(bool)]) == {*model, "BC", "BE"}
+    assert (pe["sum_sq"], round(pe["mean_sq"], 2)) == pytest.approx((0.76, 0.19))
+    assert "curvature (centre points): F = 2.53, p = 0.187: no evidence it bends" in printed
+    said = findings_of(out)
+    assert "at each level of grind_type, beans, which has no middle" in said
+    assert ("at grind_type burr, beans light: the 2 centre runs' mean 5.1 against 4.75 over "
+            "its 4 corners") in said  # fmt: skip
+    assert "no evidence it bends between the numeric levels" in said
+
+
+def test_dexpy_coffee_from_a_design_with_centre_points_beside_two_factors_without_a_middle(
+    tmp_path,
+):
+    """Issue 60: `center_points: 2` on a design whose grind type and beans have no middle: two
+    centre runs at each of their four combinations (run17 .. run24), and the analysis of the
+    runs by their ids is the table's (`test_centre_runs_beside_two_factors_without_a_middle_
+    reproduce_dexpy_coffee`)."""
+    spec = {**COFFEE, "center_points": 2}
+    design = design_from_dict(spec)
+    assert design.center_held == ["D", "E"] and design.n_center == 8
+    lows = [f["levels"][0] for f in COFFEE["factors"].values()]
+    runs, centres = {}, {}
+    for *levels, liking in COFFEE_RUNS:
+        signs = [-1 if v == lo else 1 for v, lo in zip(levels, lows, strict=True)]
+        if levels[0] == 3.25:  # amount at its middle: a centre run
+            centres.setdefault((signs[3], signs[4]), []).append(liking)
+            continue
+        row = sum(1 << i for i, s in enumerate(signs[:4]) if s > 0)  # A .. D; E = ABCD
+        runs[design.run_ids[row]] = liking
+    for run in design.center_run_ids:
+        at = design.signs(run)
+        runs[run] = centres[(at["D"], at["E"])].pop()
+    path, responses = _by_design_runs(tmp_path, spec, runs, "liking")
+    out = tmp_path / "out"
+    assert verb(["--design", str(path), "--responses", str(responses), "--out", str(out),
+                 "--no-charts", "--model", "additive", "--multiplicity", "none"]) == 0  # fmt: skip
+    anova = pd.read_csv(out / "anova.csv").set_index("term")
+    effects = pd.read_csv(out / "effects.csv").set_index("term")
+    for term, coefficient in {"A": 0.875, "C": 1.2, "D": -0.1333, "E": 0.45, "AE": -1.325,
+                              "BD": -0.725, "CD": 0.75, "DE": 0.0833}.items():  # fmt: skip
+        assert effects.loc[term, "effect"] / 2 == pytest.approx(coefficient, abs=5e-5), term
+    s_e = (anova.loc[["curvature", "lack of fit", "pure error"], "sum_sq"].sum() / 8) ** 0.5
+    assert (round(s_e / 4, 4), round(s_e / 24**0.5, 4)) == (0.1756, 0.1434)
+    assert anova.loc["pure error", "df"] == 4
+    assert "at grind_type burr, beans light: the 2 centre runs' mean 5.1" in findings_of(out)
