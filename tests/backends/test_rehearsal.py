@@ -357,8 +357,12 @@ def check_published_rows(
             assert (throughput[f"util_tserver{i}"] > 0).all(), (run, list(throughput.columns))
         log = (work / "results" / "logs" / "measure" / f"{run}.log").read_text()
         assert "not measured" not in log, log
-        # pgbench ran on the load generator: its per-transaction logs came back over SSH
+        # pgbench ran on the load generator: its per-transaction logs came back over SSH,
+        # gzip'd there (issue 59): what crossed the connection is less than they hold
         assert list((folder / "pgbench-logs").glob("*")), run
+        copied = applied["logs_copied"]
+        assert copied["files"] > 0 and 0 < copied["bytes_sent"] < copied["bytes_raw"], copied
+        assert copied["pgbench_seconds"] >= meta["measurement"]["seconds"], copied
     return combos, labels
 
 

@@ -589,8 +589,9 @@ class Runner(Protocol):
         """Start `command` where the runner runs it (`exe`: pgbench there)."""
         ...
 
-    def collect(self, command: PgbenchCommand) -> None:
-        """Bring the finished command's files (logs) to where it names them."""
+    def collect(self, command: PgbenchCommand) -> dict | None:
+        """Bring the finished command's files (logs) to where it names them; what a copy
+        sent (`LoadgenRunner.collect`), or None when nothing was copied."""
         ...
 
     def psql(self, endpoint: Endpoint, sql: str, env: Mapping[str, str], timeout: float) -> str: ...
@@ -714,6 +715,7 @@ class YsqlCluster(Cluster):
         self.recounted: list[dict] = []  # the layout read again after each measured repetition
         self.inserted: list[dict] = []
         self.restores: list[dict] = []  # each restore's time and DELETEs (`restore`)
+        self.logs_copied: dict = {}  # pgbench's logs copied back over SSH, summed (`collect`)
         self._drawn = 0  # the new-key sequence's last value a restore deleted up to
         self._loaded = False
         self._version: str | None = None
@@ -755,7 +757,12 @@ class YsqlCluster(Cluster):
         return self.generators[command.generator].popen(command, self.pgbench)
 
     def collect(self, command) -> None:
-        self.generators[command.generator].collect(command)
+        """The command's logs brought back by its load generator; what a copy over SSH sent
+        added up in `logs_copied` (measurement.json's `applied.logs_copied`: the plan's egress
+        is read from it)."""
+        copied = self.generators[command.generator].collect(command)
+        for key, value in (copied or {}).items():
+            self.logs_copied[key] = round(self.logs_copied.get(key, 0) + value, 3)
 
     def generator_names(self) -> list[str]:
         return gens.names(len(self.generators))
@@ -1189,6 +1196,7 @@ class YsqlCluster(Cluster):
             "tablet_layout_after_repetitions": self.recounted,  # filled by verify_layout
             "inserted_per_tablet": self.inserted,  # filled before every reload
             "restores": self.restores,  # filled by every restore
+            "logs_copied": self.logs_copied,  # filled by every copy of logs over SSH
             "after_reload": self.settled,  # what `settle` waited, per reload
             "cpu_readings": self.cpu.open(),
             **({"block_counters": blocks.open()} if blocks is not None else {}),
@@ -1220,7 +1228,7 @@ class LocalRunner:
         return spawn_local(pgbench.argv(command, exe), command.env, command.workdir)
 
     def collect(self, command) -> None:
-        """Nothing to bring: pgbench wrote its logs here."""
+        """Nothing to bring: pgbench wrote its logs here (nothing copied, None)."""
 
     def psql(self, endpoint, sql, env, timeout) -> str:
         try:
