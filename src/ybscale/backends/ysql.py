@@ -261,6 +261,16 @@ def restore_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: i
     return timed_sql(statements + ([f"VACUUM {table}"] if vacuum else []), timeout)
 
 
+def restorable_script(text: str, ordered: bool, table: str = "kv") -> bool:
+    """Whether a workload script only inserts new keys (`workload.inserts_only`) that a restore
+    can find by the key: any key outside the loaded ones with `ordered` keys (`ordered_keys`);
+    with hashed keys only keys of the new-key sequence (`nextval`), the only ones it can delete
+    without reading the whole table."""
+    if not workload.inserts_only(text):
+        return False
+    return ordered or f"nextval('{table}_new_key')" in rename_table(text, table)
+
+
 def drawn_sql(table: str = "kv") -> str:
     """The new-key sequence's last value given out (0 when none was)."""
     return (f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END "
@@ -870,16 +880,10 @@ class YsqlCluster(Cluster):
         return self._version
 
     def restorable(self) -> bool:
-        """Whether this row's script only inserts new keys (`workload.inserts_only`) that a
-        restore can find by the key: any key outside the loaded ones with ordered keys
-        (`ordered_keys`); with hashed keys only keys of the new-key sequence (`nextval`), the
-        only ones it can delete without reading the whole table. Otherwise each write
-        repetition reloads."""
+        """Whether this row's write repetitions are restored (`restorable_script`); otherwise
+        each write repetition reloads."""
         text = Path(self.row.script_path).read_text()
-        if not workload.inserts_only(text):
-            return False
-        sequence = f"nextval('{self.table}_new_key')"
-        return self.ordered() or sequence in rename_table(text, self.table)
+        return restorable_script(text, self.ordered(), self.table)
 
     def ordered(self) -> bool:
         """Whether a range of k is an index range here (`ordered_keys`)."""
