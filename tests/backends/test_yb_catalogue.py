@@ -345,10 +345,8 @@ def test_a_boolean_flag_is_written_true_or_false_whatever_the_spelling():
     }
     assert yb_catalogue.flag_type("2024.2", "durable_wal_write") == "bool"  # 2.17's dump
     assert split({"durable_wal_write": "off"}, "2024.2")[1] == {"durable_wal_write": "false"}
-    flags = yb_catalogue.tserver_flags("2024.2")
-    untyped = sorted(n for n in flags if yb_catalogue.flag_type("2024.2", n) is None)[0]
-    assert split({untyped: "off"}, "2024.2")[1] == {untyped: "false"}
-    assert split({untyped: "7 "}, "2024.2")[1] == {untyped: "7 "}  # unchecked: as written
+    # a flag whose type a catalogue does not record (every 2024.2 flag has one: issue 59)
+    assert gflags.flag_text("off", None) == "false" and gflags.flag_text("7 ", None) == "7 "
     assert split({"ysql_max_connections": "200"}, "2024.2")[1] == {"ysql_max_connections": "200"}
     with pytest.raises(ValueError, match="'maybe' is not a boolean as gflags reads one"):
         split({"enable_automatic_tablet_splitting": "maybe"}, "2024.2")
@@ -392,6 +390,48 @@ def test_every_typed_flag_is_a_flag_of_the_series_with_a_gflags_type():
             assert entry["read"].startswith(("DEFINE_", "DECLARE_")), name
             assert entry.get("path") or "string index" in entry["note"], name
     assert len(catalogue["flag_types"]) > 150
+
+
+def test_every_2024_2_flag_has_its_definitions_type_and_a_misnamed_one_is_refused():
+    """Issue 59 (open from issue 46): the 28 flags the v2024.2 docs list that yb-master's 2.17
+    flag dump has not carry the C++ type of their own DEFINE_* (or DECLARE_*), so each value is
+    checked by gflags' grammar at dry run; three of the docs' names have no DEFINE_* at all, the
+    source defines the flag under another name (--ciphersuites, --xcluster_svc_queue_length,
+    --disable_index_backfill): the docs' name is refused naming the source's, which is a flag."""
+    catalogue = yb_catalogue.load("2024.2")
+    names = yb_catalogue.master_flags("2024.2") | yb_catalogue.tserver_flags("2024.2")
+    assert [n for n in sorted(names) if yb_catalogue.flag_type("2024.2", n) is None] == []
+    for name, kind in (("allowed_preview_flags_csv", "string"), ("time_source", "string"),
+                       ("cdc_stream_records_threshold_size_bytes", "uint64"),
+                       ("max_prometheus_metric_entries", "uint32"),
+                       ("reuse_unclosed_segment_threshold_bytes", "int64"),
+                       ("ysql_enable_profile", "bool"), ("export_intentdb_metrics", "bool"),
+                       ("ciphersuites", "string"), ("xcluster_svc_queue_length", "int32"),
+                       ("disable_index_backfill", "bool")):  # fmt: skip
+        assert yb_catalogue.flag_type("2024.2", name) == kind, name
+    renamed = catalogue["misnamed_in_docs"]
+    assert {n: e["defined_as"] for n, e in renamed.items()} == {
+        "ciphersuite": "ciphersuites", "xcluster_svc_queue_size": "xcluster_svc_queue_length",
+        "ycql_disable_index_backfill": "disable_index_backfill"}  # fmt: skip
+    for doc_name, entry in renamed.items():
+        assert doc_name not in names and entry["defined_as"] in names
+        assert entry["read"].startswith("DEFINE_") and entry["defined_as"] in entry["read"]
+        assert all(len(c) == 40 for c in entry["commits"]) and entry["documented_in"]
+    where = {"64": "config/d.yaml: factors.E.levels[1]"}
+    errors = yb_catalogue.server_setting_errors(
+        {"xcluster_svc_queue_size": where, "xcluster_svc_queue_length": where,
+         "max_prometheus_metric_entries": {"-1": "config/d.yaml: factors.F.levels[0]"}},
+        "2024.2.1.0-b185",
+    )  # fmt: skip
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(
+        "config/d.yaml: factors.F.levels[0]: server.max_prometheus_metric_entries: '-1' is not "
+        "an unsigned 32-bit integer as gflags reads one (uint32 flag of YugabyteDB 2024.2"
+    )
+    assert errors[1].startswith(
+        "config/d.yaml: factors.E.levels[1]: server.xcluster_svc_queue_size: the v2024.2 docs' "
+        "name for --xcluster_svc_queue_length: no DEFINE_* of xcluster_svc_queue_size"
+    ) and "set server.xcluster_svc_queue_length" in errors[1]
 
 
 def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_path):

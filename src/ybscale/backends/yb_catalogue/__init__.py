@@ -86,6 +86,12 @@ def not_in_pinned_build(series: str) -> dict[str, dict]:
     return load(series).get("not_in_pinned_build", {})
 
 
+def misnamed_in_docs(series: str) -> dict[str, dict]:
+    """Flag names the series' documentation gives that its source defines under another name:
+    the docs' name -> {"defined_as": the source's, "reason": ..., where it was read}."""
+    return load(series).get("misnamed_in_docs", {})
+
+
 def flag_type(series: str, name: str) -> str | None:
     """The C++ type of yb-master / yb-tserver flag `name` in `series` (`gflags.TYPES`), None
     when the catalogue does not record it."""
@@ -128,10 +134,16 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
     fixed = ysql_settings_not_settable(series)
     where = f"YugabyteDB {series} (src/ybscale/backends/yb_catalogue/{series}.json)"
     later = not_in_pinned_build(series)
+    renamed = misnamed_in_docs(series)
     errors = []
     for name, values in sorted(server.items()):
         origin = next(iter(values.values()))
-        if name in later and name not in known:
+        if name in renamed and name not in known:
+            errors.append(
+                f"{origin}: server.{name}: {renamed[name]['reason']} (not a flag of {where}; "
+                f"{', '.join(renamed[name]['documented_in'])})"
+            )
+        elif name in later and name not in known:
             errors.append(
                 f"{origin}: server.{name}: {name}: {later[name]['reason']} (not a "
                 f"{later[name].get('kind', 'flag or setting')} of {where}; "
