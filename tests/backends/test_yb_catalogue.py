@@ -434,6 +434,67 @@ def test_every_2024_2_flag_has_its_definitions_type_and_a_misnamed_one_is_refuse
     ) and "set server.xcluster_svc_queue_length" in errors[1]
 
 
+# (setting, value, refused): PostgreSQL 11's guc.c (parse_bool, parse_int with its units and
+# range, parse_real, the enum lookup) on the GUC table entries of 2024.2's YSQL
+YSQL_VALUE_CASES = [
+    ("work_mem", "64MB", False), ("work_mem", "65536", False), ("work_mem", "0x10000", False),
+    ("work_mem", " 4096 kB ", False), ("work_mem", "1GB", False),
+    ("work_mem", "1.5MB", True),  # no fraction before PostgreSQL 12
+    ("work_mem", "64mb", True),  # units are case sensitive
+    ("work_mem", "32", True),  # below its minimum, 64 kB
+    ("work_mem", "4 GBytes", True), ("work_mem", "2TB", True),  # not a unit; past int32
+    ("shared_buffers", "128MB", False), ("shared_buffers", "100kB", True),  # 12 blocks < 16
+    ("statement_timeout", "5min", False), ("statement_timeout", "5 minutes", True),
+    ("statement_timeout", "30s", False), ("statement_timeout", "-1", True),
+    ("max_connections", "300", False), ("max_connections", "0", True),
+    ("yb_bnl_batch_size", "0", True), ("yb_bnl_batch_size", "1024", False),
+    ("default_statistics_target", "100kB", True),  # a setting without a unit
+    ("enable_seqscan", "ON", False), ("enable_seqscan", "tru", False),
+    ("enable_seqscan", "of", True), ("enable_seqscan", "maybe", True), ("enable_seqscan", "", True),
+    ("yb_enable_expression_pushdown", "off", False),
+    ("default_transaction_isolation", "REPEATABLE READ", False),
+    ("default_transaction_isolation", "snapshot", True),
+    ("synchronous_commit", "remote_apply", False), ("wal_level", "hot_standby", False),
+    ("random_page_cost", "1.1", False), ("random_page_cost", "4 ", False),
+    ("random_page_cost", "-1", True), ("random_page_cost", "1e400", True),
+    ("random_page_cost", "4s", True),  # no unit on a real before PostgreSQL 12
+    ("checkpoint_completion_target", "1.5", True),
+    ("log_line_prefix", "%m [%p] ", False), ("DateStyle", "ISO, DMY", False),
+    ("datestyle", "ISO, DMY", False), ("intervalstyle", "iso_8601", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "value", "refused"), YSQL_VALUE_CASES)
+def test_a_ysql_setting_value_is_read_as_postgresql_11_reads_it(name, value, refused):
+    """Issue 59 (open from issue 46): YSQL settings' values are type-checked at dry run by their
+    GUC table entries (type, range, unit, options) in 2024.2's guc.c, as PostgreSQL 11 parses
+    a configuration file's value; a value the server would refuse names the file and field."""
+    where = {value: "config/d.yaml: factors.G.levels[1]"}
+    errors = yb_catalogue.server_setting_errors({name: where}, "2024.2.1.0-b185")
+    assert bool(errors) is refused, errors
+    if refused:
+        assert errors[0].startswith(f"config/d.yaml: factors.G.levels[1]: server.{name}: "), errors
+        assert "YSQL setting of YugabyteDB 2024.2" in errors[0] and "guc.c" in errors[0]
+
+
+def test_every_settable_ysql_setting_has_its_guc_table_entry():
+    """The catalogue types every setting a configuration file can set: 152 booleans and the
+    integers, reals, strings and enums of the tables, each integer and real with its range."""
+    catalogue = yb_catalogue.load("2024.2")
+    types = catalogue["ysql_setting_types"]
+    assert set(types) == set(catalogue["ysql_setting_names"])
+    kinds = [e["type"] for e in types.values()]
+    assert kinds.count("bool") == 152 and kinds.count("enum") == 29, kinds
+    for name, entry in types.items():
+        if entry["type"] in ("integer", "real"):
+            assert entry["min"] <= entry["max"], name
+        if entry["type"] == "enum":
+            assert entry["options"], name
+    assert types["work_mem"] == {"type": "integer", "min": 64, "max": 2**31 - 1, "unit": "kB"}
+    assert yb_catalogue.ysql_setting_type("2024.2", "datestyle") == {"type": "string"}
+    assert "3fdcd51c3382a8258bffaa88e1ce8b801c6909ca" in catalogue["ysql_setting_types_source"]
+
+
 def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_path):
     """Issue 20: `server.<typo>` with backend gcp fails `snakemake -n` before any cluster; issue
     36: so does a PostgreSQL 13-15 setting (2024.2's YSQL is PostgreSQL 11.2), while 2024.2's
@@ -480,6 +541,11 @@ def test_gcp_values_replication_and_disks_are_checked_at_dry_run(tmp_path):
                  "factor 2"),
         "n4": ("config/bools.yaml", {"gcp": {"machine_types": {"large": "n4-standard-4"}}},
                "gcp.machine_types.large: n4-standard-4: the N4 series takes Hyperdisk only"),
+        # a YSQL setting's value as 2024.2's PostgreSQL 11 reads ysql_pg.conf (issue 59)
+        "work_mem": ("config/bools.yaml", {"defaults": {"server": {"work_mem": "1.5MB"}}},
+                     "defaults.server.work_mem: server.work_mem: '1.5MB' is not an integer "
+                     "(PostgreSQL 11 takes no fraction) (integer YSQL setting of YugabyteDB "
+                     "2024.2"),
     }  # fmt: skip
     even = seed_study()
     even["factors"]["C"]["levels"] = [2, 5]
@@ -494,7 +560,7 @@ def test_gcp_values_replication_and_disks_are_checked_at_dry_run(tmp_path):
             continue
         assert out.returncode != 0, (name, failed(out))
         assert error in out.stdout + out.stderr, (name, failed(out))
-        if name in ("lots", "n4"):  # a config value: named with its file
+        if name in ("lots", "n4", "work_mem"):  # a config value: named with its file
             assert f"{name}-config.yaml" in out.stdout + out.stderr, (name, failed(out))
 
 
