@@ -3,7 +3,7 @@ ProxyCommand that relays its stdin and stdout to a TCP address, carrying at most
 second towards this machine (the direction Google bills as egress; an IAP TCP forwarding
 tunnel is meant for administration, not bulk data) and keeping in COUNTER, a folder, how many
 bytes each connection carried that way so far (one file per connection, `carried` sums them;
-each chunk is counted once it is passed on, so a copy that has ended is counted whole).
+each chunk is counted before it is passed on, so a copy that has ended is counted whole).
 
     ProxyCommand python tunnel.py RATE COUNTER %h %p
 """
@@ -34,16 +34,18 @@ def relay(host: str, port: int, rate: float, counter: Path) -> None:
         ahead = (total + len(data)) / rate - (time.monotonic() - started)
         if ahead > 0:  # at most `rate` bytes a second since the connection opened
             time.sleep(ahead)
+        total += len(data)  # counted before it is passed on (ssh may end the relay at once)
+        scratch = counter / f".{os.getpid()}"
+        scratch.write_text(str(total))
+        os.replace(scratch, mine)  # whole: a relay ended mid-write leaves the last total
         view = memoryview(data)
         while view:
             view = view[os.write(1, view) :]
-        total += len(data)
-        mine.write_text(str(total))
 
 
 def carried(counter: Path) -> int:
     """Bytes every connection through the tunnel carried towards this machine so far."""
-    return sum(int(p.read_text() or 0) for p in Path(counter).glob("*"))
+    return sum(int(p.read_text() or 0) for p in Path(counter).glob("*") if p.name.isdigit())
 
 
 if __name__ == "__main__":

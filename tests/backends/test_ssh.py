@@ -322,8 +322,10 @@ def test_the_logs_come_back_compressed_through_a_throttled_tunnel(sshd, tmp_path
     command = one_command(tmp_path)
     rdir = Path.home() / runner.remote_dir(command.workdir)
     rdir.mkdir(parents=True, exist_ok=True)
-    written = {name: pgbench_log(rdir / name, 100_000, seed)  # two threads' logs, 6.8 MB
-               for seed, name in enumerate(("c004_r1_tserver1.4242", "c004_r1_tserver1.4242.1"))}
+    written = {
+        name: pgbench_log(rdir / name, 100_000, seed)  # two threads' logs, 6.8 MB
+        for seed, name in enumerate(("c004_r1_tserver1.4242", "c004_r1_tserver1.4242.1"))
+    }
     raw = sum(map(len, written.values()))
     started = time.monotonic()
     copied = runner.collect(command)

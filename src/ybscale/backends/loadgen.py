@@ -23,13 +23,14 @@ CLOCK_SAMPLES = 9  # exchanges per clock-offset estimate
 # pgbench's per-transaction logs (about 32 bytes a transaction: 50 MB for a 60-s repetition at
 # 20,000 tps) come back over SSH, on gcp through the IAP tunnel, which bills them as egress.
 # They are compressed on the load generator first (gzip at its default level: about a quarter
-# of their size on pgbench's lines, some 2 s of one core for 50 MB, once the repetition ended)
-# and copied compressed; each file's size before and after is printed, for the record
-# (`LoadgenRunner.copied`) and the plan's egress from it.
+# of their size on pgbench's lines, some 2 s of one core for 50 MB, once the repetition ended;
+# the logs stay there as written, beside their .gz) and copied compressed; each file's size
+# before and after is printed, for the record (`LoadgenRunner.copied`) and the plan's egress.
 PACK_SCRIPT = r"""for f in "$0".*; do
   case "$f" in *.gz) continue;; esac
   [ -f "$f" ] || continue
-  raw=$(wc -c < "$f") && gzip -f -- "$f" && echo "$raw $(wc -c < "$f.gz") ${f##*/}" || exit 1
+  raw=$(wc -c < "$f") && gzip -c -- "$f" > "$f.gz" && echo "$raw $(wc -c < "$f.gz") ${f##*/}" \
+    || exit 1
 done"""
 COPY_TIMEOUT = 300  # seconds a copy back may take, and one more per COPY_RATE bytes it sends
 COPY_RATE = 100_000  # bytes per second the slowest tunnel is assumed to carry
