@@ -93,6 +93,7 @@ def logged_whole_scans(log: str, table: str = "kv", hashed: bool = False) -> lis
             entry = None
             continue
         found.append(entry)
+
     def reads_whole(entry: list[str]) -> bool:
         if any(whole.search(line) for line in entry):
             return True

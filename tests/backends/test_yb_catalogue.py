@@ -91,8 +91,9 @@ def test_a_setting_newer_than_the_releases_postgres_is_refused(name):
 
 @pytest.mark.parametrize("name", IN_2024_2)
 def test_a_setting_of_the_releases_guc_tables_is_accepted(name):
-    assert yb_catalogue.server_setting_errors({name: {"1": "d.yaml"}}, "2024.2.1.0-b185") == []
-    assert yb_catalogue.split_server_settings({name: "1"}, "2024.2")[2] == {name: "1"}
+    value = "64MB" if name == "work_mem" else "1"  # work_mem's least is 64 kB
+    assert yb_catalogue.server_setting_errors({name: {value: "d.yaml"}}, "2024.2.1.0-b185") == []
+    assert yb_catalogue.split_server_settings({name: value}, "2024.2")[2] == {name: value}
 
 
 def test_a_read_only_setting_is_refused_as_such():
@@ -428,10 +429,13 @@ def test_every_2024_2_flag_has_its_definitions_type_and_a_misnamed_one_is_refuse
         "config/d.yaml: factors.F.levels[0]: server.max_prometheus_metric_entries: '-1' is not "
         "an unsigned 32-bit integer as gflags reads one (uint32 flag of YugabyteDB 2024.2"
     )
-    assert errors[1].startswith(
-        "config/d.yaml: factors.E.levels[1]: server.xcluster_svc_queue_size: the v2024.2 docs' "
-        "name for --xcluster_svc_queue_length: no DEFINE_* of xcluster_svc_queue_size"
-    ) and "set server.xcluster_svc_queue_length" in errors[1]
+    assert (
+        errors[1].startswith(
+            "config/d.yaml: factors.E.levels[1]: server.xcluster_svc_queue_size: the v2024.2 docs' "
+            "name for --xcluster_svc_queue_length: no DEFINE_* of xcluster_svc_queue_size"
+        )
+        and "set server.xcluster_svc_queue_length" in errors[1]
+    )
 
 
 # (setting, value, refused): PostgreSQL 11's guc.c (parse_bool, parse_int with its units and

@@ -140,8 +140,10 @@ class MeasuringProtocol:
         """Restores of a restored row at most: one before every run of pgbench that measures
         (a repetition, an economy probe) but the first, which follows the load."""
         counts = self.counts_at_most()
-        runs = counts + ECONOMY_REPETITIONS if self.sweep == "economy" else counts * (
-            self.most_repetitions
+        runs = (
+            counts + ECONOMY_REPETITIONS
+            if self.sweep == "economy"
+            else counts * (self.most_repetitions)
         )
         return max(runs - 1, 0)
 
@@ -153,8 +155,10 @@ class MeasuringProtocol:
             return 0.0
         counts = self.counts_at_most()
         if self.sweep == "economy":
-            writing = counts * (self.warmup + self.probe_seconds) + self.warmup + (
-                ECONOMY_REPETITIONS * self.seconds
+            writing = (
+                counts * (self.warmup + self.probe_seconds)
+                + self.warmup
+                + (ECONOMY_REPETITIONS * self.seconds)
             )
         else:
             writing = counts * (self.warmup + self.most_repetitions * self.seconds)

@@ -157,8 +157,10 @@ def _rf_text(runs: list[str], rf: Mapping[str, int]) -> str:
     found = sorted({int(rf[r]) for r in runs if r in rf})
     if not found:
         return "RF not recorded"
-    return "RF " + " and ".join(map(str, found)) + (
-        "" if all(r in rf for r in runs) else " (not recorded for every run)"
+    return (
+        "RF "
+        + " and ".join(map(str, found))
+        + ("" if all(r in rf for r in runs) else " (not recorded for every run)")
     )
 
 
@@ -180,9 +182,11 @@ def _cluster_lines(
             by_rf: dict[str, list[str]] = {}
             for run in design.all_run_ids:
                 by_rf.setdefault(_rf_text([run], rf), []).append(run)
-            lines[-1] += " Replication factor (each run's measurement.json): " + "; ".join(
-                f"{what}: {', '.join(runs)}" for what, runs in by_rf.items()
-            ) + "."
+            lines[-1] += (
+                " Replication factor (each run's measurement.json): "
+                + "; ".join(f"{what}: {', '.join(runs)}" for what, runs in by_rf.items())
+                + "."
+            )
         return lines
     return [
         "",

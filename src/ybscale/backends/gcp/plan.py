@@ -22,7 +22,6 @@ from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.stacks import cluster_machines
 from ybscale.backends.prices import money
 from ybscale.config_sources import source_of
-from ybscale.design import workload
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
 from ybscale.measure.measuring import MeasuringProtocol
@@ -365,8 +364,13 @@ def measured_log_copies(results: str | Path) -> list[dict]:
     return found
 
 
-def log_egress(rows: Sequence[Row], measurement: Mapping, tservers: Mapping[str, int],
-               copies: Sequence[Mapping], per_row: float) -> tuple[dict[str, float], str]:  # fmt: skip
+def log_egress(
+    rows: Sequence[Row],
+    measurement: Mapping,
+    tservers: Mapping[str, int],
+    copies: Sequence[Mapping],
+    per_row: float,
+) -> tuple[dict[str, float], str]:
     """Run -> GB its pgbench logs send back over SSH (compressed on the load generator:
     `loadgen.PACK_SCRIPT`), and how that was reached: with measured copies (`copies`,
     `measured_log_copies`: gcp's), the largest bytes sent per second of one node's pgbench

@@ -44,9 +44,7 @@ def parses_bool(text: str) -> bool:
     folded = text.lower()
     if folded in ("1", "0", "on", "off"):
         return True
-    return bool(folded) and folded[0] not in "o" and any(
-        w.startswith(folded) for w in BOOL_WORDS
-    )
+    return bool(folded) and folded[0] not in "o" and any(w.startswith(folded) for w in BOOL_WORDS)
 
 
 def _strtol(text: str) -> tuple[int, str] | None:
@@ -74,6 +72,8 @@ def integer_error(text: str, entry: Mapping) -> str | None:
     value, rest = read
     if not INT32[0] <= value <= INT32[1]:
         return f"{text!r} exceeds the integer range"
+    if re.match(r"\.\d", rest):  # strtol stops at the point: what follows is no unit
+        return f"{text!r} is not an integer (PostgreSQL 11 takes no fraction)"
     rest = rest.lstrip(_C_SPACE)
     unit = entry.get("unit")
     if rest:
