@@ -77,10 +77,11 @@ _LOGGED = re.compile(r"LOG:  duration: [0-9.]+ ms  plan:$")
 
 def logged_whole_scans(log: str, table: str = "kv", hashed: bool = False) -> list[str]:
     """The plans in a server log (auto_explain's `duration: ... plan:` entries, each followed by
-    its tab-indented lines) that read `table` whole: a Seq Scan or a Bitmap Heap Scan of it; on
-    a `hashed` table also an index scan of it without an equality on k (`scans_whole`: a range
-    of a hashed key reads every tablet). One pass over the lines (a rehearsal's log holds a
-    plan per measured transaction)."""
+    its tab-indented lines) that read `table` whole (`scans_whole`): a Seq Scan or a Bitmap
+    Heap Scan of it, an index scan of it with no Index Cond (every entry: PostgreSQL takes the
+    whole index with seqscan off, YugabyteDB reads every tablet), and on a `hashed` table one
+    without an equality on k (a range of a hashed key reads every tablet). One pass over the
+    lines (a rehearsal's log holds a plan per measured transaction)."""
     whole = re.compile(rf"(Seq Scan|Bitmap Heap Scan) on {table}\b")
     found, entry = [], None
     for line in log.splitlines():
@@ -98,7 +99,7 @@ def logged_whole_scans(log: str, table: str = "kv", hashed: bool = False) -> lis
         if any(whole.search(line) for line in entry):
             return True
         plan = "\n".join(line.removeprefix("\t") for line in entry)
-        return hashed and scans_whole(plan, table, hashed=True)
+        return scans_whole(plan, table, hashed=hashed)
 
     return ["\n".join(e).strip() for e in found if reads_whole(e)]
 
