@@ -109,10 +109,14 @@ rule findings:
 
 
 rule design_page:
-    """The report's design page: factors, aliases, each column's error stratum, the clusters."""
+    """The report's design page: factors, aliases, each column's error stratum, the clusters
+    (each with the replication factor its rows' measurement.json records)."""
     input:
         design=final_record,
         effects=rules.analyze.output.effects,
+        measurements=lambda wildcards: expand(
+            "results/runs/{run}/measurement.json", run=final_runs()
+        ),
     output:
         "results/report/design.rst",
     log:
@@ -121,9 +125,12 @@ rule design_page:
         "../envs/ybscale.yaml"
     params:
         code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
+        runs=lambda wildcards, input: " ".join(
+            os.path.dirname(path) for path in input.measurements
+        ),
     shell:
         "python -m ybscale.report.design_report --design {input.design}"
-        " --effects {input.effects} --out {output} > {log} 2>&1"
+        " --effects {input.effects} --out {output} {params.runs} > {log} 2>&1"
 
 
 rule throughput_chart:

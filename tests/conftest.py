@@ -378,6 +378,9 @@ def settings_with(**sections) -> dict:
 
 
 SSHD = Path("/usr/sbin/sshd")
+# commands the loopback load generator's sessions find first: a psql that passes YugabyteDB's
+# DDL to the stand-in PostgreSQL tservers as they take it (tests/yb_ddl.py)
+STAND_IN_BIN = Path(__file__).resolve().parent / "stand_in_bin"
 SFTP_SERVER = next(
     (
         p
@@ -414,11 +417,14 @@ def start_sshd(
     name: str = "sshd",
     extra: str = "",
     prefix: Sequence[str] = (),
+    path_first: Path | None = None,
 ) -> subprocess.Popen:
     """An sshd on every one of `addresses` at `port`, configured in `folder`/`name`_config with
     the host key and authorized_keys of `folder` (and the config lines `extra`), started after
     the command `prefix` (e.g. a CPU group's); returned once it listens (RuntimeError if it
-    cannot run). Stop it with `stop_sshd`."""
+    cannot run). Stop it with `stop_sshd`. `path_first`: a folder its sessions find commands
+    in before the system's (SetEnv PATH: sshd takes the first SetEnv line only)."""
+    setenv = "SHLVL=1" + (f" PATH={path_first}:/usr/local/bin:/usr/bin:/bin" if path_first else "")
     cfg = folder / f"{name}_config"
     # SHLVL: bash run by sshd reads ~/.bashrc unless it is a nested shell; the stand-in VM runs
     # commands as a fresh VM does, without this machine's interactive set-up (an rc file that
@@ -429,7 +435,7 @@ def start_sshd(
         f"PidFile {folder / (name + '.pid')}\n"
         "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\n"
-        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\nSetEnv SHLVL=1\n" + extra
+        f"Subsystem sftp {SFTP_SERVER}\nLogLevel ERROR\nSetEnv {setenv}\n" + extra
     )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
@@ -472,8 +478,8 @@ def sshd(tmp_path_factory):
     pub = ssh.ensure_keypair(client_key)
     (tmp / "authorized_keys").write_text(pub.read_text())
     port = _free_port()
-    try:
-        proc = start_sshd(tmp, ["127.0.0.1"], port)
+    try:  # its psql takes YugabyteDB's DDL to the stand-in tservers (tests/stand_in_bin/psql)
+        proc = start_sshd(tmp, ["127.0.0.1"], port, path_first=STAND_IN_BIN)
     except RuntimeError as exc:
         pytest.skip(f"sshd cannot run here: {exc}")
     try:

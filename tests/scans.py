@@ -75,10 +75,13 @@ STAND_IN = {
 _LOGGED = re.compile(r"LOG:  duration: [0-9.]+ ms  plan:$")
 
 
-def logged_whole_scans(log: str, table: str = "kv") -> list[str]:
+def logged_whole_scans(log: str, table: str = "kv", hashed: bool = False) -> list[str]:
     """The plans in a server log (auto_explain's `duration: ... plan:` entries, each followed by
-    its tab-indented lines) that read `table` whole: a Seq Scan or a Bitmap Heap Scan of it.
-    One pass over the lines (a rehearsal's log holds a plan per measured transaction)."""
+    its tab-indented lines) that read `table` whole (`scans_whole`): a Seq Scan or a Bitmap
+    Heap Scan of it, an index scan of it with no Index Cond (every entry: PostgreSQL takes the
+    whole index with seqscan off, YugabyteDB reads every tablet), and on a `hashed` table one
+    without an equality on k (a range of a hashed key reads every tablet). One pass over the
+    lines (a rehearsal's log holds a plan per measured transaction)."""
     whole = re.compile(rf"(Seq Scan|Bitmap Heap Scan) on {table}\b")
     found, entry = [], None
     for line in log.splitlines():
@@ -91,7 +94,14 @@ def logged_whole_scans(log: str, table: str = "kv") -> list[str]:
             entry = None
             continue
         found.append(entry)
-    return ["\n".join(e).strip() for e in found if any(whole.search(line) for line in e)]
+
+    def reads_whole(entry: list[str]) -> bool:
+        if any(whole.search(line) for line in entry):
+            return True
+        plan = "\n".join(line.removeprefix("\t") for line in entry)
+        return scans_whole(plan, table, hashed=hashed)
+
+    return ["\n".join(e).strip() for e in found if reads_whole(e)]
 
 
 def explain(runner, endpoint, statement: str, env=None, timeout: float = 60) -> str:

@@ -55,6 +55,8 @@ def _report(config: dict, args) -> int:
         format_factors,
         format_plan,
         measured_loads,
+        measured_log_copies,
+        measured_restores,
         plan,
         replicated_cost,
     )
@@ -75,8 +77,10 @@ def _report(config: dict, args) -> int:
     chosen = config.get("backend", "local")
     config["backend"] = "gcp"  # the plan is the gcp plan, whatever the config runs on
     loaded = study.load(config, args.design, budget=True)  # every round the budget allows
-    the_plan = plan(loaded.rows, loaded.settings, quotas=True, compare=True)
-    print(format_plan(the_plan, measured_loads(args.analysis), args.analysis))
+    copies = measured_log_copies(args.analysis)  # the logs' egress, from what was sent
+    the_plan = plan(loaded.rows, loaded.settings, quotas=True, compare=True, copies=copies)
+    print(format_plan(the_plan, measured_loads(args.analysis), args.analysis,
+                      measured_restores(args.analysis)))  # fmt: skip
     print(f"- {budget_note(loaded)}")  # one more note, below the plan's own
     print()
     print(format_factors(loaded.design))

@@ -798,6 +798,45 @@ def test_maintenance_statements_reach_the_added_rows_by_the_key(postgres, monkey
     assert scans_whole(plan, "kv", hashed=True) and not scans_whole(plan, "kv"), plan
 
 
+class TakesYugabyteDDL:
+    """A Runner whose psql passes its SQL through tests/yb_ddl.py first, as the loopback load
+    generator's psql does (tests/stand_in_bin/psql)."""
+
+    def __init__(self, runner):
+        self.runner = runner
+
+    def __getattr__(self, name):
+        return getattr(self.runner, name)
+
+    def psql(self, endpoint, sql, env, timeout):
+        import yb_ddl
+
+        return self.runner.psql(endpoint, yb_ddl.translate(sql), env, timeout)
+
+
+@pytest.mark.parametrize("sharding", ["range", "hash"])
+def test_the_stand_in_takes_yugabytedbs_ddl_and_answers_its_layout(postgres, sharding):
+    """The rehearsal's stand-in tservers on both shardings (tests/yb_ddl.py): `create_sql`'s
+    SPLIT AT VALUES / SPLIT INTO n TABLETS make a PostgreSQL table and its tablets in the
+    stand-in catalogue, one per tserver, led by tserver t mod n, so the layout check after a
+    load passes (3 tablets, a leader on each of the 3 tservers); a reload replaces them."""
+    c = stub_cluster(postgres, 0, name=f"ddl_{sharding}", one_database=True)
+    c.sharding = sharding
+    c.runner = TakesYugabyteDDL(c.runner)
+    assert c.reset("write") == "reloaded"
+    layout = c.layouts[-1]
+    assert layout["tablets"] == 3 and layout["replicas_per_node"] == {
+        c.name(ep): 1 for ep in c.endpoints}  # fmt: skip
+    assert layout["leaders_per_node"] == {c.name(ep): 1 for ep in c.endpoints}
+    codes = c.psql("SELECT start_hash_code, end_hash_code FROM yb_stub.tablets "
+                   "WHERE table_name = 'kv' ORDER BY tablet_id").split()  # fmt: skip
+    assert codes == (["0|21845", "21845|43690", "43690|65536"] if sharding == "hash"
+                     else ["|"] * 3)  # fmt: skip
+    c.restorable = lambda: False
+    assert c.reset("write") == "reloaded"
+    assert c.psql("SELECT count(*) FROM yb_stub.tablets WHERE table_name = 'kv'").strip() == "3"
+
+
 def test_a_maintenance_statement_past_its_timeout_is_cancelled_by_the_server(postgres):
     """statement_timeout in the statements' own session: the server cancels the statement
     (a psql killed by its own timeout would leave it running)."""

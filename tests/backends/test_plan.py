@@ -69,11 +69,16 @@ def test_times_and_cost(seed):
     p = plan_of(CONFIG)
     # per client count: 5 warm-up + 2 x 10 s + 15 s overhead = 40 s; 4 counts = 160 s;
     # loading 20000 rows takes 1 s: once per row, read or write (write.sql only inserts new
-    # keys: its repetitions are restored, not reloaded)
+    # keys: its repetitions are restored, not reloaded); a write row's 7 restores (before each
+    # of its 8 repetitions but the first) each as long as the writing it undoes: the 4 counts'
+    # warm-ups and repetitions but the last, 4 x 25 - 10 = 90 s (issue 59)
     read = seed.rows[0].run
     assert seed.rows[0].script == "read"
     assert p.row_seconds[read] == 161
-    assert set(p.row_seconds.values()) == {161}
+    writes = {r.run for r in seed.rows if r.script == "write"}
+    assert writes and {p.row_seconds[r] for r in writes} == {161 + 90}
+    assert set(p.row_seconds.values()) == {161, 251}
+    assert p.restores == {r: (7, 90.0) for r in writes}
     # every cluster: 12 min provisioning + its two rows (both read or both write: they differ
     # in isolation only); two slots of four, clusters in the measuring order (random): a slot
     # ends when its clusters' work does
@@ -83,7 +88,7 @@ def test_times_and_cost(seed):
         ends[c.slot] = ends.get(c.slot, 0) + busy[c.cluster]
         assert c.end_seconds == ends[c.slot]
     assert p.wall_seconds == max(ends.values())
-    assert {c.measure_seconds for c in p.clusters} == {2 * 161}
+    assert {c.measure_seconds for c in p.clusters} == {2 * 161, 2 * 251}
     for c in p.clusters:
         assert c.hours_min == pytest.approx(0.2 + c.measure_seconds / 3600)
         assert c.hours_max == 8  # max_run_duration = ttl_hours deletes every VM
@@ -136,11 +141,12 @@ def test_a_public_load_generator_pays_for_its_address_too(seed):
 
 def test_a_cluster_planned_near_its_ttl_is_warned(seed):
     """Issue 20, item 9: max_run_duration deletes a cluster's VMs at ttl_hours, measured or not.
-    A cluster is planned for 12 min provisioning + its two rows (161 s each)."""
+    A cluster is planned for 12 min provisioning + its two rows (161 s each, 251 s with a write
+    row's restores)."""
     text = plan_mod.format_plan(plan_of(CONFIG))  # ttl_hours 8: about 4 % of it
     assert "WARNING" not in text
     longest = max(plan_of(CONFIG).clusters, key=lambda c: c.hours_min)
-    assert longest.hours_min == (12 * 60 + 161 + 161) / 3600
+    assert longest.hours_min == (12 * 60 + 251 + 251) / 3600
     ttl = longest.hours_min / 0.85
     p = plan_of({**CONFIG, "gcp": {**CONFIG["gcp"], "ttl_hours": ttl}})
     near = p.near_ttl()
@@ -287,7 +293,7 @@ def test_at_most_max_clusters_live_and_the_chain_that_enforces_it(seed):
             assert by[before].end_seconds == by[combo].start_seconds
             assert by[before].slot == by[combo].slot
     one = plan_of({**CONFIG, "gcp": {**CONFIG["gcp"], "max_clusters": 1}})
-    assert one.wall_seconds == 8 * (12 * 60 + 161 + 161)
+    assert one.wall_seconds == 8 * 12 * 60 + sum(one.row_seconds.values())
 
 
 def test_a_write_row_whose_script_changes_loaded_rows_is_planned_to_reload_every_repetition(
@@ -295,7 +301,7 @@ def test_a_write_row_whose_script_changes_loaded_rows_is_planned_to_reload_every
 ):
     """A script that updates loaded rows cannot be restored: its row is planned with a load
     (1 s) before each of its 4 counts x 2 repetitions, 7 s more than a restored write row's one
-    load (`test_times_and_cost`)."""
+    load, and none of its 7 restores (90 s in all, `test_times_and_cost`)."""
     import dataclasses
 
     update = tmp_path / "update.sql"
@@ -304,7 +310,81 @@ def test_a_write_row_whose_script_changes_loaded_rows_is_planned_to_reload_every
     changed = dataclasses.replace(write, script_path=str(update))
     measurement = {**CONFIG["measurement"]}
     restored = plan_mod.row_seconds(write, measurement, 20_000)
-    assert plan_mod.row_seconds(changed, measurement, 20_000) == restored + 7
+    assert plan_mod.row_restores(write, measurement) == (7, 90.0)
+    assert plan_mod.row_restores(changed, measurement) == (0, 0.0)
+    assert plan_mod.row_seconds(changed, measurement, 20_000) == restored + 7 - 90
+    # on hashed keys (hash sharding; `none` on YugabyteDB) a restore finds only the new-key
+    # sequence's keys: a script that inserts keys of its own is reloaded there, restored on range
+    own_keys = tmp_path / "own_keys.sql"
+    own_keys.write_text("INSERT INTO kv (k, v) VALUES (:k + 10000000, 'x');\n")
+    other = dataclasses.replace(write, script_path=str(own_keys))
+    assert plan_mod.row_restores(other, measurement, "range") == (7, 90.0)
+    assert plan_mod.row_restores(other, measurement, "hash") == (0, 0.0)
+    assert plan_mod.row_restores(write, measurement, "hash") == (7, 90.0)  # nextval: restored
+
+
+def test_the_plan_prints_each_restore_and_load_and_the_logs_egress_from_what_was_sent(
+    tmp_path, capsys, monkeypatch
+):
+    """Issue 59, items 1 and 4: `ybscale plan` prints each cluster's load and, for its write
+    rows, each restore's time (counted in the row's time), the study's measured restores
+    beside the estimate, and the logs' egress: gcp.egress_gb_per_row until a gcp row recorded
+    what its log copies sent (applied.logs_copied), then the largest bytes sent per second of
+    one node's pgbench, x the row's tservers x the seconds it logs at most, priced as egress."""
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(CONFIG))
+    none = tmp_path / "none"
+    assert plan_verb.main(["--config", str(cfg), "--analysis", str(none)]) == 0
+    out = capsys.readouterr().out
+    seed = study.load(CONFIG)
+    writes = {r.combination for r in seed.rows if r.script == "write"}
+    reads = {r.combination for r in seed.rows if r.script == "read"}
+    table = [line for line in out.splitlines() if line.startswith("  nodes") and " rows x " in line]
+    for line in table:
+        combo = line.split()[0]
+        if combo in writes:  # 90 s / 7 = 12.9 s each
+            assert line.endswith("load 1 s (estimate), 7 restores of 13 s each (estimate)"), line
+        elif combo in reads:
+            assert line.endswith("load 1 s (estimate)"), line
+    assert {line.split()[0] for line in table} >= writes | reads
+    assert "Restores: before each run of a write row after its first" in out
+    assert f"Measured restores: none on gcp in {none}/runs" in out
+    assert (
+        "Logs' egress: pgbench's per-transaction logs, gzip'd on the load generator, copied back "
+        "over SSH (the IAP tunnel): 0.160 GB in all, at most 0.010 GB per row; 0.01 GB per row "
+        f"({cfg}: gcp.egress_gb_per_row: an assumption, no gcp log copy measured yet)"
+    ) in out
+    # a gcp row that sent 1 MB of logs (4 MB before gzip) for 100 s of its nodes' pgbench, and
+    # restored twice; a local row's copies are not a tunnel's
+    results = tmp_path / "results"
+    for run, backend, sent in (("run01", "gcp", 10**6), ("run02", "local", 10**9)):
+        (results / "runs" / run).mkdir(parents=True)
+        applied = {"backend": backend, "restores": [{"seconds": 2.5, "deletes": 1},
+                                                    {"seconds": 0.5, "deletes": 1}],
+                   "logs_copied": {"files": 6, "bytes_raw": 4 * sent, "bytes_sent": sent,
+                                   "seconds": 3.0, "pgbench_seconds": 100}}  # fmt: skip
+        meta = {"run": run, "measurement": {"seconds": 10}, "applied": applied}
+        (results / "runs" / run / "measurement.json").write_text(json.dumps(meta))
+    copies = plan_mod.measured_log_copies(results)
+    assert [c["run"] for c in copies] == ["run01", "run02"]
+    p = plan_of(CONFIG, copies=copies)
+    # 10 kB per node-second x nodes x 4 counts x 2 repetitions x 10 s
+    per_row = {r.run: 10**4 * r.cluster.nodes * 80 / 1e9 for r in seed.rows}
+    assert p.egress_gb == pytest.approx(per_row)
+    assert p.costs()["egress"] == pytest.approx(sum(per_row.values()) * RATES["egress_gb"])
+    assert plan_verb.main(["--config", str(cfg), "--analysis", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"{sum(per_row.values()):,.3f} GB in all, at most {max(per_row.values()):,.3f} GB per "
+        "row; 10.0 kB per second of one node's pgbench, the largest of 1 measured log copies "
+        "(4.0x compressed by gzip on the load generator), x its tservers x 80 s of logged runs "
+        "at most"
+    ) in out
+    assert (
+        f"Measured restores ({results}/runs, measurement.json `applied.restores`): 2 on gcp, 0.5 "
+        "to 2.5 s (median 1.5 s); at most 0.25 of a repetition's seconds"
+    ) in out
 
 
 def test_peak_needs_per_quota(seed):

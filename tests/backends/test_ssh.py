@@ -6,6 +6,7 @@ import dataclasses
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -257,6 +258,10 @@ def test_loadgen_runner_runs_the_command_and_collects_its_logs(sshd, tmp_path):
     runner = LoadgenRunner(sshd)  # remote_root "ybscale": under the login directory
     command = one_command(tmp_path)
     workdir = command.workdir
+    # another node's logs beside them (tserver10: a prefix that starts with tserver1's name)
+    rdir = Path.home() / runner.remote_dir(workdir)
+    rdir.mkdir(parents=True, exist_ok=True)
+    (rdir / "c004_r1_tserver10.99").write_text("tserver10's\n")
     proc = runner.popen(command, str(fake))
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -265,14 +270,77 @@ def test_loadgen_runner_runs_the_command_and_collects_its_logs(sshd, tmp_path):
     assert lines[1] == str(Path.home())  # the login directory (sshd's user is this one)
     assert lines[2] == " ".join(pgbench.argv(runner.remote(command), fake)[1:])
     assert not list(workdir.glob("c004_r1_tserver1.*")), "logs come back when collected"
-    runner.collect(command)
+    copied = runner.collect(command)
     assert (workdir / "c004_r1_tserver1.77").read_text() == "SELECT 1;\n"
     assert (workdir / "c004_r1_tserver1.77.1").read_text() == "t2\n"
+    assert sorted(p.name for p in workdir.iterdir()) == ["c004_r1_tserver1.77",
+                                                         "c004_r1_tserver1.77.1"]  # fmt: skip
+    assert copied["files"] == 2 and copied["bytes_raw"] == 10 + 3
+    assert copied["pgbench_seconds"] == 5 and runner.copied == copied
+    # the other node's log neither cleared by this run's start nor copied with its logs
+    assert (rdir / "c004_r1_tserver10.99").read_text() == "tserver10's\n"
     # explicit fetch of a single file, named by its local-style path
     (workdir / "c004_r1_tserver1.77").unlink()
     runner.fetch(workdir / "c004_r1_tserver1.77", workdir / "again.77")
     assert (workdir / "again.77").read_text() == "SELECT 1;\n"
     shutil.rmtree(Path.home() / runner.remote_dir(workdir))
+
+
+def pgbench_log(path: Path, transactions: int, seed: int) -> bytes:
+    """A per-transaction log as pgbench 15 writes one at some 20,000 tps (`--log
+    --failures-detailed`: client, transaction, latency in us, script, epoch s, us, retries)."""
+    import random
+
+    rng = random.Random(seed)
+    at, lines = 1_700_000_000.0, []
+    for i in range(transactions):
+        at += rng.expovariate(20_000)
+        latency = int(rng.lognormvariate(7.5, 0.5))
+        lines.append(f"{i % 64} {i // 64} {latency} 0 {int(at)} {int(at % 1 * 1e6)} 0\n")
+    data = "".join(lines).encode()
+    path.write_bytes(data)
+    return data
+
+
+def test_the_logs_come_back_compressed_through_a_throttled_tunnel(sshd, tmp_path):
+    """Issue 59, items 4 and 5: a repetition's per-transaction logs come back to this machine
+    through a stand-in of the IAP tunnel (tests/tunnel.py: a ProxyCommand carrying at most
+    RATE bytes a second this way and counting them, as egress is billed): compressed on the
+    load generator, they cross it as about a quarter of their bytes, in less time than their
+    raw bytes would take, and come out here as they were written; the record says what was
+    sent, which is what the tunnel carried (less the SSH sessions' own few kB)."""
+    from tunnel import carried
+
+    from ybscale.backends.loadgen import LoadgenRunner
+
+    rate, counter = 2_000_000, tmp_path / "tunnel"
+    relay = Path(__file__).resolve().parents[1] / "tunnel.py"
+    host = dataclasses.replace(
+        sshd, proxy_command=f"{sys.executable} {relay} {rate} {counter} %h %p"
+    )
+    runner = LoadgenRunner(host)
+    command = one_command(tmp_path)
+    rdir = Path.home() / runner.remote_dir(command.workdir)
+    rdir.mkdir(parents=True, exist_ok=True)
+    written = {
+        name: pgbench_log(rdir / name, 100_000, seed)  # two threads' logs, 6.8 MB
+        for seed, name in enumerate(("c004_r1_tserver1.4242", "c004_r1_tserver1.4242.1"))
+    }
+    raw = sum(map(len, written.values()))
+    started = time.monotonic()
+    copied = runner.collect(command)
+    took = time.monotonic() - started
+    through = carried(counter)
+    try:
+        for name, data in written.items():  # as pgbench wrote them, nothing else
+            assert (command.workdir / name).read_bytes() == data
+        assert sorted(p.name for p in command.workdir.iterdir()) == sorted(written)
+        assert copied["bytes_raw"] == raw and copied["files"] == 2
+        assert copied["bytes_sent"] <= through <= copied["bytes_sent"] + 100_000
+        assert through < raw / 3, (through, raw)  # compressed before it crossed the tunnel
+        assert took < raw / rate, (took, raw / rate)  # faster than the raw bytes could come
+    finally:
+        shutil.rmtree(rdir, ignore_errors=True)
 
 
 def test_loadgen_facts_are_read_on_the_load_generator(sshd, tmp_path):

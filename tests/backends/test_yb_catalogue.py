@@ -91,8 +91,9 @@ def test_a_setting_newer_than_the_releases_postgres_is_refused(name):
 
 @pytest.mark.parametrize("name", IN_2024_2)
 def test_a_setting_of_the_releases_guc_tables_is_accepted(name):
-    assert yb_catalogue.server_setting_errors({name: {"1": "d.yaml"}}, "2024.2.1.0-b185") == []
-    assert yb_catalogue.split_server_settings({name: "1"}, "2024.2")[2] == {name: "1"}
+    value = "64MB" if name == "work_mem" else "1"  # work_mem's least is 64 kB
+    assert yb_catalogue.server_setting_errors({name: {value: "d.yaml"}}, "2024.2.1.0-b185") == []
+    assert yb_catalogue.split_server_settings({name: value}, "2024.2")[2] == {name: value}
 
 
 def test_a_read_only_setting_is_refused_as_such():
@@ -345,10 +346,8 @@ def test_a_boolean_flag_is_written_true_or_false_whatever_the_spelling():
     }
     assert yb_catalogue.flag_type("2024.2", "durable_wal_write") == "bool"  # 2.17's dump
     assert split({"durable_wal_write": "off"}, "2024.2")[1] == {"durable_wal_write": "false"}
-    flags = yb_catalogue.tserver_flags("2024.2")
-    untyped = sorted(n for n in flags if yb_catalogue.flag_type("2024.2", n) is None)[0]
-    assert split({untyped: "off"}, "2024.2")[1] == {untyped: "false"}
-    assert split({untyped: "7 "}, "2024.2")[1] == {untyped: "7 "}  # unchecked: as written
+    # a flag whose type a catalogue does not record (every 2024.2 flag has one: issue 59)
+    assert gflags.flag_text("off", None) == "false" and gflags.flag_text("7 ", None) == "7 "
     assert split({"ysql_max_connections": "200"}, "2024.2")[1] == {"ysql_max_connections": "200"}
     with pytest.raises(ValueError, match="'maybe' is not a boolean as gflags reads one"):
         split({"enable_automatic_tablet_splitting": "maybe"}, "2024.2")
@@ -392,6 +391,112 @@ def test_every_typed_flag_is_a_flag_of_the_series_with_a_gflags_type():
             assert entry["read"].startswith(("DEFINE_", "DECLARE_")), name
             assert entry.get("path") or "string index" in entry["note"], name
     assert len(catalogue["flag_types"]) > 150
+
+
+def test_every_2024_2_flag_has_its_definitions_type_and_a_misnamed_one_is_refused():
+    """Issue 59 (open from issue 46): the 28 flags the v2024.2 docs list that yb-master's 2.17
+    flag dump has not carry the C++ type of their own DEFINE_* (or DECLARE_*), so each value is
+    checked by gflags' grammar at dry run; three of the docs' names have no DEFINE_* at all, the
+    source defines the flag under another name (--ciphersuites, --xcluster_svc_queue_length,
+    --disable_index_backfill): the docs' name is refused naming the source's, which is a flag."""
+    catalogue = yb_catalogue.load("2024.2")
+    names = yb_catalogue.master_flags("2024.2") | yb_catalogue.tserver_flags("2024.2")
+    assert [n for n in sorted(names) if yb_catalogue.flag_type("2024.2", n) is None] == []
+    for name, kind in (("allowed_preview_flags_csv", "string"), ("time_source", "string"),
+                       ("cdc_stream_records_threshold_size_bytes", "uint64"),
+                       ("max_prometheus_metric_entries", "uint32"),
+                       ("reuse_unclosed_segment_threshold_bytes", "int64"),
+                       ("ysql_enable_profile", "bool"), ("export_intentdb_metrics", "bool"),
+                       ("ciphersuites", "string"), ("xcluster_svc_queue_length", "int32"),
+                       ("disable_index_backfill", "bool")):  # fmt: skip
+        assert yb_catalogue.flag_type("2024.2", name) == kind, name
+    renamed = catalogue["misnamed_in_docs"]
+    assert {n: e["defined_as"] for n, e in renamed.items()} == {
+        "ciphersuite": "ciphersuites", "xcluster_svc_queue_size": "xcluster_svc_queue_length",
+        "ycql_disable_index_backfill": "disable_index_backfill"}  # fmt: skip
+    for doc_name, entry in renamed.items():
+        assert doc_name not in names and entry["defined_as"] in names
+        assert entry["read"].startswith("DEFINE_") and entry["defined_as"] in entry["read"]
+        assert all(len(c) == 40 for c in entry["commits"]) and entry["documented_in"]
+    where = {"64": "config/d.yaml: factors.E.levels[1]"}
+    errors = yb_catalogue.server_setting_errors(
+        {"xcluster_svc_queue_size": where, "xcluster_svc_queue_length": where,
+         "max_prometheus_metric_entries": {"-1": "config/d.yaml: factors.F.levels[0]"}},
+        "2024.2.1.0-b185",
+    )  # fmt: skip
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(
+        "config/d.yaml: factors.F.levels[0]: server.max_prometheus_metric_entries: '-1' is not "
+        "an unsigned 32-bit integer as gflags reads one (uint32 flag of YugabyteDB 2024.2"
+    )
+    assert (
+        errors[1].startswith(
+            "config/d.yaml: factors.E.levels[1]: server.xcluster_svc_queue_size: the v2024.2 docs' "
+            "name for --xcluster_svc_queue_length: no DEFINE_* of xcluster_svc_queue_size"
+        )
+        and "set server.xcluster_svc_queue_length" in errors[1]
+    )
+
+
+# (setting, value, refused): PostgreSQL 11's guc.c (parse_bool, parse_int with its units and
+# range, parse_real, the enum lookup) on the GUC table entries of 2024.2's YSQL
+YSQL_VALUE_CASES = [
+    ("work_mem", "64MB", False), ("work_mem", "65536", False), ("work_mem", "0x10000", False),
+    ("work_mem", " 4096 kB ", False), ("work_mem", "1GB", False),
+    ("work_mem", "1.5MB", True),  # no fraction before PostgreSQL 12
+    ("work_mem", "64mb", True),  # units are case sensitive
+    ("work_mem", "32", True),  # below its minimum, 64 kB
+    ("work_mem", "4 GBytes", True), ("work_mem", "2TB", True),  # not a unit; past int32
+    ("shared_buffers", "128MB", False), ("shared_buffers", "100kB", True),  # 12 blocks < 16
+    ("statement_timeout", "5min", False), ("statement_timeout", "5 minutes", True),
+    ("statement_timeout", "30s", False), ("statement_timeout", "-1", True),
+    ("max_connections", "300", False), ("max_connections", "0", True),
+    ("yb_bnl_batch_size", "0", True), ("yb_bnl_batch_size", "1024", False),
+    ("default_statistics_target", "100kB", True),  # a setting without a unit
+    ("enable_seqscan", "ON", False), ("enable_seqscan", "tru", False),
+    ("enable_seqscan", "of", True), ("enable_seqscan", "maybe", True), ("enable_seqscan", "", True),
+    ("yb_enable_expression_pushdown", "off", False),
+    ("default_transaction_isolation", "REPEATABLE READ", False),
+    ("default_transaction_isolation", "snapshot", True),
+    ("synchronous_commit", "remote_apply", False), ("wal_level", "hot_standby", False),
+    ("random_page_cost", "1.1", False), ("random_page_cost", "4 ", False),
+    ("random_page_cost", "-1", True), ("random_page_cost", "1e400", True),
+    ("random_page_cost", "4s", True),  # no unit on a real before PostgreSQL 12
+    ("checkpoint_completion_target", "1.5", True),
+    ("log_line_prefix", "%m [%p] ", False), ("DateStyle", "ISO, DMY", False),
+    ("datestyle", "ISO, DMY", False), ("intervalstyle", "iso_8601", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "value", "refused"), YSQL_VALUE_CASES)
+def test_a_ysql_setting_value_is_read_as_postgresql_11_reads_it(name, value, refused):
+    """Issue 59 (open from issue 46): YSQL settings' values are type-checked at dry run by their
+    GUC table entries (type, range, unit, options) in 2024.2's guc.c, as PostgreSQL 11 parses
+    a configuration file's value; a value the server would refuse names the file and field."""
+    where = {value: "config/d.yaml: factors.G.levels[1]"}
+    errors = yb_catalogue.server_setting_errors({name: where}, "2024.2.1.0-b185")
+    assert bool(errors) is refused, errors
+    if refused:
+        assert errors[0].startswith(f"config/d.yaml: factors.G.levels[1]: server.{name}: "), errors
+        assert "YSQL setting of YugabyteDB 2024.2" in errors[0] and "guc.c" in errors[0]
+
+
+def test_every_settable_ysql_setting_has_its_guc_table_entry():
+    """The catalogue types every setting a configuration file can set: 152 booleans and the
+    integers, reals, strings and enums of the tables, each integer and real with its range."""
+    catalogue = yb_catalogue.load("2024.2")
+    types = catalogue["ysql_setting_types"]
+    assert set(types) == set(catalogue["ysql_setting_names"])
+    kinds = [e["type"] for e in types.values()]
+    assert kinds.count("bool") == 152 and kinds.count("enum") == 29, kinds
+    for name, entry in types.items():
+        if entry["type"] in ("integer", "real"):
+            assert entry["min"] <= entry["max"], name
+        if entry["type"] == "enum":
+            assert entry["options"], name
+    assert types["work_mem"] == {"type": "integer", "min": 64, "max": 2**31 - 1, "unit": "kB"}
+    assert yb_catalogue.ysql_setting_type("2024.2", "datestyle") == {"type": "string"}
+    assert "3fdcd51c3382a8258bffaa88e1ce8b801c6909ca" in catalogue["ysql_setting_types_source"]
 
 
 def test_a_server_typo_on_gcp_is_rejected_at_dry_run_naming_file_and_field(tmp_path):
@@ -440,6 +545,11 @@ def test_gcp_values_replication_and_disks_are_checked_at_dry_run(tmp_path):
                  "factor 2"),
         "n4": ("config/bools.yaml", {"gcp": {"machine_types": {"large": "n4-standard-4"}}},
                "gcp.machine_types.large: n4-standard-4: the N4 series takes Hyperdisk only"),
+        # a YSQL setting's value as 2024.2's PostgreSQL 11 reads ysql_pg.conf (issue 59)
+        "work_mem": ("config/bools.yaml", {"defaults": {"server": {"work_mem": "1.5MB"}}},
+                     "defaults.server.work_mem: server.work_mem: '1.5MB' is not an integer "
+                     "(PostgreSQL 11 takes no fraction) (integer YSQL setting of YugabyteDB "
+                     "2024.2"),
     }  # fmt: skip
     even = seed_study()
     even["factors"]["C"]["levels"] = [2, 5]
@@ -454,7 +564,7 @@ def test_gcp_values_replication_and_disks_are_checked_at_dry_run(tmp_path):
             continue
         assert out.returncode != 0, (name, failed(out))
         assert error in out.stdout + out.stderr, (name, failed(out))
-        if name in ("lots", "n4"):  # a config value: named with its file
+        if name in ("lots", "n4", "work_mem"):  # a config value: named with its file
             assert f"{name}-config.yaml" in out.stdout + out.stderr, (name, failed(out))
 
 

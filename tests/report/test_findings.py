@@ -170,6 +170,47 @@ def test_noise_outliers_backend_and_next_steps(study):
     assert "Replications needed" in text
 
 
+def test_the_design_page_states_each_clusters_replication_factor(tmp_path):
+    """Issue 46 item 5, left open (issue 59): the design page names the replication factor
+    each cluster ran with, as its rows' measurement.json recorded it (gcp: the cluster's
+    masters); the page reads it from the rows' folders, which the design_page rule passes."""
+    from ybscale.report.design_report import main as design_page
+    from ybscale.report.design_report import replication_factors
+
+    design = seed_design()
+    runs = design.all_run_ids
+    shared = {run: f"nodes{1 if i % 2 else 3}-small-rep" for i, run in enumerate(runs)}
+    folders = []
+    for i, run in enumerate(runs):
+        folder = tmp_path / "runs" / run
+        folder.mkdir(parents=True)
+        rf = 1 if i % 2 else 3
+        applied = {"backend": "gcp", "replication_factor": rf} if i else {"backend": "gcp"}
+        (folder / "measurement.json").write_text(json.dumps({"run": run, "applied": applied}))
+        folders.append(folder)
+    rf = replication_factors(folders)
+    assert runs[0] not in rf and rf[runs[1]] == 1 and rf[runs[2]] == 3
+    page = design_rst(design, clusters=shared, rf=rf)
+    assert "* ``nodes1-small-rep`` (RF 1): " in page
+    assert "* ``nodes3-small-rep`` (RF 3 (not recorded for every run)): " in page
+    own = design_rst(design, clusters={r: r for r in runs}, rf=rf)
+    assert f"Replication factor (each run's measurement.json): RF not recorded: {runs[0]}" in own
+    assert f"RF 1: {runs[1]}, {runs[3]}" in own
+    plain = design_rst(design, clusters=shared)  # no measurements: nothing said of RF
+    assert "* ``nodes1-small-rep``: " in plain and "(RF " not in plain
+    # the rule's command: the record's clusters, the runs' folders after the options
+    record = tmp_path / "design.json"
+    effects = tmp_path / "effects.csv"
+    pd.DataFrame({"term": ["A"], "effect": [1.0]}).to_csv(effects, index=False)
+    from ybscale.design.record import build
+
+    record.write_text(json.dumps(build(design, "gcp", shared, "random", 0)))
+    out = tmp_path / "design.rst"
+    assert design_page(["--design", str(record), "--effects", str(effects), "--out", str(out),
+                        *map(str, folders)]) == 0  # fmt: skip
+    assert "* ``nodes1-small-rep`` (RF 1): " in out.read_text()
+
+
 def test_rst_copy_renders_without_docutils_warnings(study):
     design, _, _, rst = study
     for source in (rst, design_rst(design)):

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import re
 import shlex
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,6 +20,20 @@ from ybscale.backends.ysql import FACTS_SCRIPT, parse_facts, psql_argv, rename_t
 from ybscale.measure import generators, pgbench
 
 CLOCK_SAMPLES = 9  # exchanges per clock-offset estimate
+# pgbench's per-transaction logs (about 32 bytes a transaction: 50 MB for a 60-s repetition at
+# 20,000 tps) come back over SSH, on gcp through the IAP tunnel, which bills them as egress.
+# They are compressed on the load generator first (gzip at its default level: about a quarter
+# of their size on pgbench's lines, some 2 s of one core for 50 MB, once the repetition ended;
+# the logs stay there as written, beside their .gz) and copied compressed; each file's size
+# before and after is printed, for the record (`LoadgenRunner.copied`) and the plan's egress.
+PACK_SCRIPT = r"""for f in "$0".*; do
+  case "$f" in *.gz) continue;; esac
+  [ -f "$f" ] || continue
+  raw=$(wc -c < "$f") && gzip -c -- "$f" > "$f.gz" && echo "$raw $(wc -c < "$f.gz") ${f##*/}" \
+    || exit 1
+done"""
+COPY_TIMEOUT = 300  # seconds a copy back may take, and one more per COPY_RATE bytes it sends
+COPY_RATE = 100_000  # bytes per second the slowest tunnel is assumed to carry
 CLOCK_SCRIPT = "while read -r _; do date +%s%N; done"  # one reading per line received
 PASS_ENV = re.compile(r"^PG[A-Z_]+$")  # only libpq variables travel to the load generator
 
@@ -37,6 +53,11 @@ class LoadgenRunner:
         self.remote_root = remote_root
         self._uploaded: dict[Path, str] = {}
         self._cwd: Path | None = None
+        # every log copy back (`collect`) summed: files, bytes before and after compression
+        # (`bytes_sent`: what crossed the SSH connection, the tunnel's egress), seconds of the
+        # copies, seconds pgbench ran for the logs copied
+        self.copied = {"files": 0, "bytes_raw": 0, "bytes_sent": 0, "seconds": 0.0,
+                       "pgbench_seconds": 0}  # fmt: skip
 
     def remote_dir(self, cwd: Path) -> str:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(Path(cwd).resolve()).strip("/"))
@@ -80,9 +101,9 @@ class LoadgenRunner:
         there = self.remote(command)
         prep = f"mkdir -p {shlex.quote(self.remote_dir(command.workdir))}"
         if there.log_prefix is not None:  # a re-run must not fetch an earlier attempt's logs
-            remote_log = str(there.log_prefix)
+            remote_log = str(there.log_prefix)  # pgbench's files: <prefix>.<pid>[.<n>]
             prep += f" {shlex.quote(str(there.log_prefix.parent))}"
-            prep += f" && rm -f -- {shlex.quote(remote_log)}*"
+            prep += f" && rm -f -- {shlex.quote(remote_log)}.*"
         pg_env = {k: v for k, v in command.env.items() if PASS_ENV.match(k)}
         # from the login directory: the script and log paths are relative to it, as for scp
         argv = pgbench.argv(there, exe)
@@ -98,11 +119,35 @@ class LoadgenRunner:
             start_new_session=True,
         )
 
-    def collect(self, command: PgbenchCommand) -> None:
-        """Copy the finished command's logs back next to its local log prefix."""
-        if command.log_prefix is not None:
-            remote = self.remote_path(command.log_prefix, command.workdir)
-            self.fetch_glob(remote + "*", Path(command.log_prefix).parent)
+    def collect(self, command: PgbenchCommand) -> dict | None:
+        """Copy the finished command's logs (pgbench's `<prefix>.<pid>[.<n>]`) back next to its
+        local log prefix: compressed on the load generator (`PACK_SCRIPT`), copied, and
+        uncompressed here; the copy's files, bytes before and after, and seconds returned and
+        added to `copied`. BackendError when the load generator has no log of the prefix."""
+        if command.log_prefix is None:
+            return None
+        started = time.monotonic()
+        remote = self.remote_path(command.log_prefix, command.workdir)
+        out = ssh.check_output(self.host, ["sh", "-c", PACK_SCRIPT, remote], timeout=300)
+        packed = [line.split(" ", 2) for line in out.splitlines() if line.strip()]
+        if not packed:
+            raise BackendError(f"{self.where}: no pgbench log {remote}.* to copy back")
+        sent = sum(int(size) for _, size, _ in packed)
+        local = Path(command.log_prefix).parent
+        local.mkdir(parents=True, exist_ok=True)
+        ssh.copy_back(self.host, remote + ".*.gz", local, COPY_TIMEOUT + sent / COPY_RATE)
+        for _, _, name in packed:
+            gz = local / f"{name}.gz"
+            with gzip.open(gz, "rb") as src, open(local / name, "wb") as dst:
+                shutil.copyfileobj(src, dst, 2**20)
+            gz.unlink()
+        record = {"files": len(packed), "bytes_raw": sum(int(raw) for raw, _, _ in packed),
+                  "bytes_sent": sent, "seconds": round(time.monotonic() - started, 3),
+                  "pgbench_seconds": command.seconds}  # fmt: skip
+        for key, value in record.items():
+            self.copied[key] += value
+        self.copied["seconds"] = round(self.copied["seconds"], 3)
+        return record
 
     def psql(self, endpoint: Endpoint, sql: str, env, timeout) -> str:
         pg_env = {"PGCONNECT_TIMEOUT": "10", **{k: v for k, v in env.items() if PASS_ENV.match(k)}}

@@ -261,6 +261,16 @@ def restore_sql(rows: int, table: str = "kv", sharding: str = "none", tablets: i
     return timed_sql(statements + ([f"VACUUM {table}"] if vacuum else []), timeout)
 
 
+def restorable_script(text: str, ordered: bool, table: str = "kv") -> bool:
+    """Whether a workload script only inserts new keys (`workload.inserts_only`) that a restore
+    can find by the key: any key outside the loaded ones with `ordered` keys (`ordered_keys`);
+    with hashed keys only keys of the new-key sequence (`nextval`), the only ones it can delete
+    without reading the whole table."""
+    if not workload.inserts_only(text):
+        return False
+    return ordered or f"nextval('{table}_new_key')" in rename_table(text, table)
+
+
 def drawn_sql(table: str = "kv") -> str:
     """The new-key sequence's last value given out (0 when none was)."""
     return (f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END "
@@ -589,8 +599,9 @@ class Runner(Protocol):
         """Start `command` where the runner runs it (`exe`: pgbench there)."""
         ...
 
-    def collect(self, command: PgbenchCommand) -> None:
-        """Bring the finished command's files (logs) to where it names them."""
+    def collect(self, command: PgbenchCommand) -> dict | None:
+        """Bring the finished command's files (logs) to where it names them; what a copy
+        sent (`LoadgenRunner.collect`), or None when nothing was copied."""
         ...
 
     def psql(self, endpoint: Endpoint, sql: str, env: Mapping[str, str], timeout: float) -> str: ...
@@ -714,6 +725,7 @@ class YsqlCluster(Cluster):
         self.recounted: list[dict] = []  # the layout read again after each measured repetition
         self.inserted: list[dict] = []
         self.restores: list[dict] = []  # each restore's time and DELETEs (`restore`)
+        self.logs_copied: dict = {}  # pgbench's logs copied back over SSH, summed (`collect`)
         self._drawn = 0  # the new-key sequence's last value a restore deleted up to
         self._loaded = False
         self._version: str | None = None
@@ -755,7 +767,12 @@ class YsqlCluster(Cluster):
         return self.generators[command.generator].popen(command, self.pgbench)
 
     def collect(self, command) -> None:
-        self.generators[command.generator].collect(command)
+        """The command's logs brought back by its load generator; what a copy over SSH sent
+        added up in `logs_copied` (measurement.json's `applied.logs_copied`: the plan's egress
+        is read from it)."""
+        copied = self.generators[command.generator].collect(command)
+        for key, value in (copied or {}).items():
+            self.logs_copied[key] = round(self.logs_copied.get(key, 0) + value, 3)
 
     def generator_names(self) -> list[str]:
         return gens.names(len(self.generators))
@@ -863,16 +880,10 @@ class YsqlCluster(Cluster):
         return self._version
 
     def restorable(self) -> bool:
-        """Whether this row's script only inserts new keys (`workload.inserts_only`) that a
-        restore can find by the key: any key outside the loaded ones with ordered keys
-        (`ordered_keys`); with hashed keys only keys of the new-key sequence (`nextval`), the
-        only ones it can delete without reading the whole table. Otherwise each write
-        repetition reloads."""
+        """Whether this row's write repetitions are restored (`restorable_script`); otherwise
+        each write repetition reloads."""
         text = Path(self.row.script_path).read_text()
-        if not workload.inserts_only(text):
-            return False
-        sequence = f"nextval('{self.table}_new_key')"
-        return self.ordered() or sequence in rename_table(text, self.table)
+        return restorable_script(text, self.ordered(), self.table)
 
     def ordered(self) -> bool:
         """Whether a range of k is an index range here (`ordered_keys`)."""
@@ -1189,6 +1200,7 @@ class YsqlCluster(Cluster):
             "tablet_layout_after_repetitions": self.recounted,  # filled by verify_layout
             "inserted_per_tablet": self.inserted,  # filled before every reload
             "restores": self.restores,  # filled by every restore
+            "logs_copied": self.logs_copied,  # filled by every copy of logs over SSH
             "after_reload": self.settled,  # what `settle` waited, per reload
             "cpu_readings": self.cpu.open(),
             **({"block_counters": blocks.open()} if blocks is not None else {}),
@@ -1220,7 +1232,7 @@ class LocalRunner:
         return spawn_local(pgbench.argv(command, exe), command.env, command.workdir)
 
     def collect(self, command) -> None:
-        """Nothing to bring: pgbench wrote its logs here."""
+        """Nothing to bring: pgbench wrote its logs here (nothing copied, None)."""
 
     def psql(self, endpoint, sql, env, timeout) -> str:
         try:

@@ -113,22 +113,65 @@ class MeasuringProtocol:
         return max([*self.clients, *grown])
 
     def row_seconds(
-        self, loaded_once: bool, load_seconds: float, per_count_overhead: float
+        self,
+        loaded_once: bool,
+        load_seconds: float,
+        per_count_overhead: float,
+        restore_share: float = 0.0,
     ) -> float:
         """Wall time of one row at most: per count the warm-up, `max_repetitions` (the
         precision target never met) and `per_count_overhead`; the dataset loaded once
         (`load_seconds`) when `loaded_once` (a read row, or a write row whose repetitions are
-        restored: the keys it added deleted, not counted), else before every repetition. The
-        adaptive sweep's early stop is not counted: an upper bound for planning."""
+        restored: the keys it added deleted), else before every repetition; a restored row's
+        restores (`restore_share` above 0: `restore_seconds`). The adaptive sweep's early stop
+        is not counted: an upper bound for planning."""
         counts = self.counts_at_most()
+        restores = self.restore_seconds(restore_share) if loaded_once else 0.0
         if self.sweep == "economy":  # every count probed, one measured in full
             probes = counts * (self.warmup + self.probe_seconds + per_count_overhead)
             full = ECONOMY_REPETITIONS * self.seconds + self.warmup + per_count_overhead
             reloads = 1 if loaded_once else counts + ECONOMY_REPETITIONS
-            return probes + full + reloads * load_seconds
+            return probes + full + reloads * load_seconds + restores
         per_count = self.warmup + self.most_repetitions * self.seconds + per_count_overhead
         reloads = 1 if loaded_once else counts * self.most_repetitions
-        return counts * per_count + reloads * load_seconds
+        return counts * per_count + reloads * load_seconds + restores
+
+    def restores(self) -> int:
+        """Restores of a restored row at most: one before every run of pgbench that measures
+        (a repetition, an economy probe) but the first, which follows the load."""
+        counts = self.counts_at_most()
+        runs = (
+            counts + ECONOMY_REPETITIONS
+            if self.sweep == "economy"
+            else counts * (self.most_repetitions)
+        )
+        return max(runs - 1, 0)
+
+    def restore_seconds(self, share: float) -> float:
+        """Seconds a restored row's restores take in all, at most: each deletes what was
+        written since the one before (the warm-ups and the runs of pgbench), and is taken to
+        take `share` of that writing's time; the last run's rows are never deleted."""
+        if share <= 0 or not self.restores():
+            return 0.0
+        counts = self.counts_at_most()
+        if self.sweep == "economy":
+            writing = (
+                counts * (self.warmup + self.probe_seconds)
+                + self.warmup
+                + (ECONOMY_REPETITIONS * self.seconds)
+            )
+        else:
+            writing = counts * (self.warmup + self.most_repetitions * self.seconds)
+        return share * (writing - self.seconds)
+
+    def logged_seconds(self) -> int:
+        """Seconds of the runs of pgbench whose per-transaction logs a row keeps, at most (per
+        node: one pgbench each): its repetitions (economy: its probes and its full runs),
+        not its warm-ups."""
+        counts = self.counts_at_most()
+        if self.sweep == "economy":
+            return counts * self.probe_seconds + ECONOMY_REPETITIONS * self.seconds
+        return counts * self.most_repetitions * self.seconds
 
     def describe(self) -> str:
         """How the client counts are measured, in words (the findings' Response paragraph)."""

@@ -63,9 +63,12 @@ def design_rst(
     design: Design,
     strata: Mapping[str, str] | None = None,
     clusters: Mapping[str, str] | None = None,
+    rf: Mapping[str, int] | None = None,
 ) -> str:
     """The design section of the report; `strata` (term -> error stratum, ybscale.design.strata)
-    adds each column's stratum, `clusters` (run -> the cluster it ran on) the clusters."""
+    adds each column's stratum, `clusters` (run -> the cluster it ran on) the clusters, `rf`
+    (run -> the replication factor its cluster ran with, `replication_factors`) each cluster's
+    RF."""
     k, p = len(design.factors), len(design.generators)
     rows = []
     for f in design.factors:
@@ -146,24 +149,74 @@ def design_rst(
             "every cluster) are judged against the cluster-to-cluster noise, sub-plot columns "
             "against the noise within a cluster.",
         ]
-    return "\n".join(lines + _cluster_lines(design, clusters or {})) + "\n"
+    return "\n".join(lines + _cluster_lines(design, clusters or {}, rf or {})) + "\n"
 
 
-def _cluster_lines(design: Design, clusters: Mapping[str, str]) -> list[str]:
-    """The clusters the rows ran on, each with its runs ([] when not given)."""
+def _rf_text(runs: list[str], rf: Mapping[str, int]) -> str:
+    """The replication factor(s) `runs` ran with, as their measurements recorded it."""
+    found = sorted({int(rf[r]) for r in runs if r in rf})
+    if not found:
+        return "RF not recorded"
+    return (
+        "RF "
+        + " and ".join(map(str, found))
+        + ("" if all(r in rf for r in runs) else " (not recorded for every run)")
+    )
+
+
+def _cluster_lines(
+    design: Design, clusters: Mapping[str, str], rf: Mapping[str, int] | None = None
+) -> list[str]:
+    """The clusters the rows ran on, each with its runs and, where the runs' measurements
+    recorded it (`rf`: run -> replication factor), the replication factor it ran with ([] when
+    no clusters are given)."""
     if not clusters:
         return []
+    rf = rf or {}
     groups: dict[str, list[str]] = {}
     for run in design.all_run_ids:
         groups.setdefault(clusters.get(run, run), []).append(run)
     if all(len(runs) == 1 for runs in groups.values()):
-        return ["", f"Every run ran on a cluster of its own ({len(groups)} clusters)."]
+        lines = ["", f"Every run ran on a cluster of its own ({len(groups)} clusters)."]
+        if rf:
+            by_rf: dict[str, list[str]] = {}
+            for run in design.all_run_ids:
+                by_rf.setdefault(_rf_text([run], rf), []).append(run)
+            lines[-1] += (
+                " Replication factor (each run's measurement.json): "
+                + "; ".join(f"{what}: {', '.join(runs)}" for what, runs in by_rf.items())
+                + "."
+            )
+        return lines
     return [
         "",
-        f"The {len(design.all_run_ids)} runs ran on {len(groups)} clusters:",
+        f"The {len(design.all_run_ids)} runs ran on {len(groups)} clusters"
+        + (" (each with the replication factor its runs' measurement.json records)" if rf else "")
+        + ":",
         "",
-        *(f"* ``{name}``: {', '.join(runs)}" for name, runs in groups.items()),
+        *(
+            f"* ``{name}``" + (f" ({_rf_text(runs, rf)})" if rf else "") + f": {', '.join(runs)}"
+            for name, runs in groups.items()
+        ),
     ]
+
+
+def replication_factors(runs: list[Path]) -> dict[str, int]:
+    """Run -> the replication factor its cluster ran with, from each row folder's
+    measurement.json (`applied.replication_factor`: gcp records its cluster's masters); runs
+    that record none are left out."""
+    import json
+
+    found = {}
+    for folder in runs:
+        path = Path(folder) / "measurement.json"
+        if not path.is_file():
+            continue
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        rf = (meta.get("applied") or {}).get("replication_factor")
+        if rf is not None:
+            found[str(meta.get("run") or Path(folder).name)] = int(rf)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,10 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--design", required=True, type=Path, help="the design record")
     parser.add_argument("--effects", required=True, type=Path, help="effects.csv (its strata)")
     parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument(
+        "runs", nargs="*", type=Path, help="the rows' folders (results/runs/<run>): their RF"
+    )
     args = parser.parse_args(argv)
     design = load_design(args.design)
     strata = strata_of_effects(of_response(pd.read_csv(args.effects)))
-    page = design_rst(design, strata, clusters_of(args.design))
+    page = design_rst(design, strata, clusters_of(args.design), replication_factors(args.runs))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(page, encoding="utf-8")
     return 0

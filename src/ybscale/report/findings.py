@@ -1259,11 +1259,12 @@ def main(argv: list[str] | None = None) -> int:
         design, files, args.out, args.rst, args.alpha, args.ceiling, clusters, args.latency_slo_ms
     )
     if args.design_rst:
-        from ybscale.report.design_report import design_rst
+        from ybscale.report.design_report import design_rst, replication_factors
 
         args.design_rst.parent.mkdir(parents=True, exist_ok=True)
         effects = of_response(pd.read_csv(args.effects))
-        page = design_rst(design, strata.strata_of_effects(effects), clusters)
+        page = design_rst(design, strata.strata_of_effects(effects), clusters,
+                          replication_factors(args.runs))  # fmt: skip
         args.design_rst.write_text(page, encoding="utf-8")
     print(text)
     return 0

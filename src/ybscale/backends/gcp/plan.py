@@ -22,7 +22,6 @@ from ybscale.backends.gcp.names import cluster_label
 from ybscale.backends.gcp.stacks import cluster_machines
 from ybscale.backends.prices import money
 from ybscale.config_sources import source_of
-from ybscale.design import workload
 from ybscale.design.order import cluster_order
 from ybscale.design.row import Row
 from ybscale.measure.measuring import MeasuringProtocol
@@ -38,6 +37,11 @@ TTL_WARN_SHARE = 0.8  # warn when a cluster's planned time passes this share of 
 # its VMs need no more ports than one address has (64 per VM by default: 1,008 VMs)
 NAT_IPS_PER_CLUSTER = 1
 PER_COUNT_OVERHEAD_S = 15  # reset + checks + process start per client count (estimate)
+# A restore deletes by key what was written since the one before (ysql.restore_statements): one
+# DocDB write per row, as an insert is, so taken at the load's speed; a repetition writes at
+# most at it: a restore is planned as long as the writing it undoes (an estimate; the study's
+# measured restores are printed beside it)
+RESTORE_SHARE = 1.0
 KEY_BYTES = 8  # the dataset's key, k bigint (its value: dataset.value_bytes)
 GB = 10**9  # the plan's disk figures in decimal GB, gcp.disk_size_gb compared as so many
 DATASET_LEFT_OUT = (
@@ -213,6 +217,12 @@ class Plan:
     disk_type: str = "pd-ssd"
     nat_gb_per_vm: float = 0.0
     egress_gb_per_row: float = 0.0
+    # run -> GB its logs send back over SSH (`log_egress`: from the study's measured copies,
+    # else egress_gb_per_row); how it was reached (`egress_from`)
+    egress_gb: dict[str, float] = field(default_factory=dict)
+    egress_from: str = ""
+    # run -> (restores, their seconds in all) of a write row whose repetitions are restored
+    restores: dict[str, tuple[int, float]] = field(default_factory=dict)
     max_clusters: int = 2
     peaks: dict = field(default_factory=dict)  # quota metric -> (what, peak need)
     quotas: dict | None = None  # quota metric -> (limit, usage), None when not read
@@ -268,10 +278,14 @@ class Plan:
                 c.external_ips * self.rates.get("ip_hour", 0.0) * hours(c) for c in clusters
             ),  # fmt: skip
             "NAT data": vms * self.nat_gb_per_vm * self.rates.get("nat_gb", 0.0),
-            "egress": len(self.row_seconds)
-            * self.egress_gb_per_row
-            * self.rates.get("egress_gb", 0.0),
+            "egress": self.egress_total() * self.rates.get("egress_gb", 0.0),
         }
+
+    def egress_total(self) -> float:
+        """GB the rows' logs send back in all (`egress_gb`, else egress_gb_per_row each)."""
+        if self.egress_gb:
+            return sum(self.egress_gb.values())
+        return len(self.row_seconds) * self.egress_gb_per_row
 
     def cost(self, worst: bool = True) -> float:
         return sum(self.costs(worst).values())
@@ -296,14 +310,86 @@ class Plan:
         return [c for c in self.clusters if c.hours_min > TTL_WARN_SHARE * self.ttl_hours]
 
 
-def row_seconds(row: Row, measurement: Mapping, load_rows_per_s: float) -> float:
+def restored(row: Row, sharding: str = "range") -> bool:
+    """Whether a row's write repetitions are restored, not reloaded (`ysql.restorable_script`
+    with the table's keys ordered on range sharding only: YugabyteDB hashes the others)."""
+    from ybscale.backends.ysql import restorable_script
+
+    text = Path(row.script_path).read_text()
+    return not row.read_only and restorable_script(text, ordered=sharding == "range")
+
+
+def row_seconds(
+    row: Row, measurement: Mapping, load_rows_per_s: float, sharding: str = "range"
+) -> float:
     """Wall time of one row at most (`MeasuringProtocol.row_seconds`), with this plan's
-    estimates of the dataset's load speed (gcp.load_rows_per_s) and the overhead per client
-    count."""
+    estimates of the dataset's load speed (gcp.load_rows_per_s), the overhead per client
+    count, and a restored write row's restores (RESTORE_SHARE; `sharding`: gcp.table_sharding,
+    `restored`)."""
     protocol = MeasuringProtocol.of(measurement)
     load = row.dataset_rows / load_rows_per_s
-    once = row.read_only or workload.inserts_only(Path(row.script_path).read_text())
-    return protocol.row_seconds(once, load, PER_COUNT_OVERHEAD_S)
+    restores = restored(row, sharding)
+    once = row.read_only or restores
+    return protocol.row_seconds(once, load, PER_COUNT_OVERHEAD_S,
+                                RESTORE_SHARE if restores else 0.0)  # fmt: skip
+
+
+def row_restores(row: Row, measurement: Mapping, sharding: str = "range") -> tuple[int, float]:
+    """(restores, their seconds in all) of a row, (0, 0.0) when it is not restored."""
+    if not restored(row, sharding):
+        return 0, 0.0
+    protocol = MeasuringProtocol.of(measurement)
+    return protocol.restores(), protocol.restore_seconds(RESTORE_SHARE)
+
+
+def measured_log_copies(results: str | Path) -> list[dict]:
+    """The log copies this study's results recorded: per `runs/*/measurement.json` whose
+    `applied.logs_copied` sent anything, its backend, tservers, bytes before and after
+    compression, and seconds of pgbench (one per node and run) those logs cover."""
+    found = []
+    for path in sorted(Path(results).glob("runs/*/measurement.json")):
+        try:
+            meta = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        applied = meta.get("applied") or {}
+        copied = applied.get("logs_copied") or {}
+        if not copied.get("bytes_sent") or not copied.get("pgbench_seconds"):
+            continue
+        found.append({"run": meta.get("run", path.parent.name),
+                      "backend": applied.get("backend", "?"),
+                      "bytes_raw": copied.get("bytes_raw", 0),
+                      "bytes_sent": copied["bytes_sent"],
+                      "pgbench_seconds": copied["pgbench_seconds"]})  # fmt: skip
+    return found
+
+
+def log_egress(
+    rows: Sequence[Row],
+    measurement: Mapping,
+    tservers: Mapping[str, int],
+    copies: Sequence[Mapping],
+    per_row: float,
+) -> tuple[dict[str, float], str]:
+    """Run -> GB its pgbench logs send back over SSH (compressed on the load generator:
+    `loadgen.PACK_SCRIPT`), and how that was reached: with measured copies (`copies`,
+    `measured_log_copies`: gcp's), the largest bytes sent per second of one node's pgbench
+    among them, times the row's tservers and the seconds it logs at most
+    (`MeasuringProtocol.logged_seconds`); without, `per_row` (gcp.egress_gb_per_row) each."""
+    gcp = [c for c in copies if c["backend"] == "gcp"]
+    if not gcp:
+        return ({row.run: per_row for row in rows},
+                f"{per_row:g} GB per row ({source_of('gcp.egress_gb_per_row')}: an assumption, "
+                "no gcp log copy measured yet)")  # fmt: skip
+    rate = max(c["bytes_sent"] / c["pgbench_seconds"] for c in gcp)
+    ratio = statistics.median(c["bytes_raw"] / c["bytes_sent"] for c in gcp)
+    logged = MeasuringProtocol.of(measurement).logged_seconds()
+    out = {row.run: rate * tservers[row.run] * logged / GB for row in rows}
+    return out, (
+        f"{rate / 1e3:,.1f} kB per second of one node's pgbench, the largest of {len(gcp)} "
+        f"measured log copies ({ratio:.1f}x compressed by gzip on the load generator), x its "
+        f"tservers x {logged:,} s of logged runs at most"
+    )
 
 
 def cpu_quota(machine_type: str) -> str:
@@ -477,11 +563,14 @@ def plan(
     *,
     quotas=False,
     compare=False,
+    copies: Sequence[Mapping] = (),
 ) -> Plan:
     """The plan for the rows (only those of the clusters `combos` when given); `config` as
     settings.load. A cluster per label of `GcpBackend.cluster_labels` (per combination, and per
     replicate unless gcp.cluster_per_replicate is false). `compare`: also plan the other
-    protocol (`protocols`), for the printed plan only: the rules read plans at parse time."""
+    protocol (`protocols`), for the printed plan only: the rules read plans at parse time.
+    `copies`: the study's measured log copies (`measured_log_copies`), for the logs' egress
+    (`log_egress`)."""
     settings = gcp_section(config)
     measurement = config["measurement"]
     by_run = {row.run: row for row in rows}
@@ -490,7 +579,12 @@ def plan(
     if combos is not None:
         runs = [r for r in runs if key[r] in combos]
     speed = settings["load_rows_per_s"]
-    seconds = {r: row_seconds(by_run[r], measurement, speed) for r in runs}
+    sharding = settings["table_sharding"]
+    seconds = {r: row_seconds(by_run[r], measurement, speed, sharding) for r in runs}
+    restores = {r: row_restores(by_run[r], measurement, sharding) for r in runs}
+    tservers = {r: by_run[r].cluster.nodes for r in runs}
+    egress, egress_from = log_egress([by_run[r] for r in runs], measurement, tservers, copies,
+                                     settings["egress_gb_per_row"])  # fmt: skip
     region = settings["region"]
     rates = settings["prices"].get(region)
     if rates is None:
@@ -563,6 +657,9 @@ def plan(
         disk_type=settings["disk_type"],
         nat_gb_per_vm=settings["nat_gb_per_vm"],
         egress_gb_per_row=settings["egress_gb_per_row"],
+        egress_gb=egress,
+        egress_from=egress_from,
+        restores={r: v for r, v in restores.items() if v[0]},
         max_clusters=settings["max_clusters"],
         peaks=peak_needs(clusters, settings["disk_type"]),
         peaks_max=peak_needs([c.at_bound() for c in clusters], settings["disk_type"]),
@@ -690,14 +787,72 @@ def measured_loads(results: str | Path) -> list[dict]:
     return found
 
 
+def measured_restores(results: str | Path) -> list[dict]:
+    """Every restore this study's results timed (`applied.restores` of each
+    runs/*/measurement.json): its backend, seconds, DELETEs and new keys (hashed keys), and
+    the seconds of the row's repetitions (`measurement.seconds`)."""
+    found = []
+    for path in sorted(Path(results).glob("runs/*/measurement.json")):
+        try:
+            meta = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        applied = meta.get("applied") or {}
+        seconds = (meta.get("measurement") or {}).get("seconds")
+        for r in applied.get("restores") or ():
+            found.append({"backend": applied.get("backend", "?"), "seconds": r.get("seconds"),
+                          "deletes": r.get("deletes"), "new_keys": r.get("new_keys"),
+                          "repetition_seconds": seconds})  # fmt: skip
+    return found
+
+
+def restore_text(p: Plan, runs: Sequence[str]) -> str:
+    """', N restores of S each' for the restored rows among `runs` (the first's: one protocol),
+    '' when none is restored."""
+    planned = [p.restores[r] for r in runs if r in p.restores]
+    if not planned:
+        return ""
+    n, total = planned[0]
+    return f", {n} restores of {_duration(total / n)} each (estimate)"
+
+
+def restore_lines(p: Plan, measured: Sequence[Mapping] = (), results: str = "results") -> list[str]:
+    """How restores are planned, and the restores `results` measured beside the estimate."""
+    if not p.restores:
+        return []
+    lines = [
+        "Restores: before each run of a write row after its first (its script only inserts new "
+        "keys: ysql.restorable_script), the keys written since the one before deleted by key, "
+        f"each planned as long as that writing took (RESTORE_SHARE {RESTORE_SHARE:g}: deleted "
+        "at the load's speed, written at most at it), counted in the row's time; each DELETE "
+        "at most ysql.LOAD_TIMEOUT"
+    ]
+    gcp = [m for m in measured if m["backend"] == "gcp" and m.get("seconds") is not None]
+    if not gcp:
+        lines.append(f"Measured restores: none on gcp in {results}/runs (measurement.json "
+                     "`applied.restores`)")  # fmt: skip
+        return lines
+    secs = sorted(float(m["seconds"]) for m in gcp)
+    shares = [float(m["seconds"]) / m["repetition_seconds"] for m in gcp
+              if m.get("repetition_seconds")]  # fmt: skip
+    share = f"; at most {max(shares):.2f} of a repetition's seconds" if shares else ""
+    lines.append(
+        f"Measured restores ({results}/runs, measurement.json `applied.restores`): {len(gcp)} on "
+        f"gcp, {secs[0]:,.1f} to {secs[-1]:,.1f} s (median {statistics.median(secs):,.1f} s)"
+        f"{share} -- a basis for the estimate"
+    )
+    return lines
+
+
 def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "results") -> list[str]:
     """Each cluster's largest dataset, estimated (`DatasetPlan`), with what the estimates leave
     out; where the load speed came from, and the loads `results` measured beside it (`loads`,
-    `measured_loads`), never in its place."""
+    `measured_loads`), never in its place; a restored write row's restores (`restore_text`)."""
     from ybscale.backends.ysql import CHUNK_TIMEOUT
     from ybscale.settings import schema
 
     datasets = [(c.cluster, c.dataset) for c in p.clusters if c.dataset is not None]
+    restores = {c.cluster: restore_text(p, c.runs) for c in p.clusters}
     if not datasets:
         return []
     width = max(len(name) for name, _ in datasets)
@@ -708,7 +863,7 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
             f"  {name:<{width}} {d.rows:>13,} rows x {d.value_bytes} B: "
             f"{size_text(d.logical_bytes)} logical, {size_text(d.node_bytes)} per tserver "
             f"(RF {d.replication_factor}, {d.tservers} tservers; {d.disk_share:.1%} of its disk), "
-            f"load {_duration(d.load_seconds)} (estimate)"
+            f"load {_duration(d.load_seconds)} (estimate){restores[name]}"
         )
     speed = datasets[0][1].load_rows_per_s
     default = schema("gcp")["properties"]["load_rows_per_s"]["default"]
@@ -767,11 +922,12 @@ def dataset_lines(p: Plan, loads: Sequence[Mapping] = (), results: str = "result
     return lines
 
 
-def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results") -> str:
+def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results",
+                restores: Sequence[Mapping] = ()) -> str:  # fmt: skip
     """The plan as a person reads it: a table of what the study takes (clusters, rows, VMs,
     wall time, VM-hours, cost), each cluster's VMs and dataset, any warning, then the
     assumptions as short notes (`loads`: the loads the study's `results` measured,
-    `measured_loads`)."""
+    `measured_loads`; `restores`: its restores, `measured_restores`)."""
     lines = [
         f"Plan: {len(p.clusters)} clusters for {len(p.row_seconds)} rows "
         f"({sum(c.vms for c in p.clusters)} VMs in all)" + _replicate_clusters(p),
@@ -812,8 +968,19 @@ def format_plan(p: Plan, loads: Sequence[Mapping] = (), results: str = "results"
     if warnings:
         lines += ["", *warnings]
     notes = [line for line in datasets if line not in table and line not in warnings]
+    notes += [*restore_lines(p, restores, results), egress_line(p)]
     lines += ["", "Notes:", *(f"- {note}" for note in plan_notes(p, notes))]
     return "\n".join(lines)
+
+
+def egress_line(p: Plan) -> str:
+    """What the rows' logs send back over SSH, and how it was reached (`log_egress`)."""
+    most = max(p.egress_gb.values(), default=p.egress_gb_per_row)
+    return (
+        f"Logs' egress: pgbench's per-transaction logs, gzip'd on the load generator, copied "
+        f"back over SSH (the IAP tunnel): {p.egress_total():,.3f} GB in all, at most "
+        f"{most:,.3f} GB per row; {p.egress_from or 'gcp.egress_gb_per_row'}"
+    )
 
 
 def tserver_lines(p: Plan) -> list[str]:

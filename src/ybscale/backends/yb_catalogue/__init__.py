@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
+from ybscale.backends.yb_catalogue import pgconf
 from ybscale.backends.yb_catalogue.gflags import flag_text
 from ybscale.config_sources import source_of
 
@@ -86,6 +87,23 @@ def not_in_pinned_build(series: str) -> dict[str, dict]:
     return load(series).get("not_in_pinned_build", {})
 
 
+def ysql_setting_type(series: str, name: str) -> dict | None:
+    """The GUC table entry of YSQL setting `name` in `series` (type; an integer's min, max and
+    unit; a real's min and max; an enum's options), its name read without regard to case as
+    `ysql_settings`; None when the catalogue does not record it."""
+    types = load(series).get("ysql_setting_types", {})
+    if name in types:
+        return types[name]
+    folded = {n.lower(): entry for n, entry in types.items()}
+    return folded.get(name.lower())
+
+
+def misnamed_in_docs(series: str) -> dict[str, dict]:
+    """Flag names the series' documentation gives that its source defines under another name:
+    the docs' name -> {"defined_as": the source's, "reason": ..., where it was read}."""
+    return load(series).get("misnamed_in_docs", {})
+
+
 def flag_type(series: str, name: str) -> str | None:
     """The C++ type of yb-master / yb-tserver flag `name` in `series` (`gflags.TYPES`), None
     when the catalogue does not record it."""
@@ -114,7 +132,9 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
     setting of the release's series (a server exits on an unknown flag, YSQL on an unknown
     setting; a name only a later patch of the series has says so, with the reason the catalogue
     gives), or that is a YSQL setting no configuration file can set, and per flag value its
-    type refuses as gflags reads it (a server exits on it too; `gflags.flag_text`).
+    type refuses as gflags reads it (a server exits on it too; `gflags.flag_text`), and per
+    YSQL setting value its GUC table entry refuses as PostgreSQL reads ysql_pg.conf (YSQL does
+    not start; `pgconf.value_error`, `ysql_setting_type`).
     server: name -> {value: where it came from}; release: gcp.yugabyte.version."""
     if not server:
         return []
@@ -128,10 +148,16 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
     fixed = ysql_settings_not_settable(series)
     where = f"YugabyteDB {series} (src/ybscale/backends/yb_catalogue/{series}.json)"
     later = not_in_pinned_build(series)
+    renamed = misnamed_in_docs(series)
     errors = []
     for name, values in sorted(server.items()):
         origin = next(iter(values.values()))
-        if name in later and name not in known:
+        if name in renamed and name not in known:
+            errors.append(
+                f"{origin}: server.{name}: {renamed[name]['reason']} (not a flag of {where}; "
+                f"{', '.join(renamed[name]['documented_in'])})"
+            )
+        elif name in later and name not in known:
             errors.append(
                 f"{origin}: server.{name}: {name}: {later[name]['reason']} (not a "
                 f"{later[name].get('kind', 'flag or setting')} of {where}; "
@@ -154,4 +180,14 @@ def server_setting_errors(server: Mapping[str, Mapping[str, str]], release: str)
                 except ValueError as exc:
                     kind = flag_type(series, name)
                     errors.append(f"{value_origin}: server.{name}: {exc} ({kind} flag of {where})")
+        else:  # a YSQL setting: its value as the tserver's PostgreSQL reads ysql_pg.conf
+            entry = ysql_setting_type(series, name)
+            for value, value_origin in values.items():
+                why = pgconf.value_error(str(value), entry)
+                if why:
+                    errors.append(
+                        f"{value_origin}: server.{name}: {why} ({entry['type']} YSQL setting of "
+                        f"{where}: PostgreSQL {load(series)['postgres_base']}'s guc.c; YSQL would "
+                        "not start)"
+                    )
     return errors
