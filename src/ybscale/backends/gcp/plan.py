@@ -342,16 +342,22 @@ def row_restores(row: Row, measurement: Mapping, sharding: str = "range") -> tup
     return protocol.restores(), protocol.restore_seconds(RESTORE_SHARE)
 
 
+def _measurements(results: str | Path):
+    """(path, record) of every readable `runs/*/measurement.json` under `results`, in order;
+    an unreadable one is left out (the plan reads what the study measured, as an aside)."""
+    for path in sorted(Path(results).glob("runs/*/measurement.json")):
+        try:
+            yield path, json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+
+
 def measured_log_copies(results: str | Path) -> list[dict]:
     """The log copies this study's results recorded: per `runs/*/measurement.json` whose
     `applied.logs_copied` sent anything, its backend, tservers, bytes before and after
     compression, and seconds of pgbench (one per node and run) those logs cover."""
     found = []
-    for path in sorted(Path(results).glob("runs/*/measurement.json")):
-        try:
-            meta = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    for path, meta in _measurements(results):
         applied = meta.get("applied") or {}
         copied = applied.get("logs_copied") or {}
         if not copied.get("bytes_sent") or not copied.get("pgbench_seconds"):
@@ -763,11 +769,7 @@ def measured_loads(results: str | Path) -> list[dict]:
     record (under `applied`, or at the top) says it was loaded, with its backend, rows, value
     size, seconds and rows per second; [] when none did (a dataset kept is no load)."""
     found = []
-    for path in sorted(Path(results).glob("runs/*/measurement.json")):
-        try:
-            meta = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    for path, meta in _measurements(results):
         applied = meta.get("applied") or {}
         record = meta.get("dataset") or applied.get("dataset") or {}
         speed = record.get("rows_per_second")
@@ -792,11 +794,7 @@ def measured_restores(results: str | Path) -> list[dict]:
     runs/*/measurement.json): its backend, seconds, DELETEs and new keys (hashed keys), and
     the seconds of the row's repetitions (`measurement.seconds`)."""
     found = []
-    for path in sorted(Path(results).glob("runs/*/measurement.json")):
-        try:
-            meta = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    for _path, meta in _measurements(results):
         applied = meta.get("applied") or {}
         seconds = (meta.get("measurement") or {}).get("seconds")
         for r in applied.get("restores") or ():
