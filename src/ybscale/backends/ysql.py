@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -162,7 +163,14 @@ def run_loaders(loaders: Sequence[Sequence[Callable[[], object]]]) -> None:
 
     pool = ThreadPoolExecutor(max(1, len(loaders)), thread_name_prefix="ybscale-loader")
     try:
-        futures = [pool.submit(loader, steps) for steps in loaders]
+        # the loaders start with SIGINT and SIGTERM held: an interrupt raised inside
+        # submit() (a thread starting) would leave that thread out of the pool's, unjoined;
+        # held, it lands once every loader is the pool's (the threads keep them held)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            futures = [pool.submit(loader, steps) for steps in loaders]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         for future in futures:  # the first failure, in the loaders' order
             if future in done and future.exception() is not None:
