@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from conftest import jobs_in, planned, servers_under, tiny_snakemake, tiny_workflow
 
@@ -26,6 +27,7 @@ DESIGN = {
 }
 
 
+@pytest.mark.slow  # a real study of 12 rows
 def test_the_study_adds_replicates_while_a_column_is_undecided_and_stops_at_the_budget(
     tmp_path, data_root
 ):
