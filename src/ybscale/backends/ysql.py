@@ -9,6 +9,7 @@ reloaded before client counts. Point it at a database and table name nothing els
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -17,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Protocol
@@ -144,6 +145,31 @@ def chunk_sql(table: str, first: int, last: int, sharding: str = "none", tablets
     )
 
 
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM received inside the block are held and delivered once it ends, to
+    the handlers they had (in the main thread, which runs Python's signal handlers, whichever
+    thread the signal reached); elsewhere, and for a handler not set from Python, as they
+    come."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler is not None:
+            previous[signum] = handler
+            signal.signal(signum, lambda received, _frame: caught.append(received))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in caught:
+            signal.raise_signal(signum)
+
+
 def run_loaders(loaders: Sequence[Sequence[Callable[[], object]]]) -> None:
     """Each loader's steps in a thread of its own, in order, the loaders at once. The first
     failure, or a KeyboardInterrupt here, stops every loader before its next step; the steps
@@ -163,14 +189,9 @@ def run_loaders(loaders: Sequence[Sequence[Callable[[], object]]]) -> None:
 
     pool = ThreadPoolExecutor(max(1, len(loaders)), thread_name_prefix="ybscale-loader")
     try:
-        # the loaders start with SIGINT and SIGTERM held: an interrupt raised inside
-        # submit() (a thread starting) would leave that thread out of the pool's, unjoined;
-        # held, it lands once every loader is the pool's (the threads keep them held)
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
+        with _interrupts_deferred():  # raised inside submit() (a thread starting), an
+            # interrupt would leave that thread out of the pool's, never joined
             futures = [pool.submit(loader, steps) for steps in loaders]
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         for future in futures:  # the first failure, in the loaders' order
             if future in done and future.exception() is not None:
