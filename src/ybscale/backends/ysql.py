@@ -147,16 +147,16 @@ def chunk_sql(table: str, first: int, last: int, sharding: str = "none", tablets
 
 @contextlib.contextmanager
 def _interrupts_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM received inside the block are held and delivered once it ends, to
-    the handlers they had (in the main thread, which runs Python's signal handlers, whichever
-    thread the signal reached); elsewhere, and for a handler not set from Python, as they
-    come."""
+    """SIGINT, SIGTERM and SIGHUP (a job's interrupts, `lifecycle.interrupt_on_signals`)
+    received inside the block are held and delivered once it ends, to the handlers they had
+    (in the main thread, which runs Python's signal handlers, whichever thread the signal
+    reached); elsewhere, and for a handler not set from Python, as they come."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught: list[int] = []
     previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         handler = signal.getsignal(signum)
         if handler is not None:
             previous[signum] = handler
