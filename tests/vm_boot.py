@@ -514,7 +514,7 @@ def systemctl(args: list[str]) -> int:
         if ln.startswith("Environment="):
             env.update(word.split("=", 1) for word in ln.removeprefix("Environment=").split())
     pid_file = root / f"{name}.pid"
-    if pid_file.exists() and Path(f"/proc/{pid_file.read_text().strip()}").exists():
+    if unit_pid(pid_file) is not None:
         return 0
     status = root / f"{name}.status"  # its exit status once it ends (systemd's Result=)
     status.unlink(missing_ok=True)
@@ -522,8 +522,28 @@ def systemctl(args: list[str]) -> int:
     with open(root / f"{name}.log", "ab") as out:
         proc = subprocess.Popen(watch, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    pid_file.write_text(str(proc.pid))
+    pid_file.write_text(f"{proc.pid} {_started(proc.pid)}")  # a pid is reused: and its start
     return 0
+
+
+def _started(pid: int) -> str | None:
+    """When process `pid` started (clock ticks after boot, /proc/PID/stat field 22), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def unit_pid(pid_file: Path) -> int | None:
+    """The pid of the unit `pid_file` names while that very process lives (not a zombie, and
+    started when the pid file says: the suite starts more processes than pid_max, so a dead
+    unit's pid soon names another process), else None."""
+    try:
+        pid, started = pid_file.read_text().split()
+        state, *rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        return None
+    return int(pid) if state != "Z" and rest[18] == started else None
 
 
 def unit_exited(vm: Vm, name: str) -> int | None:
@@ -541,12 +561,7 @@ def running(folder: Path) -> list[str]:
     """The units still running on the VMs under `folder` (their pid files' live processes)."""
     found = []
     for pid_file in folder.rglob("*.pid") if folder.exists() else []:
-        stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
-        try:
-            alive = stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            continue
-        if alive:
+        if unit_pid(pid_file) is not None:
             found.append(f"{pid_file.parent.name} {pid_file.stem}")
     return found
 
@@ -554,7 +569,7 @@ def running(folder: Path) -> list[str]:
 def stop_vms(folder: Path) -> None:
     """SIGTERM to every unit the VMs under `folder` started, then SIGKILL to any left after 10 s
     (the site's teardown; a VM's servers stop by themselves when its stack is destroyed)."""
-    pids = [int(p.read_text()) for p in folder.rglob("*.pid") if p.read_text().strip()]
+    pids = [pid for p in folder.rglob("*.pid") if (pid := unit_pid(p)) is not None]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:

@@ -7,6 +7,7 @@ import ipaddress
 import json
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -1045,3 +1046,28 @@ def test_the_vms_boot_runs_their_servers_with_the_designs_knobs(download, tmp_pa
         left = vm_boot.running(tmp_path)
         vm_boot.stop_vms(tmp_path)
     assert left == []
+
+
+def test_a_units_pid_file_names_its_process_only_while_that_very_process_lives(tmp_path):
+    """A stand-in VM's unit is running while the process its pid file names lives and started
+    when the file says: the suite starts more processes than pid_max (32768 here), so a
+    stopped unit's pid soon belongs to another process, which must not count as the unit
+    (nor be killed by the site's teardown)."""
+    vm = tmp_path / "vms" / "vm-0"
+    vm.mkdir(parents=True)
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)  # killpg would reach it
+    try:
+        started = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        (vm / "yb-master.pid").write_text(f"{proc.pid} {started}")
+        assert vm_boot.unit_pid(vm / "yb-master.pid") == proc.pid
+        assert vm_boot.running(tmp_path / "vms") == ["vm-0 yb-master"]
+        (vm / "yb-master.pid").write_text(f"{proc.pid} {int(started) - 1}")  # its pid, reused
+        assert vm_boot.unit_pid(vm / "yb-master.pid") is None
+        assert vm_boot.running(tmp_path / "vms") == []
+        vm_boot.stop_vms(tmp_path / "vms")  # leaves the process that took the pid alone
+        assert proc.poll() is None
+        (vm / "yb-master.pid").write_text(f"{proc.pid} {started}")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert vm_boot.running(tmp_path / "vms") == []  # dead
