@@ -30,12 +30,6 @@ from pathlib import Path
 
 SITE_ENV = "YBSCALE_LOOPBACK"  # the site file the program reads
 SERIES = "2024.2"  # config/config.yaml pins 2024.2.1.0
-# The CPUs of the rehearsals' stand-in cluster machine (`loopback_site`'s cluster_cpus): a cap,
-# so that a measured second takes half a core rather than the whole machine (the suite runs
-# three workers on two cores; uncapped, pgbench and its server took both cores for every second
-# of every rehearsal row). What the rehearsals check (flags, layouts, restores, logs, readings,
-# clean-up) holds at any throughput; the capped-generator study sets its own.
-STAND_IN_CPUS = 0.5
 
 
 def tserver_ips(nodes: int) -> list[str]:

@@ -39,7 +39,7 @@ from conftest import (
     stop_sshd,
 )
 from conftest import snakemake as run_snakemake
-from loopback import SITE_ENV, STAND_IN_CPUS, STATE_ENV, loopback_site
+from loopback import SITE_ENV, STATE_ENV, loopback_site
 from test_rehearsal import (
     ctrl_c_when,
     descendants,
@@ -74,7 +74,7 @@ def site(sshd):
     """(data root, site file): the stand-in tservers of a 2-node cluster; stopped at the end."""
     with ram_root() as root:
         settings = settings_with(local={"data_root": str(root), "cpu_mechanism": "none"})
-        with loopback_site(root, sshd, [2], settings, cluster_cpus=STAND_IN_CPUS) as site_file:
+        with loopback_site(root, sshd, [2], settings) as site_file:
             yield root, site_file
         assert servers_under(root) == []
 

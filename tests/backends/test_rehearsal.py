@@ -35,7 +35,7 @@ from conftest import (
     settings_with,
 )
 from conftest import snakemake as run_snakemake
-from loopback import SITE_ENV, STAND_IN_CPUS, STATE_ENV, loopback_site, tserver_ips
+from loopback import SITE_ENV, STATE_ENV, loopback_site, tserver_ips
 from test_stacks import engine_path
 
 from ybscale.backends.gcp import stacks
@@ -116,9 +116,7 @@ def site(sshd):
     with ram_root() as root:
         settings = settings_with(local={"data_root": str(root), "cpu_mechanism": "none"})
         ysql = {k: SERVER[k] for k in YSQL_SETTINGS}
-        with loopback_site(
-            root, sshd, [1, 2], settings, ysql=ysql, cluster_cpus=STAND_IN_CPUS
-        ) as site_file:
+        with loopback_site(root, sshd, [1, 2], settings, ysql=ysql) as site_file:
             yield root, site_file
         assert servers_under(root) == []
         assert vm_boot.running(root / "vms") == []
