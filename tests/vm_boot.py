@@ -526,28 +526,23 @@ def systemctl(args: list[str]) -> int:
     with open(root / f"{name}.log", "ab") as out:
         proc = subprocess.Popen(watch, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    pid_file.write_text(f"{proc.pid} {_started(proc.pid)}")  # a pid is reused: and its start
+    from ybscale.backends.base import start_time
+
+    pid_file.write_text(f"{proc.pid} {start_time(proc.pid)}")  # a pid is reused: and its start
     return 0
-
-
-def _started(pid: int) -> str | None:
-    """When process `pid` started (clock ticks after boot, /proc/PID/stat field 22), or None."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
 
 
 def unit_pid(pid_file: Path) -> int | None:
     """The pid of the unit `pid_file` names while that very process lives (not a zombie, and
     started when the pid file says: the suite starts more processes than pid_max, so a dead
     unit's pid soon names another process), else None."""
+    from ybscale.backends.base import alive, start_time
+
     try:
         pid, started = pid_file.read_text().split()
-        state, *rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, ValueError):
         return None
-    return int(pid) if state != "Z" and rest[18] == started else None
+    return int(pid) if start_time(int(pid)) == started and alive(int(pid)) else None
 
 
 def unit_exited(vm: Vm, name: str) -> int | None:

@@ -1053,11 +1053,13 @@ def test_a_units_pid_file_names_its_process_only_while_that_very_process_lives(t
     when the file says: the suite starts more processes than pid_max (32768 here), so a
     stopped unit's pid soon belongs to another process, which must not count as the unit
     (nor be killed by the site's teardown)."""
+    from ybscale.backends.base import start_time
+
     vm = tmp_path / "vms" / "vm-0"
     vm.mkdir(parents=True)
     proc = subprocess.Popen(["sleep", "60"], start_new_session=True)  # killpg would reach it
     try:
-        started = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        started = start_time(proc.pid)
         (vm / "yb-master.pid").write_text(f"{proc.pid} {started}")
         assert vm_boot.unit_pid(vm / "yb-master.pid") == proc.pid
         assert vm_boot.running(tmp_path / "vms") == ["vm-0 yb-master"]
