@@ -331,13 +331,47 @@ def test_the_leftovers_of_a_killed_run_are_reaped_by_the_next(data_root, tmp_pat
     assert set(Path("/dev/shm").glob("PostgreSQL.*")) <= before
 
 
-def test_a_dead_node_fails_the_check(data_root, tmp_path):
+def psqls(port: int) -> list[int]:
+    """The pids of the psql processes connected (or connecting) to `port`."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"/psql") and str(port).encode() in argv:
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_dead_node_fails_the_check_and_the_read_backs_share_one_psql_a_node(data_root, tmp_path):
     levels = {**LEVELS, "nodes": 3, "replication": "off"}
     with backend(data_root).cluster(row_from_levels(levels, 1000), tmp_path) as cluster:
-        cluster.nodes[1].stop()
+        node = cluster.nodes[1]
+        for _ in range(5):  # what a measurement asks before and after each run
+            cluster.check()
+            cluster.block_counters()
+        assert [n.session.started for n in cluster.nodes] == [1, 1, 1]
+        assert [len(psqls(n.port)) for n in cluster.nodes] == [1, 1, 1]
+        # answered as a psql of its own answers, with or without a closing semicolon
+        sql = "SELECT 1, 'x|y';\nSELECT n FROM generate_series(1, 3) n -- no semicolon"
+        assert node.ask(sql) == node.psql(sql) == "1|x|y\n1\n2\n3"
+        with pytest.raises(BackendError, match='node2: SQL failed: .*column "nope" does not'):
+            node.ask("SELECT nope")
+        assert node.ask("SELECT 2") == "2"  # in a new session
+        with pytest.raises(BackendError, match="node2: SQL timed out after 0.5s"):
+            node.ask("SELECT pg_sleep(10)", timeout=0.5)
+        assert psqls(node.port) == []  # not left waiting on its question
+        assert node.ask("SELECT 3") == "3"
+        started = node.session.started
+        node.stop()
         with pytest.raises(BackendError, match="node2"):
             cluster.check()
+        node.start([])  # back, outside its CPU group: its idle session's psql lost it
+        cluster.check()  # asked again, once, in a new session
+        assert node.session.started == started + 1
     assert servers_under(data_root) == []
+    assert [psqls(n.port) for n in cluster.nodes] == [[], [], []]
 
 
 def test_unknown_server_user_is_a_clear_error(data_root, tmp_path, monkeypatch):

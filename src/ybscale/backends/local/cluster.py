@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ybscale.backends.base import (
@@ -51,11 +51,13 @@ from ybscale.backends.base import (
 )
 from ybscale.backends.local import catalogue
 from ybscale.backends.local.cpu import CpuLimits, reap_orphan_groups
+from ybscale.backends.psql_session import PsqlSession
 from ybscale.design import workload
 from ybscale.design.row import ClusterShape, Row
 from ybscale.measure import outside, pgbench, utilisation
 
 COMMAND_TIMEOUT = 60  # seconds for any server administration command
+PSQL_ENV = {"PGCONNECT_TIMEOUT": "10"}
 DATASET = "dataset.json"  # in a cluster's home: the dataset its nodes hold (`prepare`)
 DROP_SQL = "DROP TABLE IF EXISTS kv;\nDROP SEQUENCE IF EXISTS kv_new_key;\n"  # a row's first load
 PREFIX = "ybscale-"
@@ -165,6 +167,7 @@ class Node:
     port: int
     runas: list[str]
     bindir: Path
+    session: PsqlSession | None = field(default=None, repr=False, compare=False)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -229,20 +232,36 @@ class Node:
         pid = postmaster_pid(self.datadir)
         return pid is not None and alive(pid)
 
+    def psql_argv(self) -> list[str]:
+        """psql on this node, reading SQL from stdin, unaligned tuples only, stopping at the
+        first error."""
+        argv = [str(self.bindir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"]
+        return argv + ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+
     def psql(self, sql: str, env: Mapping[str, str] = {}, timeout: float = COMMAND_TIMEOUT) -> str:
         """Run SQL statements one by one (not in one transaction); return stdout."""
-        argv = [str(self.bindir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"]
-        argv += ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
-        full_env = {**os.environ, "PGCONNECT_TIMEOUT": "10", **env}
+        full_env = {**os.environ, **PSQL_ENV, **env}
         try:
             out = subprocess.run(
-                argv, input=sql, capture_output=True, text=True, timeout=timeout, env=full_env
-            )
+                self.psql_argv(), input=sql, capture_output=True, text=True, timeout=timeout,
+                env=full_env,
+            )  # fmt: skip
         except subprocess.TimeoutExpired as exc:
             raise BackendError(f"{self.name}: SQL timed out after {timeout}s: {sql[:80]}") from exc
         if out.returncode != 0:
             raise BackendError(f"{self.name}: SQL failed: {out.stderr.strip()} ({sql[:80]})")
         return out.stdout.strip()
+
+    def ask(self, sql: str, timeout: float = COMMAND_TIMEOUT) -> str:
+        """`psql(sql)` in this node's kept session (`PsqlSession`): for the read-backs a
+        measurement repeats, statements that change nothing and set nothing."""
+        if self.session is None:
+            self.session = PsqlSession(self.psql_argv(), PSQL_ENV, self.name)
+        return self.session.ask(sql, timeout)
+
+    def close_session(self) -> None:
+        if self.session is not None:
+            self.session.close()
 
 
 def conf_value(value: str) -> str:
@@ -438,7 +457,7 @@ class LocalCluster(Cluster):
         sql = "SELECT blks_hit, blks_read FROM pg_stat_database WHERE datname = current_database()"
         hits = reads = disk = 0.0
         for node in self.nodes:
-            hit, read = node.psql(sql).split("|")
+            hit, read = node.ask(sql).split("|")
             hits, reads = hits + float(hit), reads + float(read)
             pid = postmaster_pid(node.datadir)
             disk += read_bytes(pid) if pid else 0
@@ -488,7 +507,7 @@ class LocalCluster(Cluster):
             "rows_per_second": round(self.rows / seconds) if seconds > 0 and not held else None,
             # its table and index on each node's disk (a standby holds the whole of it)
             "bytes_per_node": {
-                node.name: int(node.psql("SELECT pg_total_relation_size('kv')"))
+                node.name: int(node.ask("SELECT pg_total_relation_size('kv')"))
                 for node in self.nodes
             },
         }
@@ -528,18 +547,23 @@ class LocalCluster(Cluster):
 
     def wait_replayed(self, timeout: float = COMMAND_TIMEOUT) -> None:
         """Wait until every standby has replayed everything the primary wrote."""
-        target = self.nodes[0].psql("SELECT pg_current_wal_lsn()")
+        target = self.nodes[0].ask("SELECT pg_current_wal_lsn()")
         deadline = time.monotonic() + timeout
         for node in self.nodes[1:]:
             sql = f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn"
-            while node.psql(sql) != "t":
+            while node.ask(sql) != "t":
                 if time.monotonic() > deadline:
                     raise BackendError(f"{node.name}: standby did not catch up within {timeout}s")
                 time.sleep(0.05)
 
+    def close(self) -> None:
+        """Each node's kept psql session ended (`Node.ask`)."""
+        for node in self.nodes:
+            node.close_session()
+
     def check(self) -> None:
-        """Every node running and answering (one psql each); the primary also reports its
-        replication quorum in the same session."""
+        """Every node running and answering (one question each, in its kept session); the
+        primary also reports its replication quorum in the same question."""
         quorum_sql = "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'quorum';"
         for node in self.nodes:
             if not node.running():
@@ -547,9 +571,9 @@ class LocalCluster(Cluster):
                     f"{node.name} (port {node.port}) is not running; see {node.logfile}"
                 )
         replicated = self.replicated and len(self.nodes) > 1
-        answers = self.nodes[0].psql("SELECT 1;" + (quorum_sql if replicated else ""), timeout=15)
+        answers = self.nodes[0].ask("SELECT 1;" + (quorum_sql if replicated else ""), timeout=15)
         for node in self.nodes[1:]:
-            node.psql("SELECT 1", timeout=15)
+            node.ask("SELECT 1", timeout=15)
         if replicated:
             quorum = answers.splitlines()[1]
             if int(quorum) < len(self.nodes) - 1:
@@ -810,9 +834,12 @@ class LocalBackend(Backend):
             endpoints["client_cpus"],
             endpoints["client_prefix"],
         )
-        cluster.prepare()
-        cluster.check()
-        yield cluster
+        try:
+            cluster.prepare()
+            cluster.check()
+            yield cluster
+        finally:
+            cluster.close()
 
     def down(self, endpoints: Mapping, folder: Path) -> dict:
         """Stop every server (the primary last; the others at once, their quotas lifted), keep
