@@ -1,11 +1,33 @@
-rule effect_charts:
-    """Pareto and half-normal charts of the effects, interaction and residual charts."""
+rule charts:
+    """Every chart, in one job (altair and vl-convert start once): throughput against clients
+    and second by second for every row; Pareto, half-normal, interaction and residual charts;
+    a panel per response (analysis.responses), each column's estimate with its interval.
+    """
     input:
         design=final_record,
         ceilings="results/ceilings.csv",
         effects=rules.analyze.output.effects,
         residuals=rules.analyze.output.residuals,
+        curves=lambda wildcards: expand(
+            "results/runs/{run}/throughput.csv", run=final_runs()
+        ),
+        per_second=lambda wildcards: expand(
+            "results/runs/{run}/per_second.csv", run=final_runs()
+        ),
+        measurements=lambda wildcards: expand(
+            "results/runs/{run}/measurement.json", run=final_runs()
+        ),
     output:
+        throughput=report(
+            "results/charts/throughput.svg",
+            caption="../report/throughput.rst",
+            category="2. Measurements",
+        ),
+        per_second=report(
+            "results/charts/per_second.svg",
+            caption="../report/per_second.rst",
+            category="2. Measurements",
+        ),
         pareto=report(
             "results/charts/pareto.svg",
             caption="../report/pareto.rst",
@@ -22,6 +44,11 @@ rule effect_charts:
             caption="../report/interactions.rst",
             category="3. Effects",
         ),
+        responses=report(
+            "results/charts/responses.svg",
+            caption="../report/responses.rst",
+            category="3. Effects",
+        ),
         residual_charts=report(
             directory("results/charts/residuals"),
             patterns=["{name}.svg"],
@@ -29,38 +56,21 @@ rule effect_charts:
             category="4. Diagnostics",
         ),
     log:
-        "results/logs/effect_charts.log",
+        "results/logs/charts.log",
     conda:
         "../envs/ybscale.yaml"
     params:
         code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
+        runs=lambda wildcards, input: " ".join(
+            os.path.dirname(path) for path in input.curves
+        ),
     shell:
-        "python -m ybscale.report.charts analysis --design {input.design} --responses {input.ceilings}"
-        " --response response --effects {input.effects} --residuals {input.residuals}"
+        "python -m ybscale.report.study_charts --design {input.design}"
+        " --ceilings {input.ceilings} --effects {input.effects} --residuals {input.residuals}"
         " --pareto {output.pareto} --half-normal {output.half_normal}"
         " --interactions {output.interactions} --residual-charts {output.residual_charts}"
-        " > {log} 2>&1"
-
-
-rule response_chart:
-    """A panel per response (analysis.responses): each column's estimate with its interval."""
-    input:
-        effects=rules.analyze.output.effects,
-    output:
-        report(
-            "results/charts/responses.svg",
-            caption="../report/responses.rst",
-            category="3. Effects",
-        ),
-    log:
-        "results/logs/response_chart.log",
-    conda:
-        "../envs/ybscale.yaml"
-    params:
-        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
-    shell:
-        "python -m ybscale.report.response_charts --effects {input.effects} --out {output}"
-        " > {log} 2>&1"
+        " --responses {output.responses} --throughput {output.throughput}"
+        " --per-second {output.per_second} {params.runs} > {log} 2>&1"
 
 
 rule findings:
@@ -133,45 +143,6 @@ rule design_page:
         " --effects {input.effects} --out {output} {params.runs} > {log} 2>&1"
 
 
-rule throughput_chart:
-    """Throughput against clients, and second by second, for every row."""
-    input:
-        ceilings="results/ceilings.csv",
-        curves=lambda wildcards: expand(
-            "results/runs/{run}/throughput.csv", run=final_runs()
-        ),
-        per_second=lambda wildcards: expand(
-            "results/runs/{run}/per_second.csv", run=final_runs()
-        ),
-        measurements=lambda wildcards: expand(
-            "results/runs/{run}/measurement.json", run=final_runs()
-        ),
-    output:
-        throughput=report(
-            "results/charts/throughput.svg",
-            caption="../report/throughput.rst",
-            category="2. Measurements",
-        ),
-        per_second=report(
-            "results/charts/per_second.svg",
-            caption="../report/per_second.rst",
-            category="2. Measurements",
-        ),
-    log:
-        "results/logs/throughput_chart.log",
-    conda:
-        "../envs/ybscale.yaml"
-    params:
-        code=ANALYSIS_CODE,  # a changed ybscale re-analyses (protocol.analysis_code)
-        runs=lambda wildcards, input: " ".join(
-            os.path.dirname(path) for path in input.curves
-        ),
-    shell:
-        "python -m ybscale.report.charts throughput --ceilings {input.ceilings}"
-        " --throughput {output.throughput} --per-second {output.per_second} {params.runs}"
-        " > {log} 2>&1"
-
-
 rule effects:
     """The study, published: the analysis' tables move into results/ once the design, the
     charts and the findings that read them are written (what `snakemake --report` shows).
@@ -179,9 +150,7 @@ rule effects:
     input:
         tables=rules.analyze.output,
         design=rules.design.output,
-        charts=rules.effect_charts.output,
-        responses=rules.response_chart.output,
-        throughput=rules.throughput_chart.output,
+        charts=rules.charts.output,
         findings=rules.findings.output,
         design_page=rules.design_page.output,
     output:

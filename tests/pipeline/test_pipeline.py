@@ -144,8 +144,7 @@ def test_a_touch_reruns_nothing_an_analysis_edit_reanalyses_a_measuring_edit_rem
     findings = work / "src" / "ybscale" / "report" / "findings.py"
     findings.write_text(findings.read_text() + "# an edit\n")
     jobs = planned(work, "results/effects.csv", env=env)
-    analysis = {"ceilings", "analyze", "effect_charts", "response_chart", "findings",
-                "design_page", "throughput_chart", "effects"}  # fmt: skip
+    analysis = {"ceilings", "analyze", "charts", "findings", "design_page", "effects"}
     assert analysis <= set(jobs), jobs
     assert jobs["ceiling"] == {f"run{i:02d}" for i in range(1, 17)}  # each row's fit
     assert not {"measure", "publish", "cluster_up", "cluster_down", "design"} & set(jobs), jobs

@@ -751,7 +751,7 @@ def effects_charts(design, responses, response, effects, residuals, paths) -> li
 
 def draw_analysis_charts(design, responses, response, effects, residuals, paths) -> list[Path]:
     """The analysis charts from the files the effects rule wrote (design YAML, ceilings.csv,
-    effects.csv, residuals.csv), where `paths` says (the `effect_charts` rule)."""
+    effects.csv, residuals.csv), where `paths` says (`ybscale.report.study_charts`)."""
     design = load_design(design)
     table = read_responses(responses, design, response)
     # the main response's (the first of analysis.responses)

@@ -3,7 +3,8 @@ estimate with its 95 % interval on that response's own scale (a ratio on the log
 response's unit on the additive), active columns in red, in the order of the main response.
 
 ``python -m ybscale.report.response_charts --effects E --out results/charts/responses.svg``
-(the ``response_chart`` rule; the .html beside it).
+(the .html beside it); in a study, the ``charts`` rule draws it with the others
+(``ybscale.report.study_charts``).
 """
 
 from __future__ import annotations
