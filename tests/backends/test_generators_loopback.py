@@ -132,7 +132,11 @@ def test_two_generators_measure_the_cluster_on_one_time_base(sshd, site, second,
         assert [t.generator for t in targets] == [0, 1]  # one tserver each
         bench.measure(row, cluster, settings["measurement"], out, progress=lambda _: None)
     reps = pd.read_csv(out / "repetitions.csv")
-    assert len(reps) == 2 and (reps["clients"] == 4).all()
+    # two repetitions kept; a run that other work on the machine disturbed (a host stealing
+    # CPU, once, in a serial run here) is set aside, recorded and measured again
+    aside = reps["set_aside"].notna() if "set_aside" in reps else reps["clients"] < 0
+    assert list(reps.loc[~aside, "repetition"]) == [1, 2] and (reps["clients"] == 4).all(), reps
+    assert reps.loc[aside, "disturbed"].all(), reps
     assert reps["start_skew_ms"].between(0, SKEW_BOUND_MS).all(), reps["start_skew_ms"]
     meta = json.loads((out / "measurement.json").read_text())
     gens = meta["applied"]["load_generators"]
