@@ -353,6 +353,27 @@ def test_a_dead_node_fails_the_check_and_the_read_backs_share_one_psql_a_node(da
             cluster.block_counters()
         assert [n.session.started for n in cluster.nodes] == [1, 1, 1]
         assert [len(psqls(n.port)) for n in cluster.nodes] == [1, 1, 1]
+        # a session still open (as pgbench's are as it ends): its last counts reach
+        # pg_stat_database as it exits, so the counters are read once it has
+        before = cluster.block_counters()
+        scan = "SELECT count(v) FROM kv; SELECT pg_sleep(0.5)"
+        reader = subprocess.Popen([*node.psql_argv(), "-c", scan], stdout=subprocess.DEVNULL)
+        while not node.ask(local.OTHER_SESSIONS):
+            assert reader.poll() is None
+        after = cluster.block_counters()
+        assert reader.poll() == 0  # it had ended
+        pages = int(node.ask("SELECT pg_relation_size('kv') / 8192"))
+        assert after["blks_hit"] + after["blks_read"] >= before["blks_hit"] + before[
+            "blks_read"] + pages > 0  # fmt: skip
+        lingering = subprocess.Popen([*node.psql_argv(), "-c", "SELECT pg_sleep(30)"])
+        try:
+            while not (pid := node.ask(local.OTHER_SESSIONS)):
+                pass
+            with pytest.raises(BackendError, match=f"node2: sessions {pid} still open 0.2 s"):
+                local.sessions_ended(node, timeout=0.2)
+        finally:
+            lingering.kill()
+            lingering.wait()
         # answered as a psql of its own answers, with or without a closing semicolon
         sql = "SELECT 1, 'x|y';\nSELECT n FROM generate_series(1, 3) n -- no semicolon"
         assert node.ask(sql) == node.psql(sql) == "1|x|y\n1\n2\n3"

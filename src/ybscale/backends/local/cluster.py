@@ -453,10 +453,12 @@ class LocalCluster(Cluster):
     def block_counters(self) -> dict[str, float]:
         """pg_stat_database's blks_hit and blks_read of the study's database and the bytes
         the servers read from the disk (`read_bytes`), summed over the nodes (each node's own
-        reads: a standby serves reads too)."""
+        reads: a standby serves reads too), once every other session of the database has
+        ended (`sessions_ended`: a session's last counts reach pg_stat_database as it exits)."""
         sql = "SELECT blks_hit, blks_read FROM pg_stat_database WHERE datname = current_database()"
         hits = reads = disk = 0.0
         for node in self.nodes:
+            sessions_ended(node)
             hit, read = node.ask(sql).split("|")
             hits, reads = hits + float(hit), reads + float(read)
             pid = postmaster_pid(node.datadir)
@@ -620,6 +622,32 @@ class LocalCluster(Cluster):
             "server_version": version,
             "servers": servers,
         }
+
+
+# Another session of the database on a node: its backend adds its pending counts to
+# pg_stat_database as it exits (PostgreSQL 15: `pgstat_shutdown_hook`, a before_shmem_exit
+# callback), before it leaves pg_stat_activity (`pgstat_beshutdown_hook`, on_shmem_exit); while
+# it runs, at most once a second (PGSTAT_MIN_INTERVAL). A count read as pgbench ends would miss
+# its sessions' last second: a run of one second, nearly all of it.
+OTHER_SESSIONS = (
+    "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE datname = current_database()"
+    " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+)
+SESSIONS_TIMEOUT = 10.0  # seconds for a closed session's backend to exit
+
+
+def sessions_ended(node: Node, timeout: float = SESSIONS_TIMEOUT) -> None:
+    """Wait until no other client session of the study's database is left on `node` (its
+    kept session asks: pg_stat_activity as of each statement); BackendError naming the pids
+    still there after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while left := node.ask(OTHER_SESSIONS):
+        if time.monotonic() > deadline:
+            raise BackendError(
+                f"{node.name}: sessions {left} still open {timeout:g} s after the run ended: "
+                "its block counters would miss their reads"
+            )
+        time.sleep(0.005)
 
 
 def read_settings(node: Node, names: list[str], env: Mapping[str, str]) -> dict[str, str]:
