@@ -40,7 +40,8 @@ def test_the_study_adds_replicates_while_a_column_is_undecided_and_stops_at_the_
     (work / "config" / "design-rounds.yaml").write_text(yaml.safe_dump(DESIGN))
     test_cfg = yaml.safe_load((work / "config" / "test.yaml").read_text())
     test_cfg["design"] = "config/design-rounds.yaml"
-    test_cfg["measurement"]["budget"] = {"replicates": 3}
+    test_cfg["measurement"] |= {"budget": {"replicates": 3}, "clients": [1], "max_clients": 1}
+    test_cfg["defaults"]["cluster"] = {"nodes": 1}  # the rounds' mechanics: one node a row
     test_cfg["analysis"] = {"relevant": "0.01%", "responses": ["ceiling"]}
     (work / "config" / "test.yaml").write_text(yaml.safe_dump(test_cfg))
 
