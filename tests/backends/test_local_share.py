@@ -127,6 +127,7 @@ def test_a_study_shares_one_real_cluster_per_combination_and_judges_a_split_plot
     test_cfg["design"] = "config/share.yaml"
     test_cfg["local"]["cluster_per"] = "combination"
     test_cfg["defaults"]["cluster"] = {"nodes": 2}
+    test_cfg["measurement"] |= {"clients": [1], "max_clients": 1}  # the sharing, not the sweep
     test_yaml.write_text(yaml.safe_dump(test_cfg))
     out = snakemake(work, configfile="config/test.yaml", timeout=1800)
     assert out.returncode == 0, failed(out)

@@ -74,7 +74,8 @@ def study_dir(
     (folder / "workloads" / "probe.sql").write_text(PROBE)
     (folder / "config" / "study.yaml").write_text(yaml.safe_dump(design))
     tiny = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
-    tiny["measurement"].update({"clients": [1], **(measurement or {})})
+    # one client a row (the sweep's extension to more is the tiny study's)
+    tiny["measurement"].update({"clients": [1], "max_clients": 1, **(measurement or {})})
     tiny["design"] = "config/study.yaml"
     tiny["defaults"] = {"dataset": {"rows": 1000}, **defaults}
     tiny["local"] = {"data_root": str(root)}
