@@ -516,7 +516,7 @@ def test_a_rows_by_workload_design_runs_on_both_shardings(engine_env, sshd, site
 
 
 @pytest.mark.slow
-@HALF_A
+@HALF_B
 def test_ctrl_c_while_a_row_measures_destroys_both_stacks(engine_env, sshd, site, tmp_path):
     """Ctrl-C (SIGINT to the terminal's foreground process group: Snakemake and its jobs) while
     rows measure on both clusters: onerror destroys both stacks, and nothing the run started
@@ -622,19 +622,15 @@ def test_existing_study_over_ssh_on_loopback(sshd, site, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "keep_going",
-    [
-        pytest.param(False, id="stop", marks=HALF_B),
-        pytest.param(True, id="keep-going", marks=HALF_B),
-    ],
-)
-def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, keep_going):
+@HALF_B
+def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path):
     """A design whose read script fails on the stand-ins: each cluster has a failing row, and
-    each is still destroyed by its cluster_down rule (its released.json), with and without -k;
-    the failing rows' errors name them, nothing is left. A 2^2 design (nodes 1/2 x workload
-    read/write: 2 clusters of 2 rows); with -k its 2 write rows are published with everything
-    a gcp row must show (`check_published_rows`)."""
+    each is still destroyed by its cluster_down rule (its released.json) with -k; the failing
+    rows' errors name them, nothing is left. A 2^2 design (nodes 1/2 x workload read/write: 2
+    clusters of 2 rows); its 2 write rows are published with everything a gcp row must show
+    (`check_published_rows`). Without -k: the rules are the same on every backend
+    (tests/pipeline/test_pipeline.py runs both on local), and the onerror path that releases
+    what a stopped run left up is the Ctrl-C rehearsal's, on gcp."""
     root, site_file = site
     logged = stand_in_logs(root)
     broken = tmp_path / "broken-workloads"
@@ -647,15 +643,11 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
     remote = remote_folders(work, list(rows))
     mark = uuid.uuid4().hex
     env = study_env(engine_env, site_file, study, YBSCALE_REHEARSAL_RUN=mark)
-    args = ["-k"] if keep_going else []
-    out = run_snakemake(work, *args, configfile="config/loopback.yaml", env=env, timeout=900)
+    out = run_snakemake(work, "-k", configfile="config/loopback.yaml", env=env, timeout=900)
     log = out.stdout + out.stderr
     assert out.returncode != 0, log[-3000:]
     failures = [run for run in rows if f"{run}: the measurement failed" in log]
-    assert failures, log[-3000:]
-    # without -k Snakemake stops at the first failure: each failure it reached had released
-    # its cluster first; with -k every read row fails, one on each cluster
-    assert (len(failures) == 2) if keep_going else (len(failures) >= 1), log[-3000:]
+    assert len(failures) == 2, log[-3000:]  # every read row fails, one on each cluster
     for run in failures:
         assert rows[run].script == "read"
         assert "no_such_table" in (work / "results/logs/measure" / f"{run}.log").read_text()
@@ -663,16 +655,16 @@ def test_a_failing_row_releases_its_cluster(engine_env, sshd, site, tmp_path, ke
         combo = rows[run].combination  # released by its own rule (released.json)
         gone = work / "results/clusters" / combo / "released.json"
         assert json.loads(gone.read_text())["existed"] is True, log[-3000:]
-    if keep_going:  # the rows that worked are published all the same, and hold everything
-        worked = sorted(set(rows) - set(failures))
-        combos, labels = check_published_rows(work, worked, root)
-        assert sorted(combos.values()) == [1, 2] and len(labels) == 2
-        assert clusters_were_ready(work) == 2
-        for run in worked:  # each row's script went to the load generator
-            folder = remote[list(rows).index(run)]
-            assert [p.name for p in (folder / "scripts").iterdir()], folder
-        # the write rows' restores among them (their second count), by key, not whole
-        assert "Query Text: DELETE FROM kv WHERE k = ANY(" in planned_since(logged, hashed=True)
+    # the rows that worked are published all the same, and hold everything
+    worked = sorted(set(rows) - set(failures))
+    combos, labels = check_published_rows(work, worked, root)
+    assert sorted(combos.values()) == [1, 2] and len(labels) == 2
+    assert clusters_were_ready(work) == 2
+    for run in worked:  # each row's script went to the load generator
+        folder = remote[list(rows).index(run)]
+        assert [p.name for p in (folder / "scripts").iterdir()], folder
+    # the write rows' restores among them (their second count), by key, not whole
+    assert "Query Text: DELETE FROM kv WHERE k = ANY(" in planned_since(logged, hashed=True)
     for folder in remote:
         shutil.rmtree(folder, ignore_errors=True)
     left = stacks.list_stacks(gcp_section({"gcp": study["gcp"]}), every_study=True)
