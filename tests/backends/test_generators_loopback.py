@@ -249,7 +249,9 @@ def test_a_study_with_two_generators_runs_through_the_analysis(sshd, site, secon
     analysis, findings and an offline report written, the forced row alone measured again, and
     no session left on either generator."""
     root, site_file = site
-    work = study_of(tmp_path / "study", site_file, logins(sshd, second, tmp_path / "known"))
+    generators = logins(sshd, second, tmp_path / "known")
+    # one count, a client on each generator: the commands, not the sweep
+    work = study_of(tmp_path / "study", site_file, generators, clients=[2], max_clients=2)
     for command in MISSION:
         out = run_snakemake(work, *command, configfile="config/generators.yaml", timeout=900)
         assert out.returncode == 0, f"{command}: {failed(out)}"
