@@ -50,6 +50,8 @@ pytestmark = pytest.mark.slow
 # the busiest (nodes at 48 %). At 0.8 (3 runs alone): B alone 95-98 % against the nodes'
 # 77-78 %, with two 48-65 % against 80-99 %: the margin where it was thin.
 CAP_SHARE = 0.8
+# two rows a study (READS' first factor, a 2^1): the first grows, the second starts from two
+POINT_READS = {"factors": {"A": READS["factors"]["A"]}}
 
 
 @pytest.fixture(scope="module")
@@ -127,11 +129,11 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
 ):
     """Calibrated on the machine: CPU per transaction of a generator (A alone) and of the
     cluster's server give B a quota of CAP_SHARE (80 %) of what saturating the cluster takes
-    from one generator. The study from B alone (k = 1) is client-bound, the findings naming it;
-    the same study with `auto` over the pool [B, A] starts its first row from B alone, finds B
-    the bottleneck, adds A and measures that count again (B then drives half the clients):
-    every row is measured with k = 2 and finds the cluster the bottleneck; the later rows start
-    from two."""
+    from one generator. The study (a 2^1 of point reads, POINT_READS) from B alone (k = 1) is
+    client-bound, the findings naming it; the same study with `auto` over the pool [B, A] starts
+    its first row from B alone, finds B the bottleneck, adds A and measures that count again (B
+    then drives half the clients): every row is measured with k = 2 and finds the cluster the
+    bottleneck; the second row starts from two."""
     root, site_file, ((a, _), (b, b_group)) = capped
     known = tmp_path / "known_hosts"
     a, b = ({**login, "known_hosts": str(known)} for login in (a, b))
@@ -153,7 +155,7 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
     set_machine_cpus(b_group, CAP_SHARE * generator_ms / server_ms)
     results = {}
     for k, generators in ((1, [b]), (2, [b, a])):
-        work = study_of(tmp_path / f"k{k}", site_file, generators, nodes, READS, auto=k == 2,
+        work = study_of(tmp_path / f"k{k}", site_file, generators, nodes, POINT_READS, auto=k == 2,
                         clients=[4], max_clients=4, seconds=3)  # fmt: skip
         done = run_snakemake(
             work, "results/findings.md", configfile="config/generators.yaml", timeout=900
@@ -187,10 +189,10 @@ def test_a_capped_generator_is_the_bottleneck_alone_and_the_cluster_is_with_two(
     # each one that is, by the definition auto grows by
     bound = generator_bound(one)
     assert len(bound) >= 1, one[["run", "bottleneck", "bottleneck_utilisation"]]
-    assert f"{len(bound)} of 4 rows are client-bound" in findings_one, findings_one
+    assert f"{len(bound)} of 2 rows are client-bound" in findings_one, findings_one
     assert all(f"{run} client" in findings_one for run in bound["run"]), findings_one
     assert generator_bound(two).empty, two[["run", "bottleneck", "bottleneck_utilisation"]]
-    assert "0 of 4 rows are client-bound" in findings_two
+    assert "0 of 2 rows are client-bound" in findings_two
     assert f"Load generators added by auto where they were the bottleneck ({first} 1 → 2 at 4 " in (
         " ".join(findings_two.split())
     )
