@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import statsmodels.formula.api as smf
-from scipy import stats
-from statsmodels.stats.anova import anova_lm
+
+# statsmodels and scipy.stats are imported where a centre-point design is fitted: the findings
+# job imports this module for every design, and they are half a second of its start
 
 BLOCK_VAR = "block"
 CURVE = "t_center"  # the centre runs' indicator
@@ -123,6 +123,8 @@ class CentreFit:
         """F and p of a line against the pure error."""
         if not self.df_pe > 0 or not self.ms_pe > 0 or df <= 0:
             return math.nan, math.nan
+        from scipy import stats
+
         f = ss / df / self.ms_pe
         return f, float(stats.f.sf(f, df, self.df_pe))
 
@@ -167,6 +169,9 @@ def fit_centre(
     scale), `centre` the centre runs (same scale), `blocks` run -> block of the factorial runs
     (None: not blocked; the centre runs' are `centre.blocks`), `confounded` the columns the
     blocks are confounded with (left out)."""
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
     blocked = blocks is not None
     if blocked != (centre.blocks is not None):
         raise ValueError("the centre runs and the factorial runs must both have blocks or neither")
@@ -222,6 +227,8 @@ def _by_level(design, y: pd.Series, centre: Centre, ms_pe: float, df_pe: int) ->
     """At each level (combination) of the factors the centre runs hold at a level: the centre
     runs' mean less the corners' there, with its 95 % interval on the pure error ([] when the
     centre runs hold none)."""
+    from scipy import stats
+
     held = centre.held
     if not held:
         return []

@@ -52,7 +52,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 from scipy.special import boxcox, stdtrit  # scipy.stats' own, without its import
 
 from ybscale.analysis.effects import contrasts, lenth
@@ -172,6 +171,8 @@ def profile_loglik(lam: float, y: np.ndarray, resid: np.ndarray) -> float:
 
 def box_cox(y, x, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """(λ̂, low, high): maximum of the profile likelihood and Montgomery's interval (SS*)."""
+    from scipy import optimize  # here: the jobs that only read the scale's words skip it
+
     y = np.asarray(y, dtype=float)
     x = np.asarray(x, dtype=float)
     nu = len(y) - int(np.linalg.matrix_rank(x))
