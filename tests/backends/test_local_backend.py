@@ -368,8 +368,8 @@ def test_a_dead_node_fails_the_check_and_the_read_backs_share_one_psql_a_node(da
         lingering = subprocess.Popen([*node.psql_argv(), "-c", "SELECT pg_sleep(30)"])
         try:
             while not (pid := node.ask(local.OTHER_SESSIONS)):
-                pass
-            with pytest.raises(BackendError, match=f"node2: sessions {pid} still open 0.2 s"):
+                assert lingering.poll() is None
+            with pytest.raises(BackendError, match=f"node2: sessions {pid} still open after 0.2 s"):
                 local.sessions_ended(node, timeout=0.2)
         finally:
             lingering.kill()

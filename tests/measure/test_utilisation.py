@@ -248,8 +248,8 @@ def test_a_busy_neighbour_is_measured_as_outside_cpu_and_its_run_measured_again(
     else:  # the machine was quiet again: the first measurement after the wait is kept, others
         # within outside_max, the study's own work outside its groups (`util_own`) not counted:
         # once in CI, util_outside 0.107 and util_own above 0.007
-        own = kept.get("util_own", 0.0)
-        others = kept["util_outside"] - (0.0 if own != own else own)  # own NaN: none seen
+        own = kept.get("util_own", math.nan)
+        others = kept["util_outside"] - (0.0 if math.isnan(own) else own)  # NaN: none seen
         assert len(reps) == 2 and others <= 0.1, reps
     assert rep["util_job"] >= 0 and line["bottleneck"] not in ("outside", "job", "host")
 

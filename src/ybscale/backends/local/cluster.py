@@ -644,8 +644,8 @@ def sessions_ended(node: Node, timeout: float = SESSIONS_TIMEOUT) -> None:
     while left := node.ask(OTHER_SESSIONS):
         if time.monotonic() > deadline:
             raise BackendError(
-                f"{node.name}: sessions {left} still open {timeout:g} s after the run ended: "
-                "its block counters would miss their reads"
+                f"{node.name}: sessions {left} still open after {timeout:g} s: the block "
+                "counters read now would miss their reads"
             )
         time.sleep(0.005)
 
