@@ -208,8 +208,9 @@ def test_a_busy_neighbour_is_measured_as_outside_cpu_and_its_run_measured_again(
     `util_outside`, at least most of its half of the machine (the row's nodes, pgbench and job
     are not counted in it), is set aside (outside_max 0.1), and is measured again only after
     the row waited (one-second looks, `quiet_wait`) for the neighbour to stop (issue 49): the
-    kept run is undisturbed, on the first try again (where other work outlasts the spinner,
-    each try is set aside until `remeasure` is spent and the last is kept, flagged disturbed)."""
+    kept run is undisturbed, as a rule on the first try again (where other work disturbs a later
+    try too, it is set aside as well, until `remeasure` is spent and the last is kept, flagged
+    disturbed)."""
     import os
     import subprocess
     import sys
@@ -242,15 +243,18 @@ def test_a_busy_neighbour_is_measured_as_outside_cpu_and_its_run_measured_again(
     assert (tmp_path / "logs" / "set-aside-c001-r1-1").is_dir()
     kept = reps[-1]
     assert kept["set_aside"] == "" and line["util_outside"] == kept["util_outside"], kept
+    # every try but the last set aside, at most remeasure (2) more after the first: other work
+    # (the host's steal once in CI) may disturb a try after the spinner has stopped
+    assert 2 <= len(reps) <= 3 and all(r["set_aside"] for r in reps[:-1]), reps
     if kept["disturbed"]:  # other work beside this test outlasted the spinner (CI on a shared
-        # machine once): measured again at most remeasure times, the last kept and flagged
-        assert len(reps) == 3 and all(r["set_aside"] for r in reps[:-1]), reps
-    else:  # the machine was quiet again: the first measurement after the wait is kept, others
-        # within outside_max, the study's own work outside its groups (`util_own`) not counted:
-        # once in CI, util_outside 0.107 and util_own above 0.007
+        # machine once): measured again remeasure times, the last kept and flagged
+        assert len(reps) == 3, reps
+    else:  # the machine was quiet again: the try kept had others within outside_max, the
+        # study's own work outside its groups (`util_own`) not counted: once in CI,
+        # util_outside 0.107 and util_own above 0.007
         own = kept.get("util_own", math.nan)
         others = kept["util_outside"] - (0.0 if math.isnan(own) else own)  # NaN: none seen
-        assert len(reps) == 2 and others <= 0.1, reps
+        assert others <= 0.1, reps
     assert rep["util_job"] >= 0 and line["bottleneck"] not in ("outside", "job", "host")
 
 
