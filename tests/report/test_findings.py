@@ -459,6 +459,20 @@ def test_the_summary_marks_the_effects_a_neighbour_may_have_made_on_every_respon
     assert marked == [[False, False], [False, True]]
 
 
+def test_the_summary_counts_the_columns_tested_as_effects_not_the_block_line():
+    """A design in blocks: the block's column is no effect (its line is the block's), so a
+    summary where nothing is active counts the other columns (a 2^(5-2) in 2 blocks: 6)."""
+    from designs import seed_design
+
+    from ybscale.report.findings import Responses
+
+    rows = [{"term": term, "alias": term, "effect": 1.0, "ci_low": -1.0, "ci_high": 3.0,
+             "active": False, "response": "ceiling"}
+            for term in ["A", "B", "C", "D", "E", "BE", "block", "error"]]  # fmt: skip
+    (line,) = Responses(pd.DataFrame(rows)).summary(seed_design())
+    assert "none of the 6 columns can be told from zero" in line, line
+
+
 def test_the_findings_explain_a_dataset_size_effect_by_where_its_reads_were_served():
     """Issue 48: each row's hit ratio, OS reads and disk kilobytes per transaction at its
     ceiling, and for an active dataset.rows factor the two levels' means (hand arithmetic:

@@ -244,8 +244,8 @@ class Responses:
         return what, unit, more, good, bad
 
     def terms(self, name: str) -> pd.DataFrame:
-        table = of_response(self.effects, name)
-        table = table[table["term"].astype(str) != ERROR_TERM].copy()
+        table = of_response(self.effects, name)  # the columns tested as effects
+        table = table[~table["term"].astype(str).isin([ERROR_TERM, BLOCK_TERM])].copy()
         table["active"] = table["active"].astype(str).str.lower().isin(["true", "1"])
         return table.set_index(table["term"].astype(str))
 
