@@ -45,7 +45,13 @@ from ybscale.measure.measuring import MeasuringProtocol
 from ybscale.report import bottlenecks, strata_text
 from ybscale.report.anova_text import split_plot_text
 from ybscale.report.dataset_text import dataset_text
-from ybscale.report.verdicts_text import ended_text, verdict_blocks, verdict_cell
+from ybscale.report.verdicts_text import (
+    ended_text,
+    negligible,
+    relevant_text,
+    verdict_blocks,
+    verdict_cell,
+)
 
 DETECT = "10%"
 
@@ -210,6 +216,15 @@ def summary_table(
             f"**No effect stands out from the noise**: none of the {len(terms)} columns can be "
             "told from zero (see *Active effects* below)."
         ]
+    small = active[active.apply(negligible, axis=1)]
+    note = small_text(design, [(str(r["term"]), [(r, what, unit)]) for _, r in small.iterrows()],
+                      relevant_text(terms))  # fmt: skip
+    active = active.drop(small.index)
+    if active.empty:
+        return [
+            f"**No effect that matters stands out from the noise**: of the {len(terms)} "
+            f"columns, only negligible ones can be told from zero. {note}"
+        ]
     rows = []
     doubtful = unsettled(terms)
     for _, row in active.iterrows():
@@ -220,7 +235,30 @@ def summary_table(
         share = f"{float(row['variation_pct']):.1f} %"
         rows.append((_term_words(design, str(row["term"])), estimate, share, _aliases(row)))
     lead = "The effects that stand out from the noise, largest first:"
-    return [lead, ("table", [SUMMARY_HEADER, *rows])]
+    return [lead, ("table", [SUMMARY_HEADER, *rows]), *([note] if note else [])]
+
+
+def small_text(design: Design, small: list[tuple[str, list]], size: str) -> str:
+    """The columns told from zero that are negligible wherever they are (inside ±`size` on
+    every response on which they stand out): said in one sentence after the summary table, not
+    in it, so a column at the noise's margin reads the same in two studies of one system
+    (here told from zero, there not: negligible in both). `small`: (term, [(row, what, unit)
+    of each response it stands out on])."""
+    if not small:
+        return ""
+    items = []
+    for term, where in small:
+        sizes = []
+        for row, what, unit in where:
+            bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
+            sizes.append(_size(*bounds, str(row["model"]), what, unit))
+        items.append(f"{_short_name(design, term)} {' and '.join(sizes)}")
+    return (
+        f"Told from the noise but negligible (inside ±{size}, analysis.relevant, wherever "
+        f"{'it stands' if len(items) == 1 else 'they stand'} out; see *Verdicts*): "
+        + "; ".join(items)
+        + "."
+    )
 
 
 # ---------------------------------------------------------------------------- several responses
@@ -253,6 +291,25 @@ class Responses:
         tables = {name: self.terms(name) for name in self.names}
         main = tables[self.names[0]]
         active = [t for t in main.index if any(tables[n].loc[t, "active"] for n in tables)]
+
+        def matters(t: str) -> bool:  # active on a response, and not negligible there
+            return any(tables[n].loc[t, "active"] and not negligible(tables[n].loc[t])
+                       for n in tables)  # fmt: skip
+
+        mattering = [t for t in active if matters(t)]
+        small = [
+            (t, [(tables[n].loc[t], *self.words(n)[:2]) for n in tables
+                 if tables[n].loc[t, "active"]])
+            for t in active if t not in mattering
+        ]  # fmt: skip
+        note = small_text(design, small, relevant_text(main))
+        if active and not mattering:
+            return [
+                f"**No effect that matters stands out from the noise** on any of the "
+                f"{len(tables)} responses: of the {len(main)} columns, only negligible ones can "
+                f"be told from zero. {note}"
+            ]
+        active = mattering
         if not active:
             return [
                 f"**No effect stands out from the noise** on any of the {len(tables)} responses "
@@ -274,6 +331,7 @@ class Responses:
                 bounds = (float(row[c]) for c in ("effect", "ci_low", "ci_high"))
                 text = _size(*bounds, str(row["model"]), what, unit).replace(f" {what}", "", 1)
                 text += f" ({MAYBE_NEIGHBOUR})" if term in doubtful[name] else ""
+                text += " (negligible)" if negligible(row) else ""
                 cells.append(text if row["active"] else verdict_cell(row, unit))
             rows.append((_term_words(design, term), *cells, _aliases(main.loc[term])))
         lead = (
@@ -281,7 +339,7 @@ class Responses:
             f"{self.words(self.names[0])[0]} (where a column is not active on a response, its "
             "verdict there: negligible, or undecided with its interval):"
         )
-        return [lead, ("table", [header, *rows])]
+        return [lead, ("table", [header, *rows]), *([note] if note else [])]
 
     def describe(self, ceilings: pd.DataFrame) -> list[str]:
         """Which responses were analysed and how each was obtained: the prices used (every
@@ -313,18 +371,23 @@ class Responses:
         ]
 
     def opposite(self, design: Design) -> list[str]:
-        """One sentence per column active on some response whose estimates move the responses
-        in opposite directions (one better, another worse), every estimate with its interval
-        and what it comes to ("node_size large instead of small multiplies the ceiling by 1.85
-        [1.43, 2.38] and throughput per dollar by 0.93 [0.72, 1.20]: faster, not cheaper")."""
+        """One sentence per column that makes one response better and not another, every
+        estimate with its interval and what it comes to ("node_size large instead of small
+        multiplies the ceiling by 1.85 [1.43, 2.38] and throughput per dollar by 0.93 [0.72,
+        1.20]: faster, not cheaper"). A response's direction counts where the column is active
+        on it and not negligible there (its verdict); an estimate within the noise or negligible
+        is *not* better, whichever its sign: so two studies of one system, one estimate a
+        little above 1 and the other a little below, say the same."""
         tables = {name: self.terms(name) for name in self.names}
         out = []
         for term in tables[self.names[0]].index:
             rows = {n: t.loc[term] for n, t in tables.items() if term in t.index}
             if not any(r["active"] for r in rows.values()):
                 continue
-            better = {n: (float(r["effect"]) > 0) == self.words(n)[2] for n, r in rows.items()}
-            if len(set(better.values())) < 2:
+            sign = {n: (float(r["effect"]) > 0) == self.words(n)[2] for n, r in rows.items()}
+            counts = {n: bool(r["active"]) and not negligible(r) for n, r in rows.items()}
+            better = {n: sign[n] and counts[n] for n in rows}
+            if all(better.values()) or not any(better.values()):
                 continue
             parts, verdicts = [], []
             models = {str(r["model"]) for r in rows.values()}
@@ -337,18 +400,19 @@ class Responses:
                         parts[-1] = "multiplies " + parts[-1]
                 else:
                     parts.append(_size(*bounds, "additive", what, unit))
-                if row["active"]:
+                if counts[name]:
                     verdicts.append(good if better[name] else bad)
                 else:
-                    verdicts.append(f"not clearly {good}" if better[name] else f"not {good}")
+                    verdicts.append(f"not {good}")
             verb = "multiplies " if models == {"multiplicative"} else ""
             words = _term_words(design, term)
             out.append(f"{words} {verb}{' and '.join(parts)}: {', '.join(verdicts)}.")
         if not out:
             return []
         return [
-            "**Trade-offs.** Columns that move the responses in opposite directions (an "
-            "estimate within the noise is written with its interval and called *not* better):",
+            "**Trade-offs.** Columns that make one response better and not another (an "
+            "estimate within the noise, or negligible, is written with its interval and called "
+            "*not* better):",
             ("ul", out),
         ]
 
@@ -820,6 +884,12 @@ def effects_section(study: Study) -> list[str]:
         + (
             f" ({MAYBE_NEIGHBOUR[0].upper()}{MAYBE_NEIGHBOUR[1:]}.)"
             if row["term"] in doubtful
+            else ""
+        )
+        + (
+            f" Negligible against ±{relevant_text(terms)} (analysis.relevant): told from zero, "
+            "smaller than the smallest effect that matters."
+            if negligible(row)
             else ""
         )
         + " "

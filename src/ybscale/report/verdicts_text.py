@@ -123,6 +123,11 @@ def verdict_blocks(effects: pd.DataFrame, label, ended: str = "") -> list:
     return [lead + (f" {ended}" if ended else ""), *blocks]
 
 
+def negligible(row: pd.Series) -> bool:
+    """Whether the column's verdict on its response is negligible (False without verdicts)."""
+    return str(row.get("verdict", "") or "") == NEGLIGIBLE
+
+
 def verdict_cell(row: pd.Series, unit: str = "") -> str:
     """A summary-table cell for a column that is not active on a response: its verdict there
     (``negligible``, ``undecided: ×0.95 [0.70, 1.29]``), never a bare dash."""
