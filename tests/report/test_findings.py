@@ -593,7 +593,9 @@ def test_two_studies_reading_a_column_at_the_noise_margin_apart_print_one_list()
     effects.csv): ADE was told from zero in A (-0.0237, Holm-active) and not in B (-0.0244),
     negligible against ±20 % in both; node_size (F) on throughput per dollar read +0.0065 in A
     and -0.0165 in B, within the noise in both. Both summaries list the same columns, ADE said
-    after the table in A only, as negligible; both say F is faster, not cheaper."""
+    after the table in A only, as negligible; both say F is faster, not cheaper; neither's
+    best combination sets isolation (D) for ADE."""
+    from ybscale.analysis import recommend
     from ybscale.report.findings import Responses
 
     def study(ade: float, ade_active: bool, f_tpd: float) -> tuple[list, list]:
@@ -612,6 +614,8 @@ def test_two_studies_reading_a_column_at_the_noise_margin_apart_print_one_list()
                              "model": "multiplicative", "variation_pct": 1.0,
                              "response": name})  # fmt: skip
         responses = Responses(pd.DataFrame(rows))
+        # the best combination sets only the factors of columns that are not negligible
+        assert recommend.active_factors(responses.effects) == ["B", "F"]
         return responses.summary(seed_design()), responses.opposite(seed_design())
 
     summary_a, trade_a = study(-0.0237, True, 0.0065)

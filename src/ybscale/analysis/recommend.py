@@ -2,15 +2,17 @@
 buy*).
 
 For each response (effects.csv's ``response`` blocks), the factors active on any response are
-the ones a recommendation may set; their level combinations that the design measured are the
-candidates (nothing outside the design region: a fraction's unmeasured combinations are not
-offered). Each candidate's value is predicted from that response's active effects on its own
-scale — the mean plus each active column's coefficient times its sign there (log10 for a
-multiplicative response, back-transformed to a ratio scale) — with a 95 % interval from the
-coefficients' standard errors (orthogonal columns: the variances add; the mean counted as one
-more coefficient, at the largest of their standard errors), and observed as the mean of the
-rows measured at it. The best candidate maximises the response (minimises a latency). With a
-latency response and a p95 target, the best throughput per dollar among the candidates whose
+the ones a recommendation may set (a column negligible against ``analysis.relevant`` where it
+is active does not count: told from zero in one study and not in the next, it would set a
+factor in one recommendation and not the other); their level combinations that the design
+measured are the candidates (nothing outside the design region: a fraction's unmeasured
+combinations are not offered). Each candidate's value is predicted from that response's active
+effects on its own scale — the mean plus each active column's coefficient times its sign there
+(log10 for a multiplicative response, back-transformed to a ratio scale) — with a 95 % interval
+from the coefficients' standard errors (orthogonal columns: the variances add; the mean counted
+as one more coefficient, at the largest of their standard errors), and observed as the mean of
+the rows measured at it. The best candidate maximises the response (minimises a latency). With
+a latency response and a p95 target, the best throughput per dollar among the candidates whose
 predicted latency is within it. Every figure is a prediction inside the design region.
 """
 
@@ -47,9 +49,11 @@ def _flags(values: pd.Series) -> pd.Series:
 
 
 def _terms(effects: pd.DataFrame, name: str) -> pd.DataFrame:
+    """One response's columns; ``active``: told from zero and not negligible (its verdict)."""
     table = of_response(effects, name)
     table = table[~table["term"].astype(str).isin([ERROR_TERM, "block"])].copy()
-    table["active"] = _flags(table["active"])
+    small = table["verdict"].astype(str) == "negligible" if "verdict" in table else False
+    table["active"] = _flags(table["active"]) & ~small
     return table
 
 

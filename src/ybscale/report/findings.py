@@ -457,9 +457,10 @@ def recommendation_section(study: Study) -> list:
     )
     return [
         "**Best in the design, per response** (a *prediction inside the design region*: only "
-        f"the factors active on some response are set ({factors}), only level combinations "
-        "the design measured are candidates, each predicted from that response's active "
-        "effects with a 95 % interval, next to what its rows measured):",
+        f"the factors active and not negligible on some response are set ({factors}), only "
+        "level combinations the design measured are candidates, each predicted from that "
+        "response's active effects that are not negligible, with a 95 % interval, next to what "
+        "its rows measured):",
         ("ul", items),
     ]
 
