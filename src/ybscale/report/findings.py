@@ -337,7 +337,8 @@ class Responses:
         lead = (
             "The effects that stand out from the noise on any response, largest first on "
             f"{self.words(self.names[0])[0]} (where a column is not active on a response, its "
-            "verdict there: negligible, or undecided with its interval):"
+            "verdict there, negligible or undecided, with the simultaneous interval it was "
+            "judged on, as in *Verdicts*):"
         )
         return [lead, ("table", [header, *rows]), *([note] if note else [])]
 
@@ -410,8 +411,8 @@ class Responses:
         if not out:
             return []
         return [
-            "**Trade-offs.** Columns that make one response better and not another (an "
-            "estimate within the noise, or negligible, is written with its interval and called "
+            "**Trade-offs.** Columns that make one response better and not another (each "
+            "estimate with its 95 % interval; one within the noise, or negligible, is called "
             "*not* better):",
             ("ul", out),
         ]
