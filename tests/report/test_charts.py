@@ -291,3 +291,47 @@ def test_a_chart_of_more_than_altairs_5000_rows_keeps_every_point(tmp_path):
     html, svg = charts.save(chart, tmp_path / "big")
     assert svg.read_text().lstrip().startswith("<svg")
     assert len(re.findall(r'"x": ?\d+', html.read_text())) == n
+
+
+def test_the_responses_chart_draws_each_verdict_on_its_simultaneous_interval():
+    """With verdicts, each panel draws the interval a column was judged on (effects.csv's
+    verdict_low/high, not its 95 % interval), coloured by its verdict, over a band at
+    ± analysis.relevant on the shown scale (×1/1.2 .. ×1.2 for 20 % on the log scale). Two
+    studies of one system (2026-12-03, A and B: ADE told from zero in A only, negligible in
+    both) colour every column alike."""
+    from ybscale.report.response_charts import responses_chart
+
+    relevant = float(np.log10(1.2))
+
+    def study(ade_active: bool) -> dict:
+        rows = []
+        for name in ("ceiling", "throughput_per_dollar"):
+            for term, effect, verdict in (("B", -0.98, "matters"), ("ADE", -0.024, "negligible")):
+                rows.append({"term": term, "alias": term, "effect": effect,
+                             "ci_low": effect - 0.01, "ci_high": effect + 0.01,
+                             "verdict_low": effect - 0.02, "verdict_high": effect + 0.02,
+                             "active": term == "B" or ade_active, "verdict": verdict,
+                             "relevant": relevant, "relevant_given": "20%",
+                             "model": "multiplicative", "response": name})  # fmt: skip
+        return responses_chart(pd.DataFrame(rows)).to_dict()
+
+    colours = []
+    for spec in (study(True), study(False)):
+        panels = spec["hconcat"]
+        assert len(panels) == 2
+        seen = {}
+        for panel in panels:
+            band, _, interval, point = panel["layer"]
+            assert interval["encoding"]["x"]["field"] == "shown_verdict_low"
+            assert interval["encoding"]["x2"]["field"] == "shown_verdict_high"
+            assert point["encoding"]["color"]["field"] == "verdict"
+            assert "shaded: within ±20% (analysis.relevant)" in panel["title"]["subtitle"]
+            data = spec["datasets"][band["data"]["name"]]
+            assert data == [{"low": pytest.approx(1 / 1.2), "high": pytest.approx(1.2)}]
+            values = spec["datasets"][point["data"]["name"]]
+            for v in values:
+                assert v["shown_verdict_low"] == pytest.approx(10 ** (v["effect"] - 0.02))
+                seen[(v["response"], v["term"])] = v["verdict"]
+        colours.append(seen)
+    assert colours[0] == colours[1]
+    assert colours[0][("ceiling", "ADE")] == "negligible"
