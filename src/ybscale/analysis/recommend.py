@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ybscale.analysis.terms import ERROR_TERM, of_response, response_names
+from ybscale.analysis.verdicts import NEGLIGIBLE
 
 LOWER_IS_BETTER = {"latency_at_load_ms"}
 
@@ -52,7 +53,7 @@ def _terms(effects: pd.DataFrame, name: str) -> pd.DataFrame:
     """One response's columns; ``active``: told from zero and not negligible (its verdict)."""
     table = of_response(effects, name)
     table = table[~table["term"].astype(str).isin([ERROR_TERM, "block"])].copy()
-    small = table["verdict"].astype(str) == "negligible" if "verdict" in table else False
+    small = table["verdict"].astype(str) == NEGLIGIBLE if "verdict" in table else False
     table["active"] = _flags(table["active"]) & ~small
     return table
 

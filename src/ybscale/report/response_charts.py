@@ -39,13 +39,11 @@ def response_rows(effects: pd.DataFrame, name: str) -> pd.DataFrame:
     rows["active"] = rows["active"].astype(str).str.lower().isin(["true", "1"])
     ratio = rows["model"].astype(str).eq("multiplicative")
     judged = "verdict" in rows and rows["verdict"].notna().any()
-    for column in ("effect", "ci_low", "ci_high", *(("verdict_low", "verdict_high",
-                                                     "relevant") if judged else ())):  # fmt: skip
+    for column in ("effect", "ci_low", "ci_high", *(("verdict_low", "verdict_high")
+                                                     if judged else ())):  # fmt: skip
         values = rows[column].astype(float)
         rows[f"shown_{column}"] = values.where(~ratio, 10**values)
-    if judged:  # the band at ± relevant, on the shown scale (1 / x .. x on the log scale)
-        relevant = rows["relevant"].astype(float)
-        rows["shown_relevant_low"] = (-relevant).where(~ratio, 10 ** (-relevant))
+    if judged:
         rows["verdict"] = rows["verdict"].fillna(UNTESTED).astype(str)
     rows["label"] = rows["term"].astype(str)  # the alias string is in the tooltip
     rows["aliases"] = rows["alias"].fillna(rows["term"]) if "alias" in rows else rows["term"]
@@ -93,8 +91,9 @@ def _panel(rows: pd.DataFrame, name: str, order: list[str]) -> alt.LayerChart:
     subtitle = "estimate, 95 % interval; dashed: no change"
     if judged:
         given = str(rows["relevant_given"].iloc[0]) if "relevant_given" in rows else "relevant"
-        band = pd.DataFrame({"low": [float(rows["shown_relevant_low"].iloc[0])],
-                             "high": [float(rows["shown_relevant"].iloc[0])]})  # fmt: skip
+        relevant = float(rows["relevant"].iloc[0])  # on the analysed scale: 1 / x .. x as ratios
+        edges = (10**-relevant, 10**relevant) if ratio else (-relevant, relevant)
+        band = pd.DataFrame({"low": [edges[0]], "high": [edges[1]]})
         layers.insert(0, alt.Chart(band).mark_rect(color="#bbbbbb", opacity=0.45).encode(
             x=alt.X("low:Q", scale=scale), x2="high:Q"))  # fmt: skip
         subtitle = [
